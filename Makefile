@@ -1,0 +1,44 @@
+# sklearn-icml: `make test` and `make demo` work on a fresh machine with only Python 3.11.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
+# torch first and pinned: the CPU wheel on these machines. Anything that depends on torch
+# (skorch, peft, opacus) installed before it could resolve torch to a multi-GB CUDA build.
+TORCH  := torch==2.13.0
+
+.PHONY: venv test test-fast demo bench lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml setup.cfg
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q -e ".[all,dev]"
+	touch $(STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) install -q $(TORCH) -e ".[all,dev,bench]"
+	touch $(BENCH_STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15
+
+# the fast subset, for the edit-test loop; `make test` is what CI runs
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" -x
+
+demo: $(STAMP)
+	$(PY) -m sklearn_icml demo
+
+bench: $(BENCH_STAMP)
+	@set -e; for f in benchmarks/[a-z]*.py; do echo "== $$f"; $(PY) $$f; done
+
+lint: $(STAMP)
+	$(PY) -m ruff check sklearn_icml tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

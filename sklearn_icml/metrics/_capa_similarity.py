@@ -1,0 +1,203 @@
+"""CAPASimilarity: CAPA between a set of scikit-learn classifiers, out of fold."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._capa import capa_matrix
+
+
+class CAPASimilarity(BaseEstimator):
+    """How alike a set of classifiers are, beyond what their accuracies imply.
+
+    ``fit`` collects each classifier's out-of-fold class probabilities (as
+    :func:`~sklearn.model_selection.cross_val_predict` does) and stores the matrix of
+    pairwise CAPA (chance adjusted probabilistic agreement) in ``similarity_``. Two models
+    score high when they put probability on the same options, and in particular make the
+    same mistakes; two independent models of any accuracies score 0.
+
+    Parameters
+    ----------
+    estimators : list of (str, estimator)
+        The classifiers to compare; each needs ``predict_proba``.
+    discrete : bool, default=False
+        Compare hard predictions (argmax) instead of probability vectors.
+    cv : int, cross-validation generator, iterable or "prefit", default=5
+        How out-of-fold probabilities are obtained in ``fit``. With ``"prefit"`` the
+        estimators are taken as already fitted and ``fit(X, y)`` only scores them on
+        ``(X, y)``.
+    n_jobs : int, default=None
+        Jobs for the cross-validation fits (joblib).
+
+    Attributes
+    ----------
+    estimators_ : list of estimators
+        The estimators fitted on all of ``(X, y)`` (the given ones with ``cv="prefit"``).
+    names_ : list of str
+        Names of the estimators, in order.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels seen in ``fit``.
+    similarity_ : ndarray of shape (n_estimators, n_estimators)
+        Pairwise CAPA on the out-of-fold probabilities; symmetric.
+    accuracy_ : ndarray of shape (n_estimators,)
+        Each estimator's out-of-fold accuracy.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    capa_matrix : the same matrix from probabilities you already have.
+
+    References
+    ----------
+    .. [1] S. Goel et al., "Great Models Think Alike and this Undermines AI Oversight",
+       ICML 2025, arXiv:2502.04313.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> from sklearn_icml.metrics import CAPASimilarity
+    >>> X, y = load_iris(return_X_y=True)
+    >>> sim = CAPASimilarity([("lr", LogisticRegression(max_iter=500)),
+    ...                       ("nb", GaussianNB())]).fit(X, y)
+    >>> sim.similarity_.shape
+    (2, 2)
+    >>> bool(abs(sim.similarity_[0, 1] - sim.similarity_[1, 0]) < 1e-12)
+    True
+    """
+
+    _parameter_constraints = {
+        "estimators": [list],
+        "discrete": ["boolean"],
+        "cv": ["cv_object", StrOptions({"prefit"})],
+        "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
+    }
+
+    def __init__(self, estimators, *, discrete=False, cv=5, n_jobs=None):
+        self.estimators = estimators
+        self.discrete = discrete
+        self.cv = cv
+        self.n_jobs = n_jobs
+
+    def _validate_estimators(self):
+        if len(self.estimators) < 1:
+            raise ValueError("estimators must name at least one (name, estimator) pair.")
+        names = []
+        for item in self.estimators:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(
+                    "estimators must be a list of (name, estimator) tuples; got "
+                    f"{item!r} instead."
+                )
+            if not HasMethods(["fit", "predict_proba"]).is_satisfied_by(item[1]):
+                raise TypeError(
+                    f"estimator {item[0]!r} has no predict_proba; CAPA compares probability "
+                    "vectors, so every estimator must be a probabilistic classifier."
+                )
+            names.append(item[0])
+        if len(set(names)) != len(names):
+            raise ValueError(f"estimator names must be unique; got {names!r} instead.")
+        return names
+
+    def fit(self, X, y):
+        """Collect out-of-fold probabilities of every estimator and compare them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : object
+            The fitted instance.
+        """
+        self._validate_params()
+        self.names_ = self._validate_estimators()
+        X, y = validate_data(self, X, y)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if self.classes_.shape[0] < 2:
+            raise ValueError(
+                f"y has only 1 class ({self.classes_[0]!r}); CAPA needs at least 2 options."
+            )
+        y_index = encoder.transform(y)
+
+        if self.cv == "prefit":
+            self.estimators_ = [est for _, est in self.estimators]
+            for est in self.estimators_:
+                check_is_fitted(est)
+            probas = [self._aligned_proba(est, X) for est in self.estimators_]
+        else:
+            cv = check_cv(self.cv, y, classifier=True)
+            probas = [
+                cross_val_predict(
+                    clone(est), X, y_index, cv=cv, method="predict_proba", n_jobs=self.n_jobs
+                )
+                for _, est in self.estimators
+            ]
+            self.estimators_ = [clone(est).fit(X, y) for _, est in self.estimators]
+        self.similarity_ = capa_matrix(y_index, probas, discrete=self.discrete)
+        self.accuracy_ = np.array([np.mean(p.argmax(axis=1) == y_index) for p in probas])
+        return self
+
+    def _aligned_proba(self, est, X):
+        """predict_proba of ``est`` with columns in the order of ``self.classes_``."""
+        proba = est.predict_proba(X)
+        est_classes = getattr(est, "classes_", self.classes_)
+        aligned = np.zeros((proba.shape[0], self.classes_.shape[0]))
+        position = np.searchsorted(self.classes_, est_classes)
+        if np.any(position >= self.classes_.shape[0]) or np.any(
+            self.classes_[np.minimum(position, self.classes_.shape[0] - 1)] != est_classes
+        ):
+            raise ValueError(
+                f"an estimator was fitted on classes {est_classes!r} that are not among the "
+                f"classes of y {self.classes_!r}."
+            )
+        aligned[:, position] = proba
+        return aligned
+
+    def similarity(self, X, y):
+        """CAPA between the fitted estimators on held-out data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Evaluation data.
+        y : array-like of shape (n_samples,)
+            True labels, among ``classes_``.
+
+        Returns
+        -------
+        matrix : ndarray of shape (n_estimators, n_estimators)
+            Pairwise CAPA.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(
+                f"y must have shape ({X.shape[0]},) to match X; got {y.shape} instead."
+            )
+        unseen = np.setdiff1d(y, self.classes_)
+        if unseen.size:
+            raise ValueError(f"y has labels {unseen!r} that were not seen in fit.")
+        y_index = np.searchsorted(self.classes_, y)
+        probas = [self._aligned_proba(est, X) for est in self.estimators_]
+        return capa_matrix(y_index, probas, discrete=self.discrete)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

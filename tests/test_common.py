@@ -1,0 +1,41 @@
+"""scikit-learn's own estimator checks on every public estimator of sklearn-icml."""
+
+import subprocess
+import sys
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_icml.utils.discovery import all_estimators
+
+from ._estimator_params import EXPECTED_FAILED_CHECKS, TEST_PARAMS
+
+
+def _instances():
+    for name, cls in all_estimators(include_neural=True):
+        yield cls(**TEST_PARAMS.get(name, {}))
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(list(_instances()), expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_registry_names_exist():
+    names = {name for name, _ in all_estimators(include_neural=True)}
+    stale = (set(TEST_PARAMS) | set(EXPECTED_FAILED_CHECKS)) - names
+    assert not stale, f"registry entries for estimators that do not exist: {sorted(stale)}"
+
+
+def test_import_does_not_pull_heavy_dependencies():
+    code = (
+        "import sys, sklearn_icml, sklearn_icml.utils, sklearn_icml.datasets;"
+        "from sklearn_icml.utils.discovery import all_estimators; all_estimators();"
+        "heavy = [m for m in ('torch', 'skorch', 'gymnasium') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"import sklearn_icml imported {out.stdout.strip()}"
