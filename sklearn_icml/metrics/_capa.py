@@ -81,27 +81,40 @@ def _as_outputs(proba, name, n_options=None):
         values = np.asarray(proba, dtype=np.float64).ravel()
         k = np.full(proba.shape[0], proba.shape[1], dtype=np.int64)
     else:
-        # A ragged sequence: handled item by item so numpy never builds an object array.
-        rows = [np.asarray(item) for item in proba]
-        for i, row in enumerate(rows):
-            if row.ndim != 1:
-                raise ValueError(
-                    f"{name}[{i}] must be a 1-D vector of option scores; got shape "
-                    f"{row.shape} instead."
-                )
-            if row.dtype.kind not in "biuf":
-                raise TypeError(f"{name}[{i}] must be numeric; got dtype {row.dtype} instead.")
-        k = np.array([row.shape[0] for row in rows], dtype=np.int64)
-        values = (
-            np.concatenate(rows).astype(np.float64, copy=False)
-            if rows
-            else np.empty(0, dtype=np.float64)
-        )
+        # A ragged sequence: lengths and one concatenation, so numpy never builds an object
+        # array and a million small items cost one pass in C.
+        values, k = _concatenate_ragged(proba, name)
     if k.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one item is required.")
     _check_option_counts(k, f"{name} option count")
     check_finite(values, name)
     return _Outputs(values=values, choices=None, n_options=k, offsets=_offsets(k))
+
+
+def _concatenate_ragged(proba, name):
+    try:
+        k = np.fromiter(map(len, proba), dtype=np.int64)
+    except TypeError:
+        bad = next(i for i, item in enumerate(proba) if np.ndim(item) != 1)
+        raise ValueError(
+            f"{name}[{bad}] must be a 1-D vector of option scores; got "
+            f"{np.asarray(proba[bad])!r} instead."
+        ) from None
+    if k.shape[0] == 0:
+        return np.empty(0, dtype=np.float64), k
+    try:
+        values = np.concatenate(proba)
+    except ValueError:
+        values = None
+    if values is None or values.ndim != 1 or values.shape[0] != k.sum():
+        bad = next(i for i, item in enumerate(proba) if np.ndim(item) != 1)
+        raise ValueError(
+            f"{name}[{bad}] must be a 1-D vector of option scores; got shape "
+            f"{np.shape(proba[bad])} instead."
+        )
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers; got dtype {values.dtype} instead.")
+    return values.astype(np.float64, copy=False), k
 
 
 def _check_option_counts(k, name):
@@ -209,7 +222,8 @@ def _kappa(c_obs, c_exp):
 
 
 def _chance_agreement(pbar_a, pbar_b, mean_inv_wrong):
-    return pbar_a * pbar_b + mean_inv_wrong * (1.0 - pbar_a) * (1.0 - pbar_b)
+    # grouped so that swapping a and b gives the same bits
+    return pbar_a * pbar_b + mean_inv_wrong * ((1.0 - pbar_a) * (1.0 - pbar_b))
 
 
 def capa_score(
