@@ -18,6 +18,8 @@ TEST_PARAMS = {
         "cv": 2,
     },
     # --- dp-stratified-sampling ---
+    # random float X makes every row its own stratum (N_h = 1): only a census is feasible
+    "DPStratifiedSampler": {"total_sample_size": 1.0, "allocation": "proportional"},
     # --- privacy-amplification-partitioning ---
     # --- multi-agent-bai ---
     # --- bandits-with-interference ---
@@ -30,6 +32,9 @@ EXPECTED_FAILED_CHECKS = {
     # --- ptib-clustering ---
     # --- capa-similarity ---
     # --- dp-stratified-sampling ---
+    "DPStratifiedSampler": {
+        "check_fit1d": "fit takes the population's 1-D vector of stratum labels by design",
+    },
     # --- privacy-amplification-partitioning ---
     # --- multi-agent-bai ---
     # --- bandits-with-interference ---

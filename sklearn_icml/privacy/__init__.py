@@ -7,5 +7,36 @@ _TORCH_NAMES = set()
 __all__ = []
 
 # --- dp-stratified-sampling ---
+from ._dp_stratified import (  # noqa: E402
+    DPStratifiedSampler,
+    amplified_epsilon,
+    design_variance,
+    mechanism_variance,
+    neyman_allocation,
+    nominal_epsilon,
+    optimal_allocation,
+    proportional_allocation,
+)
+from ._mechanisms import (  # noqa: E402
+    discrete_laplace_mechanism,
+    laplace_mechanism,
+    mechanism_log_density,
+    tulap_mechanism,
+)
+
+__all__ += [
+    "DPStratifiedSampler",
+    "amplified_epsilon",
+    "design_variance",
+    "discrete_laplace_mechanism",
+    "laplace_mechanism",
+    "mechanism_log_density",
+    "mechanism_variance",
+    "neyman_allocation",
+    "nominal_epsilon",
+    "optimal_allocation",
+    "proportional_allocation",
+    "tulap_mechanism",
+]
 
 # --- privacy-amplification-partitioning ---
