@@ -21,6 +21,8 @@ TEST_PARAMS = {
     # random float X makes every row its own stratum (N_h = 1): only a census is feasible
     "DPStratifiedSampler": {"total_sample_size": 1.0, "allocation": "proportional"},
     # --- privacy-amplification-partitioning ---
+    # 10 DP-SGD steps with little noise: fast, and enough to fit the checks' toy data
+    "DPSGDClassifier": {"noise_multiplier": 0.01, "num_steps": 10, "num_selected": 5, "lr": 1.0},
     # --- multi-agent-bai ---
     # --- bandits-with-interference ---
     # --- streaming-parity-rnn ---

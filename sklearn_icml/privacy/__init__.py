@@ -40,3 +40,43 @@ __all__ += [
 ]
 
 # --- privacy-amplification-partitioning ---
+from ._partition_accountant import (  # noqa: E402
+    PartitionRDPAccountant,
+    bis_epsilon,
+    bis_rdp,
+    default_orders,
+    dropout_rdp,
+    find_noise_multiplier,
+    model_split_rdp,
+    poisson_rdp,
+    rdp_to_epsilon,
+)
+from ._partition_samplers import (  # noqa: E402
+    BalancedIterationSampler,
+    PoissonIterationSampler,
+)
+
+_TORCH_NAMES |= {"DPSGDClassifier"}
+__all__ += [
+    "BalancedIterationSampler",
+    "DPSGDClassifier",
+    "PartitionRDPAccountant",
+    "PoissonIterationSampler",
+    "bis_epsilon",
+    "bis_rdp",
+    "default_orders",
+    "dropout_rdp",
+    "find_noise_multiplier",
+    "model_split_rdp",
+    "poisson_rdp",
+    "rdp_to_epsilon",
+]
+
+
+def __getattr__(name):
+    # torch-based names are imported on first access only
+    if name == "DPSGDClassifier":
+        from ._dpsgd import DPSGDClassifier
+
+        return DPSGDClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,175 @@
+"""Tests of DPSGDClassifier (DP-SGD on skorch with partition samplers)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("skorch")
+
+from sklearn.datasets import load_breast_cancer, make_classification  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from sklearn_icml.privacy import (  # noqa: E402
+    DPSGDClassifier,
+    bis_epsilon,
+    default_orders,
+    model_split_rdp,
+    rdp_to_epsilon,
+)
+
+FAST = {"num_steps": 20, "num_selected": 4, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
+    scaler = StandardScaler().fit(X_tr)
+    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return make_classification(
+        n_samples=60, n_features=4, n_informative=3, n_redundant=0, n_classes=3, random_state=0
+    )
+
+
+@pytest.mark.slow
+def test_accuracy_at_epsilon_8_on_breast_cancer(cancer):
+    # spec experiment 3: T = 200, k = 20, C = 1, lr = 0.5, (8, 1e-5)-DP -> accuracy ~0.972
+    X_tr, X_te, y_tr, y_te = cancer
+    scores = []
+    for seed in range(3):
+        clf = DPSGDClassifier(target_epsilon=8.0, random_state=seed).fit(X_tr, y_tr)
+        scores.append(clf.score(X_te, y_te))
+    assert clf.noise_multiplier_ == pytest.approx(1.194, abs=0.005)
+    assert clf.epsilon_ <= 8.0 and clf.epsilon_ == pytest.approx(8.0, abs=1e-3)
+    assert np.mean(scores) > 0.95
+
+
+def test_epsilon_reported_matches_accountant(toy):
+    X, y = toy
+    clf = DPSGDClassifier(noise_multiplier=1.3, num_epochs=2, **FAST).fit(X, y)
+    assert clf.accounting_ == "bis"
+    assert clf.epsilon_ == pytest.approx(bis_epsilon(1.3, 20, 4, 1e-5, num_epochs=2))
+    assert clf.noise_multiplier_ == 1.3
+    assert clf.rdp_.shape == clf.orders_.shape
+    assert clf.expected_batch_size_ == pytest.approx(60 * 4 / 20)
+    # every step of every pass ran, empty batches included
+    assert [h["train_batch_count"] for h in clf.history_] == [20, 20]
+
+
+def test_empty_batches_take_noise_only_steps():
+    # 2 samples, 40 steps, each sample in 1 step: at least 38 empty batches
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    y = np.array([0, 1])
+    clf = DPSGDClassifier(
+        noise_multiplier=1.0, num_steps=40, num_selected=1, lr=0.1, random_state=0
+    ).fit(X, y)
+    sizes = [b["train_batch_size"] for b in clf.history_[-1]["batches"]]
+    assert len(sizes) == 40 and sizes.count(0) >= 38
+
+
+def test_clipping_bounds_the_update():
+    # with (almost) no noise every step moves the weights by at most lr * C * B / (n k / T):
+    # over a pass at most lr * C * T in total, however large the raw gradients are
+    X, y = make_classification(n_samples=50, n_features=5, random_state=1)
+    X = X * 1000.0
+    lr, C, T = 0.1, 0.5, 10
+    clf = DPSGDClassifier(
+        noise_multiplier=1e-6, max_grad_norm=C, lr=lr, num_steps=T, num_selected=2, random_state=0
+    )
+    clf.fit(X, y)
+    start = DPSGDClassifier(
+        noise_multiplier=1e-6,
+        max_grad_norm=C,
+        lr=0.0 + 1e-12,
+        num_steps=T,
+        num_selected=2,
+        random_state=0,
+    ).fit(X, y)
+    moved = np.sqrt(
+        sum(
+            ((a - b) ** 2).sum().item()
+            for a, b in zip(clf.module_.parameters(), start.module_.parameters())
+        )
+    )
+    assert 0 < moved <= lr * C * T * (1 + 1e-3)
+
+
+def test_reproducible(toy):
+    X, y = toy
+    a = DPSGDClassifier(noise_multiplier=1.0, **FAST).fit(X, y).predict_proba(X)
+    b = DPSGDClassifier(noise_multiplier=1.0, **FAST).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(a, b)
+    c = DPSGDClassifier(noise_multiplier=1.0, **{**FAST, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(a, c.predict_proba(X))
+
+
+def test_model_splitting_accounting(toy):
+    X, y = toy
+    orders = default_orders("exact")
+    clf = DPSGDClassifier(
+        noise_multiplier=2.0,
+        num_steps=10,
+        num_selected=1,
+        num_parts=3,
+        hidden_layer_sizes=(4,),
+        random_state=0,
+    ).fit(X, y)
+    assert clf.accounting_ == "model_split"
+    expected = rdp_to_epsilon(model_split_rdp(2.0, 30, orders), orders, 1e-5)[0]
+    assert clf.epsilon_ == pytest.approx(expected)
+    plain = bis_epsilon(2.0, 10, 1, 1e-5, method="exact")
+    assert clf.epsilon_ < plain
+    # every parameter coordinate belongs to one of the 3 parts
+    assert set(
+        np.unique(np.concatenate([p.numpy().ravel() for p in clf.net_.parts_.values()]))
+    ) == {0, 1, 2}
+
+
+def test_poisson_sampler(toy):
+    pytest.importorskip("dp_accounting")
+    X, y = toy
+    clf = DPSGDClassifier(noise_multiplier=1.5, sampler="poisson", **FAST).fit(X, y)
+    assert clf.accounting_ == "poisson"
+    assert 0 < clf.epsilon_ < np.inf
+    split = DPSGDClassifier(noise_multiplier=1.5, sampler="poisson", num_parts=2, **FAST).fit(X, y)
+    assert split.accounting_ == "model_split" and split.epsilon_ < clf.epsilon_
+
+
+def test_custom_module_and_string_labels(toy):
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self, n_features, n_outputs):
+            super().__init__()
+            self.lin = torch.nn.Linear(n_features, n_outputs)
+
+        def forward(self, X):
+            return self.lin(X)
+
+    X, y = toy
+    labels = np.array(["a", "b", "c"])[y]
+    clf = DPSGDClassifier(module=Net, noise_multiplier=0.5, **FAST).fit(X, labels)
+    assert set(clf.predict(X)) <= {"a", "b", "c"}
+    assert clf.predict_proba(X).shape == (60, 3)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_bad_input(toy):
+    X, y = toy
+    with pytest.raises(ValueError, match="num_selected"):
+        DPSGDClassifier(num_steps=5, num_selected=6).fit(X, y)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        DPSGDClassifier(noise_multiplier=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="delta"):
+        DPSGDClassifier(delta=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="sampler"):
+        DPSGDClassifier(sampler="shuffle").fit(X, y)
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        DPSGDClassifier(hidden_layer_sizes=(0,), noise_multiplier=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="unreachable"):
+        DPSGDClassifier(target_epsilon=1e-6, num_steps=10, num_selected=10).fit(X, y)
