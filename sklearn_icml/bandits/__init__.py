@@ -29,3 +29,20 @@ __all__ += [
 ]
 
 # --- bandits-with-interference ---
+from ._exp3ix import (  # noqa: E402
+    ClusterRandomizedEXP3IX,
+    InterferenceBanditResult,
+    SwitchbackEXP3IX,
+    exposure_probability,
+    regret_across_seeds,
+)
+from ._interference_env import InterferenceGridEnv  # noqa: E402
+
+__all__ += [
+    "ClusterRandomizedEXP3IX",
+    "InterferenceBanditResult",
+    "InterferenceGridEnv",
+    "SwitchbackEXP3IX",
+    "exposure_probability",
+    "regret_across_seeds",
+]

@@ -1,0 +1,416 @@
+"""InterferenceGridEnv: units on a grid whose outcomes depend on their neighbours' arms."""
+
+import numbers
+
+import numpy as np
+from scipy.signal import fftconvolve
+from sklearn.base import BaseEstimator
+
+_INTERFERENCE_MODELS = ("neighborhood", "power_law")
+
+
+def _check_generator(random_state, name="random_state"):
+    """A :class:`numpy.random.Generator` from ``random_state``.
+
+    ``None`` and integers give ``np.random.default_rng(random_state)`` (so an integer seed
+    ``s`` reproduces the stream the spec defines); a Generator is used as is; a legacy
+    ``RandomState`` seeds a new Generator from one draw of it.
+    """
+    if random_state is None or (
+        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+    ):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    raise ValueError(
+        f"{name} must be None, an int, a numpy Generator or a RandomState; "
+        f"got {random_state!r} instead."
+    )
+
+
+def _check_int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} instead.")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} instead.")
+    return int(value)
+
+
+def _check_real(value, name, *, low=None, low_open=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number; got {value!r} instead.")
+    if low is not None and (value <= low if low_open else value < low):
+        sign = ">" if low_open else ">="
+        raise ValueError(f"{name} must be {sign} {low}; got {value!r} instead.")
+    return float(value)
+
+
+def _box_bounds(n, radius):
+    """Start and end (exclusive) of the clipped window ``[x - r, x + r]`` of each ``x``."""
+    x = np.arange(n)
+    return np.maximum(x - radius, 0), np.minimum(x + radius, n - 1) + 1
+
+
+def _box_sum(field, radius, bounds=None):
+    """Sum of ``field`` over the Chebyshev ball ``B(u, radius)`` of every unit, clipped.
+
+    ``field`` has shape ``(..., L0, L1)``; the ball is clipped to the grid (zero padding).
+    Uses 2-D cumulative sums: exact for integer fields, O(L0 L1) whatever the radius.
+    ``bounds`` may pass precomputed ``(_box_bounds(L0, r), _box_bounds(L1, r))``.
+    """
+    field = np.asarray(field)
+    L0, L1 = field.shape[-2:]
+    csum = np.zeros(field.shape[:-2] + (L0 + 1, L1 + 1), dtype=np.result_type(field, np.int64))
+    csum[..., 1:, 1:] = field.cumsum(axis=-2).cumsum(axis=-1)
+    if bounds is None:
+        bounds = (_box_bounds(L0, radius), _box_bounds(L1, radius))
+    (lo0, hi0), (lo1, hi1) = bounds
+    # rows first, then columns: two gathers of 1-D differences
+    rows = csum[..., hi0, :] - csum[..., lo0, :]
+    return rows[..., hi1] - rows[..., lo1]
+
+
+def _ball_size(grid_side, radius):
+    """Number of units in the clipped ball ``B(u, radius)`` of every unit, shape (L, L)."""
+    return _box_sum(np.ones((grid_side, grid_side), dtype=np.int64), radius)
+
+
+def _power_law_kernel(grid_side, beta):
+    """Weights ``(1 + d)^-beta`` for Chebyshev offsets ``d`` in ``[-(L-1), L-1]^2``."""
+    offsets = np.arange(-(grid_side - 1), grid_side)
+    dist = np.maximum(np.abs(offsets)[:, None], np.abs(offsets)[None, :])
+    return (1.0 + dist) ** (-float(beta))
+
+
+class InterferenceGridEnv(BaseEstimator):
+    """Units on an ``L x L`` grid whose outcomes depend on the arms around them.
+
+    Unit ``u`` at ``(x_u, y_u)`` has, in round ``t`` under the assignment ``Z`` (one arm per
+    unit), the outcome
+
+    ``Y_{t,u}(Z) = b_{t,u} + sum_i theta_{t,i} * f_{u,i}(Z)``,
+
+    with a drifting base ``b_{t,u} = base_level + base_amplitude * sin(2 pi t / 50 + phi_u)``
+    (phases ``phi_u ~ U(0, 2 pi)`` drawn once) and ``f_{u,i}(Z)`` the share of arm ``i``
+    around ``u``: over the Chebyshev ball ``B(u, kappa)`` (``interference="neighborhood"``),
+    or over all units with weights ``(1 + d)^-beta`` (``interference="power_law"``). The
+    environment knows its noise-free outcome functions, so it gives the exact rewards
+    ``fixed_arm_rewards(t)`` of the fixed-arm assignments that regret is measured against.
+
+    Not an estimator: it subclasses :class:`~sklearn.base.BaseEstimator` only for
+    ``get_params``/``clone``. Parameters are checked at construction (outcomes are proved to
+    stay in ``[0, 1]``); the phases are drawn lazily from ``random_state`` on first use.
+
+    Parameters
+    ----------
+    grid_side : int
+        Side ``L`` of the grid; there are ``N = L**2`` units.
+    n_arms : int
+        Number of arms ``k``.
+    horizon : int
+        Number of rounds ``T``.
+    interference : {"neighborhood", "power_law"}, default="neighborhood"
+        How outcomes depend on other units' arms.
+    kappa : int, default=1
+        Radius of the neighbourhood for ``"neighborhood"`` (``0``: no interference).
+    beta : float, default=2.0
+        Decay exponent for ``"power_law"``; must be ``> 0``.
+    theta : array-like of shape (n_arms,) or (horizon, n_arms), default=None
+        Arm effects; a ``(horizon, n_arms)`` array lets them switch across rounds (an
+        oblivious adversary). ``None`` uses ``np.linspace(0.5, 0.3, n_arms)``.
+    base_amplitude : float, default=0.1
+        Amplitude of the base's oscillation.
+    base_level : float, default=0.3
+        Mean of the base outcome.
+    noise_std : float, default=0.0
+        Standard deviation of Gaussian observation noise added (then clipped to
+        ``[0, 1]``) by :meth:`outcomes`; regret always uses the noise-free outcomes.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the phases (``np.random.default_rng(random_state)``) and then the noise.
+
+    Attributes
+    ----------
+    n_units_ : int
+        ``grid_side ** 2``.
+    theta_ : ndarray of shape (horizon, n_arms)
+        The arm effects of every round.
+    phases_ : ndarray of shape (grid_side, grid_side)
+        The phases ``phi_u`` (available after the first call of any round method).
+
+    See Also
+    --------
+    SwitchbackEXP3IX : all units get the same arm each round.
+    ClusterRandomizedEXP3IX : cells of a random partition get independent arms.
+
+    References
+    ----------
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.bandits import InterferenceGridEnv
+    >>> env = InterferenceGridEnv(4, 3, 10, theta=[0.5, 0.4, 0.3], random_state=0)
+    >>> Z = np.zeros((4, 4), dtype=int)
+    >>> Z[:, 2:] = 1
+    >>> env.outcomes(0, Z).shape
+    (4, 4)
+    >>> rewards = env.fixed_arm_rewards(0)
+    >>> bool(np.isclose(rewards[0] - rewards[1], 0.1))
+    True
+    >>> bool(rewards[1] < env.mean_reward(0, Z) < rewards[0])
+    True
+    """
+
+    def __init__(
+        self,
+        grid_side,
+        n_arms,
+        horizon,
+        *,
+        interference="neighborhood",
+        kappa=1,
+        beta=2.0,
+        theta=None,
+        base_amplitude=0.1,
+        base_level=0.3,
+        noise_std=0.0,
+        random_state=None,
+    ):
+        self.grid_side = grid_side
+        self.n_arms = n_arms
+        self.horizon = horizon
+        self.interference = interference
+        self.kappa = kappa
+        self.beta = beta
+        self.theta = theta
+        self.base_amplitude = base_amplitude
+        self.base_level = base_level
+        self.noise_std = noise_std
+        self.random_state = random_state
+        self._check()
+
+    def set_params(self, **params):
+        """Set parameters, re-check them and forget the drawn phases."""
+        super().set_params(**params)
+        self._check()
+        return self
+
+    # ------------------------------------------------------------------ validation
+    def _check(self):
+        """Validate every parameter; derive ``theta_``; reset the lazily drawn state."""
+        L = _check_int(self.grid_side, "grid_side", 1)
+        k = _check_int(self.n_arms, "n_arms", 1)
+        T = _check_int(self.horizon, "horizon", 1)
+        if self.interference not in _INTERFERENCE_MODELS:
+            raise ValueError(
+                f"interference must be one of {_INTERFERENCE_MODELS}; "
+                f"got {self.interference!r} instead."
+            )
+        _check_int(self.kappa, "kappa", 0)
+        _check_real(self.beta, "beta", low=0.0, low_open=True)
+        amplitude = _check_real(self.base_amplitude, "base_amplitude", low=0.0)
+        level = _check_real(self.base_level, "base_level")
+        _check_real(self.noise_std, "noise_std", low=0.0)
+        _check_generator(self.random_state)  # type check only; nothing drawn here
+
+        if self.theta is None:
+            theta = np.linspace(0.5, 0.3, k) if k > 1 else np.array([0.5])
+        else:
+            theta = np.array(self.theta, dtype=float)  # a copy: never alias the user's array
+            if theta.shape not in ((k,), (T, k)):
+                raise ValueError(
+                    f"theta must have shape ({k},) or ({T}, {k}) for n_arms={k}, "
+                    f"horizon={T}; got shape {theta.shape} instead."
+                )
+            if not np.all(np.isfinite(theta)):
+                raise ValueError("theta contains NaN or infinity; every value must be finite.")
+        theta = np.broadcast_to(theta, (T, k)).copy()
+        # f_{u,.} is a probability vector, so Y lies in [b + min_i theta_i, b + max_i theta_i].
+        low = level - amplitude + theta.min()
+        high = level + amplitude + theta.max()
+        if low < 0.0 or high > 1.0:
+            raise ValueError(
+                "theta, base_level and base_amplitude must keep every outcome in [0, 1]; "
+                f"outcomes can reach [{low:.4g}, {high:.4g}] (base_level={level!r}, "
+                f"base_amplitude={amplitude!r}, theta in [{theta.min():.4g}, "
+                f"{theta.max():.4g}]). Got theta={self.theta!r} instead."
+            )
+        self.n_units_ = L * L
+        self.theta_ = theta
+        self._rng = None
+
+    def _ensure_state(self):
+        if self._rng is None:
+            L = self.grid_side
+            self._rng = _check_generator(self.random_state)
+            self.phases_ = self._rng.uniform(0.0, 2.0 * np.pi, size=(L, L))
+            self._last_base = (None, None, None)
+            self._arms = np.arange(self.n_arms)[:, None, None]
+            if self.interference == "neighborhood":
+                self._ball = _ball_size(L, self.kappa).astype(float)
+                bounds = _box_bounds(L, self.kappa)
+                self._bounds = (bounds, bounds)
+            else:
+                self._kernel = _power_law_kernel(L, self.beta)
+
+    def _check_round(self, t):
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not (
+            0 <= t < self.horizon
+        ):
+            raise ValueError(
+                f"t must be an integer round index in [0, {self.horizon}); got {t!r} instead."
+            )
+        return int(t)
+
+    def _check_assignment(self, Z):
+        Z = np.asarray(Z)
+        L = self.grid_side
+        if Z.shape != (L, L):
+            raise ValueError(
+                f"Z must have shape ({L}, {L}) (one arm per unit); got shape {Z.shape} instead."
+            )
+        if Z.dtype.kind == "f":
+            if not np.all(np.isfinite(Z)) or not np.all(Z == np.round(Z)):
+                raise ValueError(
+                    "Z must hold integer arm indices; got non-integer values instead."
+                )
+        elif Z.dtype.kind not in "iu":
+            raise ValueError(f"Z must hold integer arm indices; got dtype {Z.dtype} instead.")
+        if Z.size and (Z.min() < 0 or Z.max() >= self.n_arms):
+            raise ValueError(
+                f"Z must hold arms in [0, {self.n_arms}); got values in "
+                f"[{Z.min()}, {Z.max()}] instead."
+            )
+        return Z.astype(np.intp, copy=False)
+
+    # ------------------------------------------------------------------ outcome model
+    def _base(self, t):
+        """``b_t`` for every unit; the last round's is kept (step then fixed_arm_rewards)."""
+        if self._last_base[0] != t:
+            base = self.base_level + self.base_amplitude * np.sin(
+                2.0 * np.pi * t / 50.0 + self.phases_
+            )
+            self._last_base = (t, base, None)
+        return self._last_base[1]
+
+    def _shares(self, Z):
+        """``f_{u,i}(Z)`` for every arm and unit, shape (k, L, L); exact for constant ``Z``."""
+        onehot = Z[None, :, :] == self._arms
+        if self.interference == "neighborhood":
+            # integer counts over the clipped ball: share is exactly 1 or 0 when the ball is
+            # monochrome, so r_t(i * 1) is reproduced to the last bit
+            counts = _box_sum(onehot.astype(np.int64), self.kappa, self._bounds)
+            return counts / self._ball
+        weighted = fftconvolve(
+            onehot.astype(float), self._kernel[None], mode="same", axes=(1, 2)
+        )
+        weighted = np.maximum(weighted, 0.0)  # FFT round-off only
+        return weighted / weighted.sum(axis=0)
+
+    def _noise_free(self, t, Z):
+        """Noise-free outcomes ``Y_t(Z)``; ``t`` and ``Z`` already checked."""
+        shares = self._shares(Z)
+        effect = (self.theta_[t] @ shares.reshape(self.n_arms, -1)).reshape(Z.shape)
+        return self._base(t) + effect
+
+    def outcomes(self, t, Z):
+        """Every unit's outcome in round ``t`` under the assignment ``Z``.
+
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
+
+        Returns
+        -------
+        Y : ndarray of shape (grid_side, grid_side)
+            Outcomes in ``[0, 1]``; with ``noise_std > 0`` Gaussian noise is added and the
+            result clipped to ``[0, 1]``.
+        """
+        return self.step(t, Z)[0]
+
+    def step(self, t, Z):
+        """Observed outcomes and the noise-free mean reward, computed once.
+
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
+
+        Returns
+        -------
+        Y : ndarray of shape (grid_side, grid_side)
+            The observed outcomes, as :meth:`outcomes` returns them.
+        mean_reward : float
+            ``r_t(Z)``, the noise-free average outcome, as :meth:`mean_reward` returns it.
+        """
+        t = self._check_round(t)
+        Z = self._check_assignment(Z)
+        self._ensure_state()
+        Y = self._noise_free(t, Z)
+        mean_reward = float(Y.mean())
+        if self.noise_std > 0:
+            Y = np.clip(Y + self._rng.normal(0.0, self.noise_std, size=Y.shape), 0.0, 1.0)
+        return Y, mean_reward
+
+    def mean_reward(self, t, Z):
+        """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
+
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
+
+        Returns
+        -------
+        reward : float
+        """
+        t = self._check_round(t)
+        Z = self._check_assignment(Z)
+        self._ensure_state()
+        return float(self._noise_free(t, Z).mean())
+
+    def fixed_arm_rewards(self, t):
+        """Exact rewards ``r_t(i * 1)`` of the assignments giving every unit arm ``i``.
+
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+
+        Returns
+        -------
+        rewards : ndarray of shape (n_arms,)
+        """
+        t = self._check_round(t)
+        self._ensure_state()
+        # f_{u,i}(i * 1) = 1 for every unit, in both interference models; computed as the
+        # mean of b_t + theta_i so that it equals mean_reward(t, i * 1) exactly
+        base = self._base(t)
+        if self._last_base[2] is None:
+            fixed = np.array([(base + theta).mean() for theta in self.theta_[t]])
+            self._last_base = (t, base, fixed)
+        return self._last_base[2].copy()
+
+    def all_fixed_arm_rewards(self):
+        """``fixed_arm_rewards(t)`` of every round, shape ``(horizon, n_arms)``."""
+        return np.array([self.fixed_arm_rewards(t) for t in range(self.horizon)])
+
+    def hindsight_best_arm(self):
+        """The arm ``i`` maximising ``sum_t r_t(i * 1)``, the regret's benchmark.
+
+        Returns
+        -------
+        arm : int
+        """
+        return int(np.argmax(self.all_fixed_arm_rewards().sum(axis=0)))
