@@ -27,6 +27,9 @@ TEST_PARAMS = {
     # --- bandits-with-interference ---
     # --- streaming-parity-rnn ---
     # --- data-weighting-model ---
+    # --- icl-multihead-attention ---
+    # --- evo-constrained-rl ---
+    # --- offline-preference-losses ---
 }
 
 EXPECTED_FAILED_CHECKS = {
@@ -42,4 +45,7 @@ EXPECTED_FAILED_CHECKS = {
     # --- bandits-with-interference ---
     # --- streaming-parity-rnn ---
     # --- data-weighting-model ---
+    # --- icl-multihead-attention ---
+    # --- evo-constrained-rl ---
+    # --- offline-preference-losses ---
 }

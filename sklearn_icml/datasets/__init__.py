@@ -4,10 +4,12 @@ Nothing here downloads anything: every set is generated from a seed. One import 
 method, tagged with its spec slug (a trailing comment survives import sorting).
 """
 
+from ._lora import make_lora_collection  # lora-joint-compression
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 
 __all__ = [
+    "make_lora_collection",
     "make_multiple_choice_predictions",
     "make_multiview_counts",
 ]

@@ -1,0 +1,419 @@
+"""Serving many LoRA adapters at once in torch: the shared-basis path and the separate path.
+
+torch is imported when a function runs (``sklearn_icml.lora`` itself does not need it).
+"""
+
+import numbers
+import statistics
+import time
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ..utils import optional_import
+
+
+def _torch():
+    return optional_import("torch", "neural")
+
+
+def _as_tensor(x, name, dtype=None, device=None):
+    torch = _torch()
+    if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise ValueError(f"{name} must be real; got a complex tensor of dtype {x.dtype}.")
+        t = x
+    else:
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiub":
+            raise ValueError(f"{name} must be real numbers; got dtype {arr.dtype} instead.")
+        t = torch.as_tensor(np.ascontiguousarray(arr))
+    if dtype is not None or device is not None:
+        t = t.to(dtype=dtype if dtype is not None else t.dtype,
+                 device=device if device is not None else t.device)
+    return t
+
+
+def _check_inputs(X, adapter_ids, n_adapters):
+    torch = _torch()
+    X = _as_tensor(X, "X")
+    if not X.is_floating_point():
+        X = X.to(torch.get_default_dtype())
+    if X.ndim not in (2, 3):
+        raise ValueError(
+            f"X must have shape (batch, tokens, d_in) or (batch, d_in); got {tuple(X.shape)} "
+            "instead."
+        )
+    ids = _as_tensor(adapter_ids, "adapter_ids", device=X.device)
+    if ids.is_floating_point() or ids.ndim != 1 or ids.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"adapter_ids must be {X.shape[0]} integers, one per request of X; got "
+            f"{tuple(ids.shape)} of dtype {ids.dtype} instead."
+        )
+    ids = ids.long()
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_adapters):
+        raise ValueError(
+            f"adapter_ids must lie in [0, {n_adapters}); got values from {int(ids.min())} to "
+            f"{int(ids.max())} instead."
+        )
+    return X, ids
+
+
+def _base(X2, base_weight, d_out, name="base_weight"):
+    if base_weight is None:
+        return None
+    W = _as_tensor(base_weight, name, dtype=X2.dtype, device=X2.device)
+    if tuple(W.shape) != (d_out, X2.shape[1]):
+        raise ValueError(
+            f"{name} must have shape (d_out, d_in) = {(d_out, X2.shape[1])}; got "
+            f"{tuple(W.shape)} instead."
+        )
+    return X2 @ W.T
+
+
+def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
+    """Outputs of a batch of requests, each for its own adapter, through one shared basis.
+
+    Computes ``y = W0 x + U Sigma_{id} V^T x`` for every token ``x`` of request ``b`` with
+    adapter ``id = adapter_ids[b]``: one shared GEMM with ``V``, a batched r x r product
+    with the gathered cores, one shared GEMM with ``U^T``. The cost hardly depends on how
+    many adapters are resident.
+
+    Parameters
+    ----------
+    X : tensor or array of shape (batch, tokens, d_in) or (batch, d_in)
+        Inputs; the other tensors are cast to its dtype and device.
+    adapter_ids : tensor or array of int of shape (batch,)
+        Adapter of each request, in ``[0, n_adapters)``.
+    U : tensor or array of shape (d_out, rank)
+        Shared output basis (``JointLoRACompressor.U_``).
+    V : tensor or array of shape (d_in, rank)
+        Shared input basis (``JointLoRACompressor.V_``).
+    cores : tensor or array of shape (n_adapters, rank, rank) or (n_adapters, rank)
+        Full or diagonal cores (``JointLoRACompressor.cores_``).
+    base_weight : tensor or array of shape (d_out, d_in), default=None
+        Base weight ``W0``; without it only the adapter's contribution is returned.
+
+    Returns
+    -------
+    Y : torch.Tensor of shape (batch, tokens, d_out) or (batch, d_out)
+
+    See Also
+    --------
+    separate_lora_forward : the same outputs from uncompressed adapters.
+    JointLoRACompressor : produces ``U``, ``V`` and ``cores``.
+
+    References
+    ----------
+    .. [1] R. Brüel Gabrielsson et al., "Compress then Serve: Serving Thousands of LoRA
+       Adapters with Little Overhead", ICML 2025, arXiv:2407.00066.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.lora import shared_basis_forward
+    >>> rng = np.random.default_rng(0)
+    >>> U, V = rng.normal(size=(6, 2)), rng.normal(size=(5, 2))
+    >>> cores = rng.normal(size=(3, 2, 2))
+    >>> X = rng.normal(size=(4, 7, 5)).astype(np.float32)
+    >>> Y = shared_basis_forward(X, [0, 2, 2, 1], U, V, cores)
+    >>> tuple(Y.shape)
+    (4, 7, 6)
+    >>> dense = U @ cores[2] @ V.T
+    >>> bool(np.allclose(Y[1].numpy(), X[1] @ dense.T, atol=1e-5))
+    True
+    """
+    torch = _torch()
+    U_t = _as_tensor(U, "U")
+    cores_t = _as_tensor(cores, "cores")
+    if cores_t.ndim not in (2, 3):
+        raise ValueError(
+            "cores must have shape (n_adapters, rank, rank) or (n_adapters, rank); got "
+            f"{tuple(cores_t.shape)} instead."
+        )
+    X, ids = _check_inputs(X, adapter_ids, cores_t.shape[0])
+    dtype, device = X.dtype, X.device
+    U_t = U_t.to(dtype=dtype, device=device)
+    V_t = _as_tensor(V, "V", dtype=dtype, device=device)
+    cores_t = cores_t.to(dtype=dtype, device=device)
+    squeeze = X.ndim == 2
+    X3 = X[:, None, :] if squeeze else X
+    b, t, d_in = X3.shape
+    r = U_t.shape[1] if U_t.ndim == 2 else -1
+    if U_t.ndim != 2 or V_t.ndim != 2 or V_t.shape != (d_in, r) or cores_t.shape[1] != r or (
+        cores_t.ndim == 3 and cores_t.shape[2] != r
+    ):
+        raise ValueError(
+            f"U (d_out, rank), V (d_in={d_in}, rank) and cores (n, rank[, rank]) must agree; "
+            f"got U {tuple(U_t.shape)}, V {tuple(V_t.shape)}, cores {tuple(cores_t.shape)} "
+            "instead."
+        )
+    X2 = X3.reshape(b * t, d_in)
+    H = (X2 @ V_t).reshape(b, t, r)  # one shared GEMM
+    S = cores_t.index_select(0, ids)
+    if S.ndim == 3:
+        Z = torch.bmm(H, S.transpose(1, 2))  # batched r x r product
+    else:
+        Z = H * S[:, None, :]
+    Z2 = Z.reshape(b * t, r)
+    base = _base(X2, base_weight, U_t.shape[0])
+    Y = Z2 @ U_t.T if base is None else torch.addmm(base, Z2, U_t.T)  # one shared GEMM
+    Y = Y.reshape(b, t, -1)
+    return Y[:, 0, :] if squeeze else Y
+
+
+def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="gather"):
+    """Outputs of a batch of requests, each for its own uncompressed LoRA adapter.
+
+    Computes ``y = W0 x + B_id A_id x`` per request: ``strategy="gather"`` copies every
+    request's ``A_id`` and ``B_id`` and runs two batched products (memory traffic
+    ``batch r (d_in + d_out)`` per call); ``"loop"`` groups the requests by adapter and
+    runs two small GEMMs per distinct adapter.
+
+    Parameters
+    ----------
+    X : tensor or array of shape (batch, tokens, d_in) or (batch, d_in)
+        Inputs.
+    adapter_ids : tensor or array of int of shape (batch,)
+        Adapter of each request, in ``[0, n_adapters)``.
+    A : tensor or array of shape (n_adapters, r, d_in)
+        LoRA A factors.
+    B : tensor or array of shape (n_adapters, d_out, r)
+        LoRA B factors (scaling folded in).
+    base_weight : tensor or array of shape (d_out, d_in), default=None
+        Base weight ``W0``.
+    strategy : {"gather", "loop"}, default="gather"
+        How requests for different adapters are batched.
+
+    Returns
+    -------
+    Y : torch.Tensor of shape (batch, tokens, d_out) or (batch, d_out)
+
+    See Also
+    --------
+    shared_basis_forward : the compressed path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.lora import separate_lora_forward
+    >>> rng = np.random.default_rng(0)
+    >>> A, B = rng.normal(size=(3, 2, 5)), rng.normal(size=(3, 6, 2))
+    >>> X = rng.normal(size=(4, 5)).astype(np.float32)
+    >>> Y = separate_lora_forward(X, [0, 2, 2, 1], A, B)
+    >>> bool(np.allclose(Y[3].numpy(), B[1] @ A[1] @ X[3], atol=1e-5))
+    True
+    """
+    torch = _torch()
+    if strategy not in ("gather", "loop"):
+        raise ValueError(f"strategy must be 'gather' or 'loop'; got {strategy!r} instead.")
+    A_t = _as_tensor(A, "A")
+    if A_t.ndim != 3:
+        raise ValueError(f"A must have shape (n_adapters, r, d_in); got {tuple(A_t.shape)}.")
+    X, ids = _check_inputs(X, adapter_ids, A_t.shape[0])
+    dtype, device = X.dtype, X.device
+    A_t = A_t.to(dtype=dtype, device=device)
+    B_t = _as_tensor(B, "B", dtype=dtype, device=device)
+    squeeze = X.ndim == 2
+    X3 = X[:, None, :] if squeeze else X
+    b, t, d_in = X3.shape
+    if B_t.ndim != 3 or A_t.shape[2] != d_in or B_t.shape[0] != A_t.shape[0] or (
+        B_t.shape[2] != A_t.shape[1]
+    ):
+        raise ValueError(
+            f"A (n, r, d_in={d_in}) and B (n, d_out, r) must agree; got A {tuple(A_t.shape)} "
+            f"and B {tuple(B_t.shape)} instead."
+        )
+    X2 = X3.reshape(b * t, d_in)
+    base = _base(X2, base_weight, B_t.shape[1])
+    if strategy == "gather":
+        A_sel = A_t.index_select(0, ids)  # (b, r, d_in)
+        B_sel = B_t.index_select(0, ids)  # (b, d_out, r)
+        H = torch.bmm(X3, A_sel.transpose(1, 2))
+        Y = torch.bmm(H, B_sel.transpose(1, 2))
+    else:
+        Y = X3.new_empty((b, t, B_t.shape[1]))
+        for a in torch.unique(ids).tolist():
+            rows = (ids == a).nonzero().flatten()
+            Xa = X3.index_select(0, rows).reshape(-1, d_in)
+            Y[rows] = ((Xa @ A_t[a].T) @ B_t[a].T).reshape(len(rows), t, -1)
+    if base is not None:
+        Y = Y + base.reshape(b, t, -1)
+    return Y[:, 0, :] if squeeze else Y
+
+
+def _positive_ints(values, name):
+    values = list(values) if not isinstance(values, numbers.Integral) else [values]
+    if not values or any(
+        isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in values
+    ):
+        raise ValueError(f"{name} must be positive integers; got {values!r} instead.")
+    return [int(v) for v in values]
+
+
+def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
+                                 n_adapters_list=(1, 16, 256, 1024), batch=64, tokens=8,
+                                 n_repeats=50, random_state=0, *, n_warmup=5, core="full",
+                                 include_base=True, num_threads=None, dtype="float32"):
+    """Time the shared-basis and the separate-LoRA forward for growing numbers of adapters.
+
+    For each ``n`` in ``n_adapters_list``, random adapters (``A`` (n, r0, d_in), ``B``
+    (n, d_out, r0)) and a random shared basis with n cores are made resident; every repeat
+    draws ``batch`` requests with adapter ids uniform over the n adapters, each of ``tokens``
+    tokens, and runs both paths (and a single LoRA applied to the whole batch, the
+    paper's reference) on the same inputs, interleaved. Medians of ``n_repeats`` timed runs
+    after ``n_warmup`` warm-ups.
+
+    Parameters
+    ----------
+    d_in, d_out : int, default=1024
+        Shape of the adapted weight.
+    r0 : int, default=16
+        Rank of the uncompressed adapters.
+    rank : int, default=64
+        Shared rank of the compressed collection.
+    n_adapters_list : sequence of int, default=(1, 16, 256, 1024)
+        Numbers of resident adapters.
+    batch : int, default=64
+        Requests per forward call.
+    tokens : int, default=8
+        Tokens per request.
+    n_repeats : int, default=50
+        Timed calls per path and size.
+    random_state : int, RandomState instance or None, default=0
+        Seed of the weights and the adapter ids.
+    n_warmup : int, default=5
+        Untimed calls first.
+    core : {"full", "diag"}, default="full"
+        Core type of the shared path.
+    include_base : bool, default=True
+        Add the base product ``W0 x`` to every path (as a real layer does).
+    num_threads : int, default=None
+        ``torch.set_num_threads`` during the run (restored afterwards); None keeps torch's.
+    dtype : {"float32", "float64", "bfloat16"}, default="float32"
+        Tensor dtype.
+
+    Returns
+    -------
+    result : dict
+        ``n_adapters`` (list), ``shared_seconds``, ``separate_seconds`` (median seconds per
+        call), ``shared_tokens_per_s``, ``separate_tokens_per_s``, ``shared_memory_bytes``,
+        ``separate_memory_bytes`` (resident adapter weights), ``speedup`` (separate time
+        over shared time), ``shared_ratio_to_single`` (shared throughput over single-LoRA
+        throughput); scalars ``single_lora_seconds``, ``single_lora_tokens_per_s``,
+        ``base_seconds``, ``base_tokens_per_s``; and ``settings`` (the arguments).
+
+    Examples
+    --------
+    >>> from sklearn_icml.lora import benchmark_multi_lora_forward
+    >>> res = benchmark_multi_lora_forward(64, 64, 4, 8, [1, 8], batch=4, tokens=2,
+    ...                                    n_repeats=3, n_warmup=1)
+    >>> res["n_adapters"], res["separate_memory_bytes"]
+    ([1, 8], [2048, 16384])
+    >>> len(res["shared_tokens_per_s"])
+    2
+    """
+    torch = _torch()
+    d_in, d_out, r0, rank, batch, tokens, n_repeats = _positive_ints(
+        [d_in, d_out, r0, rank, batch, tokens, n_repeats],
+        "d_in, d_out, r0, rank, batch, tokens and n_repeats",
+    )
+    n_list = _positive_ints(n_adapters_list, "n_adapters_list")
+    if isinstance(n_warmup, bool) or not isinstance(n_warmup, numbers.Integral) or n_warmup < 0:
+        raise ValueError(f"n_warmup must be an integer >= 0; got {n_warmup!r} instead.")
+    if rank > min(d_in, d_out):
+        raise ValueError(
+            f"rank must be <= min(d_in, d_out) = {min(d_in, d_out)}; got {rank!r} instead."
+        )
+    if core not in ("full", "diag"):
+        raise ValueError(f"core must be 'full' or 'diag'; got {core!r} instead.")
+    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+    if dtype not in dtypes:
+        raise ValueError(f"dtype must be one of {sorted(dtypes)}; got {dtype!r} instead.")
+    tdtype = dtypes[dtype]
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=gen) * scale).to(tdtype)
+
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(_positive_ints(num_threads, "num_threads")[0])
+    out = {k: [] for k in (
+        "shared_seconds", "separate_seconds", "shared_tokens_per_s", "separate_tokens_per_s",
+        "shared_memory_bytes", "separate_memory_bytes", "speedup", "shared_ratio_to_single",
+    )}
+    n_tokens = batch * tokens
+    try:
+        with torch.inference_mode():
+            X = randn(batch, tokens, d_in)
+            W0 = randn(d_out, d_in, scale=d_in**-0.5) if include_base else None
+            U = torch.linalg.qr(torch.randn(d_out, rank, generator=gen))[0].to(tdtype)
+            V = torch.linalg.qr(torch.randn(d_in, rank, generator=gen))[0].to(tdtype)
+            A1, B1 = randn(r0, d_in, scale=d_in**-0.5), randn(d_out, r0, scale=r0**-0.5)
+            X2 = X.reshape(n_tokens, d_in)
+
+            def single():
+                y = (X2 @ A1.T) @ B1.T
+                return y if W0 is None else torch.addmm(y, X2, W0.T)
+
+            def base_only():
+                return X2 @ W0.T if W0 is not None else X2.clone()
+
+            single_t, base_t = [], []
+            for n in n_list:
+                A = randn(n, r0, d_in, scale=d_in**-0.5)
+                B = randn(n, d_out, r0, scale=r0**-0.5)
+                cores = randn(n, rank, rank) if core == "full" else randn(n, rank)
+                id_draws = [
+                    torch.randint(n, (batch,), generator=gen)
+                    for _ in range(n_warmup + n_repeats)
+                ]
+                times = {"shared": [], "separate": [], "single": [], "base": []}
+                for k, ids in enumerate(id_draws):
+                    calls = {
+                        "shared": lambda ids=ids, cores=cores: shared_basis_forward(
+                            X, ids, U, V, cores, base_weight=W0),
+                        "separate": lambda ids=ids, A=A, B=B: separate_lora_forward(
+                            X, ids, A, B, base_weight=W0),
+                        "single": single,
+                        "base": base_only,
+                    }
+                    for name, call in calls.items():
+                        start = time.perf_counter()
+                        call()
+                        if k >= n_warmup:
+                            times[name].append(time.perf_counter() - start)
+                shared_s = statistics.median(times["shared"])
+                sep_s = statistics.median(times["separate"])
+                single_t += times["single"]
+                base_t += times["base"]
+                out["shared_seconds"].append(shared_s)
+                out["separate_seconds"].append(sep_s)
+                out["shared_tokens_per_s"].append(n_tokens / shared_s)
+                out["separate_tokens_per_s"].append(n_tokens / sep_s)
+                out["shared_memory_bytes"].append(
+                    int(U.nbytes + V.nbytes + cores.nbytes))
+                out["separate_memory_bytes"].append(int(A.nbytes + B.nbytes))
+                out["speedup"].append(sep_s / shared_s)
+                del A, B, cores
+    finally:
+        torch.set_num_threads(old_threads)
+    single_s = statistics.median(single_t)
+    out["shared_ratio_to_single"] = [single_s / s for s in out["shared_seconds"]]
+    base_s = statistics.median(base_t)
+    return {
+        "n_adapters": n_list,
+        **out,
+        "single_lora_seconds": single_s,
+        "single_lora_tokens_per_s": n_tokens / single_s,
+        "base_seconds": base_s,
+        "base_tokens_per_s": n_tokens / base_s,
+        "settings": {
+            "d_in": d_in, "d_out": d_out, "r0": r0, "rank": rank, "batch": batch,
+            "tokens": tokens, "n_repeats": n_repeats, "n_warmup": n_warmup, "core": core,
+            "include_base": include_base, "dtype": dtype,
+            "num_threads": num_threads if num_threads is not None else old_threads,
+        },
+    }
