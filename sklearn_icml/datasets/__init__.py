@@ -7,9 +7,12 @@ method, tagged with its spec slug (a trailing comment survives import sorting).
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
+from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
 
 __all__ = [
     "make_lora_collection",
     "make_multiple_choice_predictions",
     "make_multiview_counts",
+    "make_streaming_parity",
+    "parity_targets",
 ]

@@ -1,0 +1,70 @@
+"""The shared skorch helpers: seeding, threads, devices, labels."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("skorch")
+
+from sklearn_icml.utils._skorch import (  # noqa: E402
+    check_device,
+    encode_class_labels,
+    features_to_float32,
+    seeded,
+    torch_seed,
+    torch_threads,
+)
+
+
+def test_torch_seed_follows_random_state():
+    assert torch_seed(3) == torch_seed(3) != torch_seed(4)
+    rng = np.random.RandomState(0)
+    assert torch_seed(rng) != torch_seed(rng)  # a RandomState advances
+
+
+def test_seeded_is_reproducible_and_restores_the_global_rng():
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    with seeded(7):
+        a = torch.randn(3)
+    assert torch.equal(torch.get_rng_state(), before)
+    with seeded(7):
+        assert torch.equal(torch.randn(3), a)
+
+
+def test_torch_threads_restores_even_on_error():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError), torch_threads(1):
+        assert torch.get_num_threads() == 1
+        raise RuntimeError
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+
+
+def test_check_device():
+    assert check_device("cpu") == "cpu"
+    assert check_device(torch.device("cpu")) == "cpu"
+    with pytest.raises(ValueError, match="torch device"):
+        check_device("tpu7")
+    with pytest.raises(TypeError, match="device must be"):
+        check_device(0)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            check_device("cuda")
+
+
+def test_encode_class_labels():
+    classes, index = encode_class_labels(np.array([[2], [0], [2]]).ravel())
+    assert list(classes) == [0, 2] and list(index) == [1, 0, 1] and index.dtype == np.int64
+    with pytest.raises(ValueError, match="only 1 class"):
+        encode_class_labels([1, 1])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        encode_class_labels([0.5, 1.5])
+
+
+def test_features_to_float32_copies_and_never_modifies():
+    X = np.arange(6, dtype=np.float64).reshape(2, 3)
+    out = features_to_float32(X)
+    out[0, 0] = 99
+    assert X[0, 0] == 0 and out.dtype == np.float32 and out.flags.c_contiguous
