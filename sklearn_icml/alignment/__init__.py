@@ -1,0 +1,60 @@
+"""Offline preference optimisation: DPO/IPO/SLiC losses, normalisers, tabular theory.
+
+After Agarwal, Dann & Marinov, "Design Considerations in Offline Preference-based RL"
+(ICML 2025). The tabular policy, the closed-form benchmark policies and the pair helpers
+are numpy-only; the loss functions (torch) and the language-model trainer (torch, skorch)
+are imported on first access (they are listed in ``_TORCH_NAMES``), so
+``from sklearn_icml.alignment import TabularPreferencePolicy`` does not import torch.
+"""
+
+import importlib
+
+# Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES.
+_TORCH_NAMES = set()
+__all__ = []
+
+# --- offline-preference-losses ---
+from ._benchmark import benchmark_policy  # noqa: E402
+from ._pairs import make_preference_pairs, population_pairs  # noqa: E402
+from ._tabular_policy import TabularPreferencePolicy  # noqa: E402
+
+_LAZY = {
+    "PREFERENCE_LOSSES": "._losses",
+    "exponential_loss": "._losses",
+    "hinge_loss": "._losses",
+    "logistic_loss": "._losses",
+    "preference_margin": "._losses",
+    "savage_loss": "._losses",
+    "squared_loss": "._losses",
+    "truncated_quadratic_loss": "._losses",
+    "PreferenceLMTrainer": "._lm_trainer",
+    "TinyCausalLM": "._lm_trainer",
+}
+_TORCH_NAMES |= set(_LAZY)
+__all__ += [
+    "PREFERENCE_LOSSES",
+    "PreferenceLMTrainer",
+    "TabularPreferencePolicy",
+    "TinyCausalLM",
+    "benchmark_policy",
+    "exponential_loss",
+    "hinge_loss",
+    "logistic_loss",
+    "make_preference_pairs",
+    "population_pairs",
+    "preference_margin",
+    "savage_loss",
+    "squared_loss",
+    "truncated_quadratic_loss",
+]
+
+
+def __getattr__(name):
+    # torch-based names are imported on first access only
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

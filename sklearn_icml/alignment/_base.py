@@ -1,0 +1,148 @@
+"""Parameter handling and policy-vector checks shared by the alignment objects.
+
+:class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` learn from *pairs of
+responses*, not from a feature matrix, so scikit-learn's estimator checks (which feed
+random feature matrices to ``fit``) do not apply to them. They are therefore not
+``BaseEstimator`` subclasses, but keep its manners through :class:`ParamsMixin`:
+keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
+:func:`sklearn.base.clone` works), ``_parameter_constraints`` checked at the start of
+``fit``, fitted attributes ending in ``_``.
+"""
+
+import inspect
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from ..utils.validation import check_finite
+
+# a probability vector must sum to one within this tolerance (spec section 8)
+SUM_TOL = 1e-6
+
+
+class ParamsMixin:
+    """``get_params``/``set_params``/``repr`` from the ``__init__`` signature."""
+
+    @classmethod
+    def _get_param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return sorted(
+            name
+            for name, p in sig.parameters.items()
+            if name != "self" and p.kind != p.VAR_KEYWORD
+        )
+
+    def get_params(self, deep=True):
+        """Parameters of this object (as in scikit-learn).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Ignored (no nested estimators); kept for scikit-learn compatibility.
+
+        Returns
+        -------
+        params : dict
+        """
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params):
+        """Set parameters (as in scikit-learn); returns ``self``."""
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for {type(self).__name__}; valid "
+                    f"parameters are {valid}. Got {key!r} instead."
+                )
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self):
+        defaults = {
+            name: p.default
+            for name, p in inspect.signature(type(self).__init__).parameters.items()
+        }
+        changed = []
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            default = defaults.get(name, inspect.Parameter.empty)
+            same = value is default
+            if not same:
+                try:
+                    same = bool(value == default)
+                except Exception:  # arrays, modules
+                    same = False
+            if not same:
+                changed.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def _check_fitted(self, attribute):
+        if not hasattr(self, attribute):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                "appropriate arguments before using this method."
+            )
+
+    def _validate_params(self):
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            self.get_params(deep=False),
+            caller_name=type(self).__name__,
+        )
+
+
+def check_policy(policy, name, *, n_contexts=None, n_responses=None):
+    """Validate a probability vector (K,) or matrix (C, K); return it as (C, K) float64.
+
+    Rows must be finite, non-negative and sum to 1 within ``SUM_TOL``. A 1-D vector is
+    shared by every context. Never modifies the caller's array.
+    """
+    arr = np.asarray(policy, dtype=np.float64)
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        raise ValueError(
+            f"{name} must be a probability vector of shape (n_responses,) or a matrix of "
+            f"shape (n_contexts, n_responses); got shape {arr.shape} instead."
+        )
+    check_finite(arr, name)
+    if np.any(arr < 0):
+        raise ValueError(
+            f"{name} must be non-negative (a probability vector); got min {arr.min()!r} "
+            "instead."
+        )
+    sums = arr.sum(axis=-1)
+    if np.any(np.abs(sums - 1.0) > SUM_TOL):
+        worst = np.atleast_1d(sums)[np.argmax(np.abs(np.atleast_1d(sums) - 1.0))]
+        raise ValueError(
+            f"{name} must sum to 1 (within {SUM_TOL}) over responses; got a sum of "
+            f"{float(worst)!r} instead."
+        )
+    if n_responses is not None and arr.shape[-1] != n_responses:
+        raise ValueError(
+            f"{name} must have {n_responses} responses (columns); got {arr.shape[-1]} "
+            "instead."
+        )
+    if arr.ndim == 1:
+        arr = np.broadcast_to(arr, (n_contexts or 1, arr.shape[0])).copy()
+    elif n_contexts is not None and arr.shape[0] != n_contexts:
+        if arr.shape[0] == 1:
+            arr = np.broadcast_to(arr, (n_contexts, arr.shape[1])).copy()
+        else:
+            raise ValueError(
+                f"{name} must have {n_contexts} rows (contexts) or be 1-D; got "
+                f"{arr.shape[0]} rows instead."
+            )
+    return arr
+
+
+def check_support(policy, name, used):
+    """Raise if ``policy`` (C, K) is zero where the boolean mask ``used`` (C, K) is True."""
+    bad = used & (policy <= 0)
+    if np.any(bad):
+        c, k = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} is zero on response {k} of context {c}, which appears in the data: "
+            f"its log-probability is -inf. Got {name}[{c}, {k}] = {policy[c, k]!r} "
+            "instead of a positive probability."
+        )

@@ -1,0 +1,549 @@
+"""Offline preference optimisation of a small causal language model, on skorch.
+
+The CPU language-model check of the offline-preference-losses spec: a tiny causal
+Transformer (built locally, random initialisation, nothing downloaded) is trained on
+``(prompt, chosen, rejected)`` triples with any loss of :data:`PREFERENCE_LOSSES` and any
+normaliser. Sequence log-probabilities are sums of token log-softmax values over the
+completion; the normaliser's log-probabilities are computed once before training.
+"""
+
+import copy
+import numbers
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..utils import optional_import
+from ..utils._skorch import SkorchEstimatorMixin, check_device, seeded, torch_seed, torch_threads
+from ..utils.validation import check_finite
+from ._base import ParamsMixin
+from ._loss_math import LOSS_PARAMETER
+from ._losses import PREFERENCE_LOSSES, preference_margin
+
+torch = optional_import("torch", "neural")
+skorch = optional_import("skorch", "neural")
+nn = torch.nn
+
+PAD = -1
+
+
+class TinyCausalLM(nn.Module):
+    """A GPT-style causal Transformer small enough for CPU tests.
+
+    Token embedding (``vocab_size + 1`` rows: the last one is the beginning-of-sequence
+    token) plus learned positions, ``n_layers`` pre-norm Transformer blocks with a causal
+    mask, and a linear head over ``vocab_size`` tokens.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of tokens the model predicts; token ``vocab_size`` is BOS (input only).
+    d_model : int, default=32
+    n_layers : int, default=1
+    n_heads : int, default=2
+    max_len : int, default=64
+        Longest input (BOS + prompt + completion).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.alignment import TinyCausalLM
+    >>> lm = TinyCausalLM(vocab_size=5)
+    >>> lm(torch.tensor([[5, 0, 3]])).shape
+    torch.Size([1, 3, 5])
+    """
+
+    def __init__(self, vocab_size, d_model=32, n_layers=1, n_heads=2, max_len=64):
+        super().__init__()
+        self.vocab_size = int(vocab_size)
+        self.bos_token = self.vocab_size
+        self.max_len = int(max_len)
+        self.embed = nn.Embedding(self.vocab_size + 1, d_model)
+        self.pos = nn.Embedding(self.max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, dim_feedforward=4 * d_model, dropout=0.0, batch_first=True,
+            norm_first=True,
+        )
+        self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, self.vocab_size)
+
+    def forward(self, tokens):
+        """Next-token logits of shape ``(batch, length, vocab_size)``."""
+        length = tokens.shape[1]
+        positions = torch.arange(length, device=tokens.device)
+        x = self.embed(tokens) + self.pos(positions)
+        mask = nn.Transformer.generate_square_subsequent_mask(length, device=tokens.device)
+        x = self.blocks(x, mask=mask, is_causal=True)
+        return self.head(self.norm(x))
+
+
+def sequence_logprob(lm, tokens, mask):
+    """``sum_t mask[t] log p(tokens[t] | tokens[:t])`` per row (sums of log-softmax).
+
+    ``tokens`` (B, L) starts with BOS; ``mask`` (B, L) is 1 on completion tokens. A module
+    returning an object with ``.logits`` (Hugging Face style) works too.
+    """
+    out = lm(tokens[:, :-1])
+    logits = getattr(out, "logits", out)
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
+    return (logp * mask[:, 1:]).sum(dim=1)
+
+
+class PairLogProb(nn.Module):
+    """Wraps a causal LM: returns the (chosen, rejected) sequence log-probs, shape (B, 2)."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, tokens_w, mask_w, tokens_l, mask_l):
+        n = tokens_w.shape[0]
+        lp = sequence_logprob(
+            self.lm, torch.cat([tokens_w, tokens_l]), torch.cat([mask_w, mask_l])
+        )
+        return torch.stack([lp[:n], lp[n:]], dim=1)
+
+
+class PreferenceCriterion(nn.Module):
+    """Batch loss from ``y_pred`` (B, 2) log-probs and ``y_true`` (B, 5).
+
+    ``y_true`` columns: normaliser log-probs of chosen and rejected, soft label, reference
+    log-probs of chosen and rejected (for the ``kl_coef`` regulariser).
+    """
+
+    def __init__(self, loss="logistic", scale=0.1, kl_coef=0.0):
+        super().__init__()
+        self.loss, self.scale, self.kl_coef = loss, float(scale), float(kl_coef)
+
+    def forward(self, y_pred, y_true):
+        y_true = y_true.to(y_pred.dtype)
+        h = preference_margin(y_pred[:, 0], y_pred[:, 1], y_true[:, 0], y_true[:, 1])
+        loss = PREFERENCE_LOSSES[self.loss](h, self.scale, p=y_true[:, 2]).mean()
+        if self.kl_coef > 0:
+            d = y_pred[:, :2] - y_true[:, 3:5]
+            loss = loss + self.kl_coef * (d * d).mean() / 2.0
+        return loss
+
+
+class _PreferenceNet(skorch.NeuralNet):
+    """NeuralNet that also records the batch mean log-probs and margin in its history."""
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        loss = super().get_loss(y_pred, y_true, X=X, training=training)
+        if training:
+            y_true = skorch.utils.to_tensor(y_true, device=self.device).to(y_pred.dtype)
+            lp = y_pred.detach()
+            h = (lp[:, 0] - y_true[:, 0]) - (lp[:, 1] - y_true[:, 1])
+            h = h * (2.0 * y_true[:, 2] - 1.0)  # oriented towards the label
+            self.history.record_batch("logp_chosen", float(lp[:, 0].mean()))
+            self.history.record_batch("logp_rejected", float(lp[:, 1].mean()))
+            self.history.record_batch("margin", float(h.mean()))
+        return loss
+
+
+class _EpochMeans(skorch.callbacks.Callback):
+    """Average the batch records of ``_PreferenceNet`` into the epoch row."""
+
+    def on_epoch_end(self, net, **kwargs):
+        batches = net.history[-1, "batches"]
+        for key in ("logp_chosen", "logp_rejected", "margin"):
+            values = [b[key] for b in batches if key in b]
+            if values:
+                net.history.record(key, float(np.mean(values)))
+
+
+def _check_sequences(seqs, name, *, allow_empty):
+    """Rows of token ids (list of lists, or 2-D array right-padded with -1) -> list of arrays."""
+    if isinstance(seqs, np.ndarray) and seqs.ndim == 2:
+        rows = list(seqs)
+    elif isinstance(seqs, list | tuple):
+        rows = [np.asarray(r) for r in seqs]
+    else:
+        arr = np.asarray(seqs)
+        if arr.ndim != 2:
+            raise ValueError(
+                f"{name} must be a list of token sequences or a 2-D array padded with -1; got "
+                f"an object of shape {arr.shape} instead."
+            )
+        rows = list(arr)
+    out = []
+    for i, row in enumerate(rows):
+        row = np.asarray(row)
+        if row.ndim != 1:
+            raise ValueError(f"{name}[{i}] must be 1-D; got shape {row.shape} instead.")
+        if row.size and row.dtype.kind == "f":
+            check_finite(row, name)
+            if not np.all(row == np.round(row)):
+                raise ValueError(f"{name}[{i}] must hold integer token ids; got {row!r} instead.")
+        elif row.size and row.dtype.kind not in "iu":
+            raise TypeError(f"{name}[{i}] must hold integer token ids; got dtype {row.dtype}.")
+        row = row.astype(np.int64)
+        n = int(np.sum(row != PAD))
+        if np.any(row[:n] < 0) or np.any(row[n:] != PAD):
+            raise ValueError(
+                f"{name}[{i}] must hold token ids >= 0, padded with {PAD} at its right end "
+                "only; got "
+                f"{row.tolist()!r} instead."
+            )
+        row = row[:n]
+        if not allow_empty and n == 0:
+            raise ValueError(f"{name}[{i}] is empty; every completion needs a token.")
+        out.append(row)
+    return out
+
+
+class PreferenceLMTrainer(SkorchEstimatorMixin, ParamsMixin):
+    """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
+
+    ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences
+    with the margin ``h = [log pi(w|x) - log nu(w|x)] - [log pi(l|x) - log nu(l|x)]`` and
+    any loss of :data:`PREFERENCE_LOSSES`, through a skorch ``NeuralNet`` (Adam,
+    mini-batches). The normaliser ``nu`` is the reference model (by default the language
+    model as initialised, i.e. the SFT policy), the data policy (its log-probabilities
+    given in ``fit``) or none. The model is :class:`TinyCausalLM` unless ``module`` is
+    given.
+
+    Like :class:`TabularPreferencePolicy` it learns from pairs of sequences, not a
+    feature matrix, so it is not a scikit-learn estimator; it keeps scikit-learn's
+    manners (``get_params``/``set_params``, ``random_state``, fitted attributes ending in
+    ``_``) and the skorch conventions of this library (``net_``, ``module_``,
+    ``history_``, ``device``, ``n_threads``).
+
+    Parameters
+    ----------
+    loss : str, default="logistic"
+        A key of :data:`PREFERENCE_LOSSES`.
+    beta, tau, delta : float, default=0.1, 0.1, 1.0
+        Loss scales, as in :class:`TabularPreferencePolicy`.
+    normalizer : {"reference", "data", "none"}, default="reference"
+    kl_coef : float, default=0.0
+        Weight of ``mean (log pi(y|x) - log pi_ref(y|x))**2 / 2`` over the pair responses.
+    module : torch.nn.Module or None, default=None
+        A causal LM mapping ``(B, L)`` token ids to ``(B, L, V)`` logits (or an object with
+        ``.logits``) whose input vocabulary includes ``bos_token``; it is copied in
+        ``fit``. None builds a :class:`TinyCausalLM`.
+    vocab_size : int or None, default=None
+        For the built-in model; None infers it from the data (largest id + 1).
+    d_model, n_layers, n_heads : int, default=32, 1, 2
+        Size of the built-in model.
+    bos_token : int or None, default=None
+        Token prepended to every prompt; None uses ``vocab_size`` (the built-in model's
+        BOS).
+    lr : float, default=1e-3
+        Adam learning rate.
+    max_epochs : int, default=20
+    batch_size : int, default=32
+    device : str, default="cpu"
+    n_threads : int or None, default=1
+        torch threads during ``fit`` and scoring.
+    callbacks : list of (str, skorch.callbacks.Callback) or None, default=None
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights and the shuffling.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    net_ : skorch.NeuralNet
+    module_ : torch.nn.Module
+        The trained language model.
+    reference_module_ : torch.nn.Module
+        The frozen reference model (the initial model unless ``reference_module`` given).
+    history_ : skorch.History
+        Per epoch: ``train_loss`` and the means over the epoch's batches of
+        ``logp_chosen``, ``logp_rejected`` (sequence log-probabilities) and ``margin``
+        (``(2 p - 1) h``: the margin in the direction of the label).
+    vocab_size_ : int
+    bos_token_ : int
+
+    See Also
+    --------
+    TabularPreferencePolicy : the tabular theory these losses are analysed in.
+
+    References
+    ----------
+    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
+       Preference-based RL", ICML 2025, arXiv:2502.06861.
+
+    Examples
+    --------
+    >>> from sklearn_icml.alignment import PreferenceLMTrainer
+    >>> prompts = [[0], [1]] * 4
+    >>> chosen = [[2, 3], [3, 2]] * 4
+    >>> rejected = [[3, 3], [2, 2]] * 4
+    >>> trainer = PreferenceLMTrainer(beta=1.0, max_epochs=3, batch_size=4, random_state=0)
+    >>> trainer = trainer.fit(prompts, chosen, rejected)
+    >>> len(trainer.history_)
+    3
+    >>> trainer.sequence_logprob([[0]], [[2, 3]]).shape
+    (1,)
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(PREFERENCE_LOSSES))],
+        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "tau": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "normalizer": [StrOptions({"reference", "data", "none"})],
+        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+        "module": [nn.Module, None],
+        "vocab_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
+        "bos_token": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "device": "no_validation",
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "callbacks": [list, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        loss="logistic",
+        beta=0.1,
+        tau=0.1,
+        delta=1.0,
+        normalizer="reference",
+        kl_coef=0.0,
+        module=None,
+        vocab_size=None,
+        d_model=32,
+        n_layers=1,
+        n_heads=2,
+        bos_token=None,
+        lr=1e-3,
+        max_epochs=20,
+        batch_size=32,
+        device="cpu",
+        n_threads=1,
+        callbacks=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.beta = beta
+        self.tau = tau
+        self.delta = delta
+        self.normalizer = normalizer
+        self.kl_coef = kl_coef
+        self.module = module
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.bos_token = bos_token
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.device = device
+        self.n_threads = n_threads
+        self.callbacks = callbacks
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---------------------------------------------------------------- encoding
+
+    def _encode(self, prompts, completions):
+        """BOS + prompt + completion, right-padded with 0; mask = 1 on completion tokens."""
+        lengths = [1 + len(p) + len(c) for p, c in zip(prompts, completions)]
+        width = max(lengths) if lengths else 1
+        tokens = np.zeros((len(prompts), width), dtype=np.int64)
+        mask = np.zeros((len(prompts), width), dtype=np.float32)
+        for i, (p, c) in enumerate(zip(prompts, completions)):
+            seq = np.concatenate([[self.bos_token_], p, c])
+            tokens[i, : seq.shape[0]] = seq
+            mask[i, 1 + len(p) : seq.shape[0]] = 1.0
+        return tokens, mask
+
+    def _check_tokens(self, *seqs):
+        for rows, name in seqs:
+            for row in rows:
+                if row.size and row.max() >= self.vocab_size_:
+                    raise ValueError(
+                        f"{name} has token id {int(row.max())} but vocab_size is "
+                        f"{self.vocab_size_} (ids 0..{self.vocab_size_ - 1}). Got an "
+                        "out-of-range token instead."
+                    )
+
+    def _logprobs(self, module, tokens, mask, chunk=1024):
+        device = next(module.parameters()).device
+        module = module.eval()
+        out = []
+        with torch.no_grad(), torch_threads(self.n_threads):
+            for s in range(0, tokens.shape[0], chunk):
+                t = torch.as_tensor(tokens[s : s + chunk], device=device)
+                m = torch.as_tensor(mask[s : s + chunk], device=device)
+                out.append(sequence_logprob(module, t, m).double().cpu().numpy())
+        return np.concatenate(out) if out else np.empty(0)
+
+    # ---------------------------------------------------------------- fit
+
+    def fit(self, prompts, chosen, rejected, labels=None, *, reference_module=None,
+            data_logps=None):
+        """Train the language model on preference triples.
+
+        Parameters
+        ----------
+        prompts : list of sequences or 2-D int array padded with -1
+            Prompt token ids (may be empty).
+        chosen, rejected : list of sequences or 2-D int array padded with -1
+            Completions; ``chosen[i]`` is preferred to ``rejected[i]`` unless ``labels``.
+        labels : array-like of shape (n,), default=None
+            Soft labels in [0, 1] (probability that ``chosen`` is preferred); None means 1.
+        reference_module : torch.nn.Module, default=None
+            The reference policy for ``normalizer="reference"`` and ``kl_coef``; None uses
+            the language model as initialised.
+        data_logps : array-like of shape (n, 2), default=None
+            ``log mu(chosen|x)`` and ``log mu(rejected|x)`` under the data policy; required
+            by ``normalizer="data"``.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        device = check_device(self.device)
+        P = _check_sequences(prompts, "prompts", allow_empty=True)
+        W = _check_sequences(chosen, "chosen", allow_empty=False)
+        L = _check_sequences(rejected, "rejected", allow_empty=False)
+        n = len(P)
+        if n == 0 or len(W) != n or len(L) != n:
+            raise ValueError(
+                "prompts, chosen and rejected must be non-empty and of the same length; got "
+                f"{len(P)}, {len(W)} and {len(L)} instead."
+            )
+        if labels is None:
+            p = np.ones(n)
+        else:
+            p = np.asarray(labels, dtype=np.float64)
+            if p.shape != (n,):
+                raise ValueError(f"labels must have shape ({n},); got {p.shape} instead.")
+            check_finite(p, "labels")
+            if np.any((p < 0) | (p > 1)):
+                raise ValueError(
+                    f"labels (soft labels) must lie in [0, 1]; got "
+                    f"{p[(p < 0) | (p > 1)][0]!r} instead."
+                )
+        max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
+        if self.module is None:
+            self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
+            self.bos_token_ = self.vocab_size_ if self.bos_token is None else int(self.bos_token)
+        else:
+            self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
+            if self.bos_token is None:
+                raise ValueError(
+                    "a custom module needs bos_token (the id prepended to every prompt); got "
+                    "bos_token=None instead."
+                )
+            self.bos_token_ = int(self.bos_token)
+        self._check_tokens((P, "prompts"), (W, "chosen"), (L, "rejected"))
+        if self.normalizer == "data":
+            if data_logps is None:
+                raise ValueError(
+                    "normalizer='data' needs data_logps (log-probabilities of chosen and "
+                    "rejected under the data policy); got data_logps=None instead."
+                )
+            nu = np.asarray(data_logps, dtype=np.float64)
+            if nu.shape != (n, 2):
+                raise ValueError(f"data_logps must have shape ({n}, 2); got {nu.shape} instead.")
+            check_finite(nu, "data_logps")
+
+        tok_w, mask_w = self._encode(P, W)
+        tok_l, mask_l = self._encode(P, L)
+        width = max(tok_w.shape[1], tok_l.shape[1])
+        tok_w, mask_w = _pad_to(tok_w, width), _pad_to(mask_w, width)
+        tok_l, mask_l = _pad_to(tok_l, width), _pad_to(mask_l, width)
+
+        seed = torch_seed(self.random_state)
+        with seeded(seed, device), torch_threads(self.n_threads):
+            if self.module is None:
+                lm = TinyCausalLM(
+                    self.vocab_size_, d_model=self.d_model, n_layers=self.n_layers,
+                    n_heads=self.n_heads, max_len=max(64, width),
+                )
+            else:
+                lm = copy.deepcopy(self.module)
+        lm = lm.to(device)
+        ref = copy.deepcopy(reference_module if reference_module is not None else lm)
+        ref = ref.to(device).eval()
+        for param in ref.parameters():
+            param.requires_grad_(False)
+        self.reference_module_ = ref
+        ref_lp = np.stack(
+            [self._logprobs(ref, tok_w, mask_w), self._logprobs(ref, tok_l, mask_l)], axis=1
+        )
+        if not np.all(np.isfinite(ref_lp)):
+            raise ValueError("the reference model gives non-finite log-probabilities.")
+        if self.normalizer == "reference":
+            nu = ref_lp
+        elif self.normalizer == "none":
+            nu = np.zeros((n, 2))
+        y = np.column_stack([nu, p, ref_lp]).astype(np.float32)
+        X = {"tokens_w": tok_w, "mask_w": mask_w, "tokens_l": tok_l, "mask_l": mask_l}
+        callbacks = list(self.callbacks or []) + [("epoch_means", _EpochMeans())]
+        self._fit_net(
+            _PreferenceNet,
+            X,
+            y,
+            module=PairLogProb(lm),
+            criterion=PreferenceCriterion,
+            criterion__loss=self.loss,
+            criterion__scale=float(getattr(self, LOSS_PARAMETER[self.loss])),
+            criterion__kl_coef=float(self.kl_coef),
+            optimizer=torch.optim.Adam,
+            lr=self.lr,
+            max_epochs=self.max_epochs,
+            batch_size=self.batch_size,
+            iterator_train__shuffle=True,
+            callbacks=callbacks,
+        )
+        return self
+
+    @property
+    def module_(self):
+        """The trained language model."""
+        return self.net_.module_.lm
+
+    def sequence_logprob(self, prompts, completions, *, reference=False):
+        """``log pi(completion | prompt)`` under the trained (or reference) model.
+
+        Parameters
+        ----------
+        prompts, completions : list of sequences or 2-D int arrays padded with -1
+        reference : bool, default=False
+            Score with ``reference_module_`` instead of the trained model.
+
+        Returns
+        -------
+        logp : ndarray of shape (n,), float64
+        """
+        self._check_fitted("net_")
+        P = _check_sequences(prompts, "prompts", allow_empty=True)
+        C = _check_sequences(completions, "completions", allow_empty=False)
+        if len(P) != len(C):
+            raise ValueError(
+                f"prompts and completions must have the same length; got {len(P)} and "
+                f"{len(C)} instead."
+            )
+        self._check_tokens((P, "prompts"), (C, "completions"))
+        tokens, mask = self._encode(P, C)
+        module = self.reference_module_ if reference else self.module_
+        was_training = module.training
+        try:
+            return self._logprobs(module, tokens, mask)
+        finally:
+            module.train(was_training)
+
+
+def _pad_to(arr, width):
+    if arr.shape[1] == width:
+        return arr
+    out = np.zeros((arr.shape[0], width), dtype=arr.dtype)
+    out[:, : arr.shape[1]] = arr
+    return out
