@@ -21,3 +21,44 @@ __all__ = [
 ]
 
 # --- icl-multihead-attention ---
+from ._icl_attention import (  # noqa: E402
+    MultiHeadAttentionICLModule,
+    MultiHeadSoftmaxICLRegressor,
+    OnlinePromptLoader,
+    plot_attention_patterns,
+)
+from ._icl_tasks import (  # noqa: E402
+    LinearICLTaskSampler,
+    approx_icl_loss,
+    attention_pattern_metrics,
+    bayes_ridge_predict,
+    bayes_risk_asymptotic,
+    check_prompts,
+    debiased_gd_optimum,
+    fit_gd_eta,
+    gd_predict,
+    gd_risk_finite,
+    optimal_mu,
+    single_head_optimum,
+    softmax_kernel_predict,
+)
+
+__all__ += [
+    "LinearICLTaskSampler",
+    "MultiHeadAttentionICLModule",
+    "MultiHeadSoftmaxICLRegressor",
+    "OnlinePromptLoader",
+    "approx_icl_loss",
+    "attention_pattern_metrics",
+    "bayes_ridge_predict",
+    "bayes_risk_asymptotic",
+    "check_prompts",
+    "debiased_gd_optimum",
+    "fit_gd_eta",
+    "gd_predict",
+    "gd_risk_finite",
+    "optimal_mu",
+    "plot_attention_patterns",
+    "single_head_optimum",
+    "softmax_kernel_predict",
+]

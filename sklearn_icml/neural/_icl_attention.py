@@ -1,0 +1,566 @@
+"""One-layer multi-head softmax attention trained for in-context linear regression, on skorch.
+
+He, Pan, Chen & Yang (ICML 2025): a transformer made only of H softmax attention heads
+(no MLP, no layer norm, no residual, no positional encoding) reads ``L`` pairs
+``(x_l, y_l)`` and a query ``x_q`` and predicts ``y_q``. Trained online from random
+initialisation with Adam, each head converges to ``KQ_h ~ omega_h I`` on the x-block and
+``OV_h ~ (0, .., 0, mu_h)``, with ``sum_h mu_h ~ 0``: two opposite heads implement debiased
+one-step gradient descent, which beats a single head.
+"""
+
+import copy
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ..utils import optional_import
+from ..utils._skorch import SkorchEstimatorMixin, torch_threads
+from ._icl_tasks import LinearICLTaskSampler, attention_pattern_metrics, check_prompts
+
+torch = optional_import("torch", "neural")
+skorch = optional_import("skorch", "neural")
+nn = torch.nn
+
+_INITS = ("random", "small_id", "small_id_qk", "oppo_small_id")
+# prompts per forward call at prediction time (bounds memory, not results)
+_PREDICT_CHUNK = 1 << 14
+
+
+class MultiHeadAttentionICLModule(nn.Module):
+    """H heads of (softmax or linear) attention; the query attends to the context only.
+
+    ``s_{h,l} = (K_h z_l)^T (Q_h z_q) / sqrt(d+1)``, ``a_h = softmax_l(s_h)`` (or
+    ``s_h / L`` for ``attention="linear"``), ``yhat = sum_h O_h V_h sum_l a_{h,l} z_l``. The
+    per-head ``Q_h, K_h, V_h`` are packed in bias-free ``nn.Linear(D, H D)`` layers and
+    ``O`` is ``nn.Linear(H D, 1, bias=False)``, as in the authors' module.
+
+    Parameters
+    ----------
+    n_features_in : int
+        Token width ``D = d + 1``.
+    n_heads : int, default=2
+    init : {"random", "small_id", "small_id_qk", "oppo_small_id"}, default="random"
+        ``"random"``: PyTorch's default ``nn.Linear`` init. ``"small_id"``: ``Q_h, K_h,
+        V_h = 1e-6 I`` (``O`` random); ``"small_id_qk"``: ``Q_h, K_h = 1e-4 I``;
+        ``"oppo_small_id"``: ``K_h = 1e-6 I`` and ``Q_h = +-1e-6 I`` (``-`` for the second
+        half of the heads; even ``n_heads``), ``V`` and ``O`` random. These follow the
+        authors' ``src/models.py`` (``O`` keeps its random init as their 1-output module
+        does).
+    attention : {"softmax", "linear"}, default="softmax"
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.neural import MultiHeadAttentionICLModule
+    >>> MultiHeadAttentionICLModule(4, n_heads=2)(torch.zeros(3, 11, 4)).shape
+    torch.Size([3])
+    """
+
+    def __init__(self, n_features_in, n_heads=2, init="random", attention="softmax"):
+        super().__init__()
+        D, H = int(n_features_in), int(n_heads)
+        if init not in _INITS:
+            raise ValueError(f"init must be one of {_INITS}; got {init!r} instead.")
+        if init == "oppo_small_id" and H % 2:
+            raise ValueError(
+                f"init='oppo_small_id' needs an even n_heads; got n_heads={H} instead."
+            )
+        if attention not in ("softmax", "linear"):
+            raise ValueError(
+                f"attention must be 'softmax' or 'linear'; got {attention!r} instead."
+            )
+        self.D, self.H, self.attention = D, H, attention
+        self.q = nn.Linear(D, H * D, bias=False)
+        self.k = nn.Linear(D, H * D, bias=False)
+        self.v = nn.Linear(D, H * D, bias=False)
+        self.o = nn.Linear(H * D, 1, bias=False)
+        if init != "random":
+            eye = torch.eye(D).repeat(H, 1)
+            with torch.no_grad():
+                if init == "small_id_qk":
+                    self.q.weight.copy_(1e-4 * eye)
+                    self.k.weight.copy_(1e-4 * eye)
+                else:
+                    sign = torch.ones(H * D, 1)
+                    if init == "oppo_small_id":
+                        sign[(H // 2) * D :] = -1.0
+                    self.q.weight.copy_(1e-6 * eye * sign)
+                    self.k.weight.copy_(1e-6 * eye)
+                    if init == "small_id":  # the authors' oppo_small_id leaves V random
+                        self.v.weight.copy_(1e-6 * eye)
+
+    def forward(self, X):
+        """Prediction for each prompt of ``X`` (batch, L + 1, D); the last token is the query."""
+        B, T, D = X.shape
+        H, L = self.H, T - 1
+        ctx, zq = X[:, :-1], X[:, -1]
+        q = self.q(zq).view(B, H, D)
+        k = self.k(ctx).view(B, L, H, D)
+        v = self.v(ctx).view(B, L, H, D)
+        s = torch.einsum("blhd,bhd->bhl", k, q) / math.sqrt(D)
+        if self.attention == "softmax":
+            a = torch.softmax(s, dim=-1)  # stable: torch subtracts the max
+        else:
+            a = s / L
+        out = torch.einsum("bhl,blhd->bhd", a, v).reshape(B, H * D)
+        return self.o(out).squeeze(-1)
+
+    def effective_weights(self):
+        """``KQ`` (H, D, D) = ``K_h^T Q_h / sqrt(D)`` and ``OV`` (H, D) = ``O_h V_h``, float64."""
+        D, H = self.D, self.H
+        with torch.no_grad():
+            Q = self.q.weight.detach().double().cpu().view(H, D, D)
+            K = self.k.weight.detach().double().cpu().view(H, D, D)
+            V = self.v.weight.detach().double().cpu().view(H, D, D)
+            O = self.o.weight.detach().double().cpu().view(H, 1, D)
+            KQ = torch.einsum("hji,hjk->hik", K, Q) / math.sqrt(D)
+            OV = torch.einsum("hij,hjk->hik", O, V)[:, 0]
+        return KQ.numpy(), OV.numpy()
+
+    def set_effective(self, omegas, mus, *, scale_qk=None):
+        """Hand-set ``KQ_h = diag(omega_h I_d, 0)`` and ``OV_h = (0, .., 0, mu_h)``.
+
+        ``Q_h = omega_h sqrt(D) diag(I_d, 0)``, ``K_h = I``, ``V_h = e_D e_D^T``,
+        ``O_h = mu_h e_D``. For tests and for reading the kernel predictor as a model.
+        """
+        D, H = self.D, self.H
+        omegas = np.broadcast_to(np.asarray(omegas, dtype=np.float64), (H,))
+        mus = np.broadcast_to(np.asarray(mus, dtype=np.float64), (H,))
+        dtype = self.q.weight.dtype
+        with torch.no_grad():
+            proj = torch.eye(D, dtype=dtype)
+            proj[-1, -1] = 0.0
+            last = torch.zeros(D, D, dtype=dtype)
+            last[-1, -1] = 1.0
+            for h in range(H):
+                rows = slice(h * D, (h + 1) * D)
+                self.q.weight[rows] = float(omegas[h]) * math.sqrt(D) * proj
+                self.k.weight[rows] = torch.eye(D, dtype=dtype)
+                self.v.weight[rows] = last
+                self.o.weight[0, rows] = 0.0
+                self.o.weight[0, h * D + D - 1] = float(mus[h])
+        return self
+
+
+class OnlinePromptLoader:
+    """skorch ``iterator_train``: ``steps_per_epoch`` mini-batches per epoch.
+
+    Online mode (``sampler`` given): every step draws a fresh batch of prompts in torch
+    from the sampler's distribution (the paper's setting). Offline mode: mini-batches of
+    the stored prompts, reshuffled each pass. Seeded from torch's RNG when built, so it
+    follows the estimator's ``random_state``.
+    """
+
+    def __init__(
+        self, dataset, batch_size=256, sampler=None, steps_per_epoch=1000, total_steps=None
+    ):
+        self.batch_size = int(batch_size)
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.remaining = None if total_steps is None else int(total_steps)
+        self.gen = torch.Generator().manual_seed(int(torch.randint(2**31 - 1, ()).item()))
+        self.sampler = sampler
+        if sampler is None:
+            self.X = torch.as_tensor(np.asarray(dataset.X), dtype=torch.float32)
+            self.y = torch.as_tensor(np.asarray(dataset.y), dtype=torch.float32)
+            self.perm, self.pos = None, 0
+        else:
+            d, L, noise_var, beta_var, chol = sampler.params()
+            self.d, self.L = d, L
+            self.noise_std, self.beta_std = math.sqrt(noise_var), math.sqrt(beta_var)
+            self.chol = None if chol is None else torch.as_tensor(chol.T, dtype=torch.float32)
+
+    def __len__(self):
+        return self.steps_per_epoch
+
+    def _online_batch(self):
+        n, d, L, g = self.batch_size, self.d, self.L, self.gen
+        beta = torch.randn(n, d, generator=g) * self.beta_std
+        x = torch.randn(n, L + 1, d, generator=g)
+        if self.chol is not None:
+            x = x @ self.chol
+        noise = torch.randn(n, L + 1, generator=g) * self.noise_std
+        y = torch.einsum("nld,nd->nl", x, beta) + noise
+        X = torch.cat([x, y[:, :, None]], dim=2)
+        X[:, -1, -1] = 0.0
+        return X, y[:, -1].contiguous()
+
+    def _offline_batch(self):
+        n = self.X.shape[0]
+        if self.perm is None or self.pos >= n:
+            self.perm, self.pos = torch.randperm(n, generator=self.gen), 0
+        idx = self.perm[self.pos : self.pos + self.batch_size]
+        self.pos += self.batch_size
+        return self.X[idx], self.y[idx]
+
+    def __iter__(self):
+        steps = self.steps_per_epoch
+        if self.remaining is not None:
+            steps = min(steps, self.remaining)
+            self.remaining -= steps
+        for _ in range(steps):
+            yield self._online_batch() if self.sampler is not None else self._offline_batch()
+
+
+def module_predict(module, X, *, device="cpu"):
+    """Outputs of ``module`` on prompts ``X`` in float64 (a copy of the module, eval mode)."""
+    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
+    parts = []
+    with torch.no_grad():
+        for start in range(0, X.shape[0], _PREDICT_CHUNK):
+            chunk = torch.tensor(X[start : start + _PREDICT_CHUNK], device=device)  # a copy
+            parts.append(module(chunk).cpu().numpy())
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEstimator):
+    """One-layer multi-head softmax attention trained for in-context linear regression.
+
+    ``X`` holds *prompts*: a 3-D array ``(n_prompts, L + 1, d + 1)`` whose rows are the
+    context tokens ``(x_l, y_l)`` followed by the query token ``(x_q, 0)``; ``y`` holds the
+    query labels. ``predict`` returns the in-context prediction of ``y_q`` for each prompt,
+    with any context length ``L`` (length generalisation). With ``X=None``, ``fit`` trains
+    online, drawing a fresh batch of ``batch_size`` prompts from ``sampler`` at each of the
+    ``n_steps`` Adam steps: the paper's setting. With ``X, y`` given, it takes ``n_steps``
+    mini-batch steps over those prompts.
+
+    After training, :meth:`attention_patterns` reads off the emergent structure: per head
+    ``KQ_h ~ omega_h I_d`` on the x-block, ``OV_h ~ (0, .., 0, mu_h)``, ``sum_h mu_h ~ 0``;
+    with two heads the model implements debiased GD with step ``2 omega mu``.
+
+    Implemented on skorch: ``fit`` builds a ``skorch.NeuralNetRegressor`` around
+    :class:`MultiHeadAttentionICLModule` with an :class:`OnlinePromptLoader` as training
+    iterator and stores it in ``net_``.
+
+    Parameters
+    ----------
+    n_heads : int, default=2
+        Number of attention heads ``H``.
+    init : {"random", "small_id", "small_id_qk", "oppo_small_id"}, default="random"
+        Weight initialisation (see :class:`MultiHeadAttentionICLModule`); ``"oppo_small_id"``
+        needs an even ``n_heads``.
+    attention : {"softmax", "linear"}, default="softmax"
+        ``"linear"`` replaces the softmax by ``scores / L`` (the linear-attention ablation).
+    optimizer : {"adam", "sgd"}, default="adam"
+        Adam (betas 0.9/0.999, no weight decay) as in the paper, or plain SGD.
+    lr : float, default=1e-3
+    batch_size : int, default=256
+        Prompts per step.
+    n_steps : int, default=50_000
+        Optimisation steps (the paper runs 500,000; the structure emerges by ~10,000).
+    steps_per_epoch : int, default=1000
+        Steps per skorch epoch: one entry of ``loss_curve_`` is the mean training loss
+        over that many steps.
+    sampler : LinearICLTaskSampler or None, default=None
+        Prompt distribution for online training (``X=None``); None means
+        ``LinearICLTaskSampler()`` (d=5, L=40, sigma^2=0.1). Its ``random_state`` is not
+        used: online batches are drawn in torch from this estimator's ``random_state``.
+    allow_query_label : bool, default=False
+        Accept prompts whose query token has a non-zero y-slot (the slot then enters the
+        query projection like any coordinate); by default such prompts are refused.
+    device : str or torch.device, default="cpu"
+    n_threads : int or None, default=1
+        torch intra-op threads during ``fit`` and prediction.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the weights and the training batches.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Token width ``d + 1``.
+    n_context_ : int
+        Context length ``L`` seen in ``fit``.
+    net_ : skorch.NeuralNetRegressor
+    module_ : MultiHeadAttentionICLModule
+    history_ : skorch.History
+    loss_curve_ : ndarray of shape (n_epochs,)
+        Mean training loss of each block of ``steps_per_epoch`` steps.
+    KQ_ : ndarray of shape (n_heads, d + 1, d + 1)
+        Effective key-query matrices ``K_h^T Q_h / sqrt(d+1)``.
+    OV_ : ndarray of shape (n_heads, d + 1)
+        Effective output-value rows ``O_h V_h``.
+    omega_ : ndarray of shape (n_heads,)
+        Mean of the first ``d`` diagonal entries of each ``KQ_h``.
+    mu_ : ndarray of shape (n_heads,)
+        ``OV_h[d]``, the weight on the y-coordinate.
+
+    See Also
+    --------
+    LinearICLTaskSampler : the prompts.
+    softmax_kernel_predict, gd_predict, bayes_ridge_predict : closed-form predictors.
+    attention_pattern_metrics : the structure diagnostics.
+
+    Notes
+    -----
+    ``check_estimator`` cannot apply to the prompt format (3-D input); the checks that
+    feed 2-D data are listed as expected failures and the remaining ones (clone,
+    ``get_params``, not-fitted errors, determinism) run. Training at the paper's setting
+    costs about 5-10 s per 1,000 steps on 2 CPU cores.
+
+    References
+    ----------
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
+       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
+       Attention", ICML 2025, arXiv:2503.12734.
+
+    Examples
+    --------
+    >>> from sklearn_icml.neural import LinearICLTaskSampler, MultiHeadSoftmaxICLRegressor
+    >>> sampler = LinearICLTaskSampler(n_features=3, n_context=10)
+    >>> model = MultiHeadSoftmaxICLRegressor(n_steps=20, batch_size=32, sampler=sampler,
+    ...                                      steps_per_epoch=10, random_state=0).fit()
+    >>> model.loss_curve_.shape, model.KQ_.shape
+    ((2,), (2, 4, 4))
+    >>> X, y = LinearICLTaskSampler(n_features=3, n_context=25, random_state=1).sample(5)
+    >>> model.predict(X).shape
+    (5,)
+    """
+
+    _parameter_constraints = {
+        "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init": [StrOptions(set(_INITS))],
+        "attention": [StrOptions({"softmax", "linear"})],
+        "optimizer": [StrOptions({"adam", "sgd"})],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
+        "sampler": [LinearICLTaskSampler, None],
+        "allow_query_label": ["boolean"],
+        "device": "no_validation",  # checked by check_device in fit
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        n_heads=2,
+        init="random",
+        attention="softmax",
+        optimizer="adam",
+        lr=1e-3,
+        batch_size=256,
+        n_steps=50_000,
+        steps_per_epoch=1000,
+        sampler=None,
+        allow_query_label=False,
+        device="cpu",
+        n_threads=1,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_heads = n_heads
+        self.init = init
+        self.attention = attention
+        self.optimizer = optimizer
+        self.lr = lr
+        self.batch_size = batch_size
+        self.n_steps = n_steps
+        self.steps_per_epoch = steps_per_epoch
+        self.sampler = sampler
+        self.allow_query_label = allow_query_label
+        self.device = device
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X=None, y=None):
+        """Train the attention layer, online (``X=None``) or on the given prompts.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1) or None
+            Training prompts; None trains online on fresh prompts from ``sampler``.
+        y : array-like of shape (n_prompts,) or None
+            Query labels (required with ``X``).
+
+        Returns
+        -------
+        self : object
+            The fitted regressor.
+        """
+        self._validate_params()
+        if self.init == "oppo_small_id" and self.n_heads % 2:
+            raise ValueError(
+                f"init='oppo_small_id' needs an even n_heads; got n_heads={self.n_heads} instead."
+            )
+        if X is None:
+            if y is not None:
+                raise ValueError(
+                    "y was given without X; pass both, or neither for online "
+                    f"training. Got y of type {type(y).__name__} instead."
+                )
+            sampler = self.sampler if self.sampler is not None else LinearICLTaskSampler()
+            d, L, *_ = sampler.params()
+            D = d + 1
+            X_fit = np.zeros((1, L + 1, D), dtype=np.float32)
+            y_fit = np.zeros(1, dtype=np.float32)
+            loader_sampler = sampler
+        else:
+            if y is None:
+                raise ValueError("y is required when X is given (the query labels); got None.")
+            Xv = check_prompts(X, allow_query_label=self.allow_query_label)
+            yv = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            if yv.ndim != 1 or yv.shape[0] != Xv.shape[0]:
+                raise ValueError(
+                    f"y must have shape ({Xv.shape[0]},) (one label per prompt); got "
+                    f"{yv.shape} instead."
+                )
+            L, D = Xv.shape[1] - 1, Xv.shape[2]
+            X_fit, y_fit = Xv.astype(np.float32), yv.astype(np.float32)
+            loader_sampler = None
+        self.n_features_in_ = D
+        self.n_context_ = L
+        n_epochs = -(-self.n_steps // self.steps_per_epoch)
+        optimizer = torch.optim.Adam if self.optimizer == "adam" else torch.optim.SGD
+        self._fit_net(
+            skorch.NeuralNetRegressor,
+            X_fit,
+            y_fit,
+            module=MultiHeadAttentionICLModule,
+            module__n_features_in=D,
+            module__n_heads=self.n_heads,
+            module__init=self.init,
+            module__attention=self.attention,
+            criterion=nn.MSELoss,
+            optimizer=optimizer,
+            lr=self.lr,
+            max_epochs=n_epochs,
+            batch_size=self.batch_size,
+            iterator_train=OnlinePromptLoader,
+            iterator_train__sampler=loader_sampler,
+            iterator_train__steps_per_epoch=self.steps_per_epoch,
+            iterator_train__total_steps=self.n_steps,
+        )
+        self.loss_curve_ = np.asarray(self.history_[:, "train_loss"], dtype=np.float64)
+        self.KQ_, self.OV_ = self.module_.effective_weights()
+        metrics = attention_pattern_metrics(self.KQ_, self.OV_)
+        self.omega_, self.mu_ = metrics["omega"], metrics["mu"]
+        return self
+
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        return check_prompts(
+            X, allow_query_label=self.allow_query_label, n_features_in=self.n_features_in_
+        )
+
+    def predict(self, X):
+        """In-context prediction of the query label of each prompt (float64 forward pass).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+            Any context length ``n_context >= 1``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_prompts,)
+        """
+        X = self._validate_X(X)
+        with torch_threads(self.n_threads):
+            return module_predict(self.module_, X, device=self.net_.device)
+
+    def icl_mse(self, X, y):
+        """Mean squared error of :meth:`predict` against the query labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        y : array-like of shape (n_prompts,)
+
+        Returns
+        -------
+        mse : float
+        """
+        pred = self.predict(X)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.shape != pred.shape:
+            raise ValueError(f"y must have shape {pred.shape}; got {y.shape} instead.")
+        return float(np.mean((pred - y) ** 2))
+
+    def attention_patterns(self):
+        """The effective weights and the structure metrics of the fitted model.
+
+        Returns
+        -------
+        patterns : dict
+            ``KQ_`` (H, d+1, d+1), ``OV_`` (H, d+1), and the entries of
+            :func:`attention_pattern_metrics` (``omega``, ``mu``, ``diag_ratio``,
+            ``homogeneity``, ``last_entry_ratio``, ``zero_sum``, ``eta_eff``).
+        """
+        check_is_fitted(self)
+        out = {"KQ_": self.KQ_.copy(), "OV_": self.OV_.copy()}
+        out.update(attention_pattern_metrics(self.KQ_, self.OV_))
+        return out
+
+    def plot_attention_patterns(self, fig=None):
+        """Heat maps of each head's ``KQ_h`` and ``OV_h`` (matplotlib).
+
+        Parameters
+        ----------
+        fig : matplotlib Figure or None
+            Drawn into (a new figure when None).
+
+        Returns
+        -------
+        fig : matplotlib Figure
+        """
+        check_is_fitted(self)
+        return plot_attention_patterns(self.KQ_, self.OV_, fig=fig)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+def plot_attention_patterns(KQ, OV, fig=None):
+    """Heat maps of the effective ``KQ_h`` (top row) and ``OV_h`` (bottom row) per head.
+
+    Parameters
+    ----------
+    KQ : array-like of shape (n_heads, D, D)
+    OV : array-like of shape (n_heads, D)
+    fig : matplotlib Figure or None
+
+    Returns
+    -------
+    fig : matplotlib Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from sklearn_icml.neural import plot_attention_patterns
+    >>> fig = plot_attention_patterns(np.zeros((2, 3, 3)), np.zeros((2, 3)))
+    >>> len(fig.axes) >= 4
+    True
+    """
+    import matplotlib.pyplot as plt
+
+    KQ = np.asarray(KQ, dtype=np.float64)
+    OV = np.asarray(OV, dtype=np.float64)
+    H = KQ.shape[0]
+    if fig is None:
+        fig = plt.figure(figsize=(3.2 * H, 4.2))
+    axes = fig.subplots(2, H, squeeze=False, gridspec_kw={"height_ratios": [4, 1]})
+    for h in range(H):
+        lim = max(float(np.abs(KQ[h]).max()), 1e-12)
+        im = axes[0, h].imshow(KQ[h], cmap="RdBu_r", vmin=-lim, vmax=lim)
+        axes[0, h].set_title(f"head {h}: KQ")
+        fig.colorbar(im, ax=axes[0, h], fraction=0.046)
+        lim = max(float(np.abs(OV[h]).max()), 1e-12)
+        im = axes[1, h].imshow(OV[h][None, :], cmap="RdBu_r", vmin=-lim, vmax=lim)
+        axes[1, h].set_title(f"head {h}: OV")
+        axes[1, h].set_yticks([])
+        fig.colorbar(im, ax=axes[1, h], fraction=0.046)
+    if hasattr(fig, "tight_layout"):  # a SubFigure has none
+        fig.tight_layout()
+    return fig
