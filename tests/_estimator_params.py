@@ -87,6 +87,9 @@ EXPECTED_FAILED_CHECKS = {
         "fit/predict take 3-D prompts (n_prompts, L + 1, d + 1), not 2-D X",
     ),
     # --- evo-constrained-rl ---
+    "GPDTailQuantile": {
+        "check_fit1d": "fit takes a 1-D vector of costs by design (the spec's API)",
+    },
     # --- offline-preference-losses ---
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
     # so they are not BaseEstimator subclasses (see alignment/_base.py)

@@ -1,0 +1,37 @@
+"""Safe (constrained) reinforcement learning.
+
+``GPDTailQuantile`` and ``weighted_quantile`` are numpy/scipy only. The agent (torch) and
+the environments (gymnasium) are imported lazily (see ``__getattr__``) and listed in
+``_TORCH_NAMES``, so that ``import sklearn_icml.safe_rl`` needs neither.
+"""
+
+_TORCH_NAMES = set()
+
+__all__ = []
+
+# --- evo-constrained-rl ---
+from ._gpd import GPDTailQuantile, weighted_quantile  # noqa: E402
+
+_TORCH_NAMES |= {"EVOAgent", "RiskyShortcutEnv", "HeavyTailPointEnv"}
+__all__ += [
+    "EVOAgent",
+    "GPDTailQuantile",
+    "HeavyTailPointEnv",
+    "RiskyShortcutEnv",
+    "weighted_quantile",
+]
+
+_LAZY = {
+    "EVOAgent": "._evo",
+    "RiskyShortcutEnv": "._envs",
+    "HeavyTailPointEnv": "._envs",
+}
+
+
+def __getattr__(name):
+    # torch/gymnasium-based names are imported on first access only
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,83 @@
+"""Tests of the black-swan environments (spec section 4 and 7.9)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+
+from sklearn_icml.safe_rl import HeavyTailPointEnv, RiskyShortcutEnv  # noqa: E402
+
+
+def test_risky_shortcut_cost_statistics():
+    # spec 7.9: P(C = 0 | shortcut) = 0.9044 +- 0.01 over 1e4 episodes
+    env = RiskyShortcutEnv()
+    env.reset(seed=0)
+    costs, rets = [], []
+    for _ in range(10_000):
+        env.reset()
+        ret = cost = 0.0
+        while True:
+            _, r, term, trunc, info = env.step(1)
+            ret += r
+            cost += info["cost"]
+            if term or trunc:
+                assert not (term and trunc)
+                break
+        costs.append(cost)
+        rets.append(ret)
+    costs = np.asarray(costs)
+    assert set(np.unique(costs)) <= {0.0, 50.0}
+    assert np.mean(costs == 0) == pytest.approx(0.99**10, abs=0.01)
+    assert np.mean(rets) == pytest.approx(sum(0.99**t for t in range(10)), abs=0.05)
+
+
+def test_risky_shortcut_safe_route():
+    env = RiskyShortcutEnv()
+    obs, _ = env.reset(seed=1)
+    assert obs.argmax() == 0
+    total = 0.0
+    for t in range(10):
+        obs, r, term, trunc, info = env.step(0)
+        total += r
+        assert info["cost"] == 0.0 and not term
+        assert trunc == (t == 9)
+    assert total == pytest.approx(6.0)
+
+
+def test_heavy_tail_costs():
+    env = HeavyTailPointEnv()
+    env.reset(seed=0)
+    costs = []
+    for _ in range(400):
+        env.reset()
+        c = 0.0
+        for _ in range(50):
+            _, r, term, trunc, info = env.step(np.array([1.0]))
+            assert r == 1.0
+            c += info["cost"]
+        assert trunc
+        costs.append(c)
+    costs = np.asarray(costs)
+    # per-step rate 0.022 -> P(no cost in 50 steps) = 0.978**50 = 0.329
+    assert np.mean(costs == 0) == pytest.approx(0.978**50, abs=0.07)
+    # heavy tail: the max is far above the mean
+    assert costs.max() > 10 * costs.mean()
+
+
+def test_registered_with_gymnasium():
+    import gymnasium as gym
+
+    env = gym.make("sklearn_icml/RiskyShortcut-v0")
+    env.reset(seed=0)
+    assert "cost" in env.step(0)[-1]
+
+
+def test_bad_env_params():
+    with pytest.raises(ValueError, match="horizon"):
+        RiskyShortcutEnv(horizon=0)
+    with pytest.raises(ValueError, match="gust_prob"):
+        RiskyShortcutEnv(gust_prob=2.0)
+    env = RiskyShortcutEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(3)

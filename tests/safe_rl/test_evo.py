@@ -1,0 +1,217 @@
+"""Tests of EVOAgent (spec sections 3, 7.6-7.8 and 8)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("gymnasium")
+
+import torch  # noqa: E402
+
+from sklearn_icml.safe_rl import EVOAgent, RiskyShortcutEnv  # noqa: E402
+from sklearn_icml.safe_rl._evo import (  # noqa: E402
+    _flat_params,
+    discounted_cumsum,
+    importance_weights,
+)
+
+FAST = dict(steps_per_epoch=100, actor_hidden=(8,), critic_hidden=(8,),
+            critic_update_iters=1, cg_iters=5, line_search_steps=5)
+
+
+class ConstantCostEnv(RiskyShortcutEnv):
+    """Every step costs 1 (episode cost 10), no gusts."""
+
+    def step(self, action):
+        obs, r, term, trunc, info = super().step(action)
+        return obs, r, term, trunc, {"cost": 1.0}
+
+
+class NoCostEnv(RiskyShortcutEnv):
+    def step(self, action):
+        obs, r, term, trunc, _ = super().step(action)
+        return obs, r, term, trunc, {}
+
+
+class NaNEnv(RiskyShortcutEnv):
+    def step(self, action):
+        obs, r, term, trunc, info = super().step(action)
+        return obs, float("nan"), term, trunc, info
+
+
+class SixTupleEnv(RiskyShortcutEnv):
+    def step(self, action):
+        obs, r, term, trunc, info = super().step(action)
+        return obs, r, info["cost"], term, trunc, info
+
+
+def test_discounted_cumsum_matches_loop():
+    x = np.random.default_rng(0).normal(size=17)
+    ref = np.array([sum(0.9**k * x[t + k] for k in range(17 - t)) for t in range(17)])
+    np.testing.assert_allclose(discounted_cumsum(x, 0.9), ref, atol=1e-12)
+
+
+def test_gae_matches_reference_loop():
+    agent = EVOAgent(env=RiskyShortcutEnv(), gamma=0.9, lam=0.8)
+    rew = np.array([1.0, 0.5, 2.0, 0.0, 1.0])
+    val = np.array([0.3, 0.1, 0.7, 0.2, 0.4])
+    ends = [False, True, False, False, False]
+    adv, ret = agent._gae(rew, val, ends, v_last=0.9, lam=0.8)
+    ref = np.zeros(5)
+    last = 0.0
+    for t in reversed(range(5)):
+        nv = 0.9 if t == 4 else (0.0 if ends[t] else val[t + 1])
+        nonterm = 0.0 if ends[t] else 1.0
+        delta = rew[t] + 0.9 * nv - val[t]
+        last = delta + 0.9 * 0.8 * nonterm * last
+        ref[t] = last
+    np.testing.assert_allclose(adv, ref, atol=1e-12)
+    np.testing.assert_allclose(ret, ref + val, atol=1e-12)
+
+
+def test_importance_weights_unchanged_policy_equal():
+    # spec 7.6: for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
+    agent = EVOAgent(env=RiskyShortcutEnv(), random_state=0, **FAST)
+    agent._validate()
+    agent._setup()
+    _, finished = agent._rollout(100)
+    w = agent._episode_weights(finished)
+    np.testing.assert_allclose(w, np.full(len(finished), 1 / len(finished)), atol=1e-12)
+    # log clip: weights differ by at most exp(0.4); ratio clip by at most 1.2 / 0.8
+    lr = np.array([-5.0, 0.0, 0.9, 5.0])
+    w = importance_weights(lr, ("log", 0.8, 1.2))
+    assert w.max() / w.min() == pytest.approx(np.exp(0.4))
+    w = importance_weights(lr, ("ratio", 0.8, 1.2))
+    assert w.max() / w.min() == pytest.approx(1.5)
+    assert importance_weights(lr, None).sum() == pytest.approx(1.0)
+
+
+def test_off_policy_buffer_weights_change_quantile():
+    # after an update the buffer's old episodes get unequal ratio-clipped weights
+    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", weight_clip=("ratio", 0.5, 2.0),
+                     random_state=0, **FAST).learn(300)
+    w = agent._episode_weights(list(agent._cost_buffer))
+    assert w.sum() == pytest.approx(1.0)
+    assert np.ptp(w) > 0
+
+
+@pytest.mark.parametrize("cost_limit", [5.0, 20.0])
+def test_cpo_plumbing_quantile_equals_expectation_on_identical_costs(cost_limit):
+    # spec 7.7: identical episode costs -> q_hat = that cost, and EVO's update equals
+    # plain CPO's update on the same batch
+    agents = [
+        EVOAgent(env=ConstantCostEnv(gust_prob=0.0), cost_limit=cost_limit, constraint=c,
+                 cost_buffer_size=10**6, prioritize=False, random_state=0, **FAST).learn(200)
+        for c in ("quantile", "expectation")
+    ]
+    evo, cpo = agents
+    assert [h["q_hat"] for h in evo.history_] == pytest.approx([10.0, 10.0])
+    assert [h["q_hat"] for h in cpo.history_] == pytest.approx([10.0, 10.0])
+    assert [h["case"] for h in evo.history_] == [h["case"] for h in cpo.history_]
+    torch.testing.assert_close(_flat_params(evo.actor_), _flat_params(cpo.actor_),
+                               atol=1e-6, rtol=0)
+
+
+def test_cpo_recovery_branch_decreases_cost_surrogate():
+    # infeasible case (b > 0, QP infeasible): pure cost-decreasing step
+    agent = EVOAgent(env=RiskyShortcutEnv(gust_prob=0.3), cost_limit=0.0, prioritize=False,
+                     random_state=0, **FAST)
+    agent._validate()
+    agent._setup()
+    batch, finished = agent._rollout(100)
+    batch["adv"] = (batch["adv"] - batch["adv"].mean()) / (batch["adv"].std() + 1e-8)
+    batch["adv_c"] = batch["adv_c"] - batch["adv_c"].mean()
+    t = agent._tensors(batch)
+
+    def cost_surrogate():
+        with torch.no_grad():
+            ratio = torch.exp(agent.actor_.log_prob(t["obs"], t["act"]) - t["logp"])
+            return float((ratio * t["adv_c"]).mean())
+
+    before = cost_surrogate()
+    case, kl = agent._cpo_update(t, c_stat=100.0)
+    assert case == 0
+    assert cost_surrogate() < before
+    assert 0 < kl <= agent.target_kl
+
+
+def test_oversample_batch_size():
+    # spec 7.8: oversample_factor 2 and 3 steps above tau -> n + 6
+    n = 20
+    adv = np.zeros(n)
+    adv[[2, 7, 11]] = 5.0
+    batch = {"adv": adv, "obs": np.arange(n * 3.0).reshape(n, 3)}
+    out = EVOAgent._oversample(batch, tau=1.0, factor=2)
+    assert out["adv"].size == n + 6
+    np.testing.assert_array_equal(out["obs"][n:], batch["obs"][[2, 7, 11, 2, 7, 11]])
+    assert EVOAgent._oversample(batch, tau=1.0, factor=0)["adv"].size == n
+
+
+def test_learn_records_history_and_prioritizes():
+    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", oversample_factor=1,
+                     random_state=0, **FAST).learn(200)
+    assert len(agent.history_) == 2
+    h = agent.history_[-1]
+    assert h["batch_size"] >= 100
+    assert np.isfinite(h["tau"]) and np.isfinite(h["q_hat"])
+    assert agent.n_steps_ == 200
+    res = agent.evaluate(n_episodes=3)
+    assert set(res) == {"mean_return", "mean_cost", "q99_cost", "violation_rate"}
+    assert agent.predict(np.eye(10)[0]) in (0, 1)
+
+
+def test_same_random_state_same_result_and_six_tuple():
+    a = EVOAgent(env=SixTupleEnv(), base="ppo_lag", random_state=3, **FAST).learn(100)
+    b = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", random_state=3, **FAST).learn(100)
+    torch.testing.assert_close(_flat_params(a.actor_), _flat_params(b.actor_))
+    assert a.history_[0]["ep_cost"] == b.history_[0]["ep_cost"]
+
+
+def test_continuous_env_runs():
+    from sklearn_icml.safe_rl import HeavyTailPointEnv
+
+    agent = EVOAgent(env=HeavyTailPointEnv(), cost_limit=5.0, random_state=0, **FAST)
+    agent.learn(100)
+    a = agent.predict(np.zeros(2))
+    assert a.shape == (1,) and -1 <= a[0] <= 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"cost_limit": -1.0}, "cost_limit"),
+        ({"cost_buffer_percentile": 0}, "cost_buffer_percentile"),
+        ({"cost_buffer_percentile": 100}, "cost_buffer_percentile"),
+        ({"reward_buffer_percentile": 120}, "reward_buffer_percentile"),
+        ({"tail_quantile": 1.0}, "tail_quantile"),
+        ({"tail_quantile": 0.0}, "tail_quantile"),
+        ({"cost_buffer_size": 0}, "cost_buffer_size"),
+        ({"base": "sac"}, "base"),
+        ({"constraint": "cvar"}, "constraint"),
+        ({"weight_clip": ("exp", 1, 2)}, "weight_clip"),
+    ],
+)
+def test_bad_params(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        EVOAgent(env=RiskyShortcutEnv(), **{**FAST, **kwargs}).learn(10)
+
+
+def test_env_without_cost_and_nan_reward():
+    with pytest.raises(ValueError, match="cost"):
+        EVOAgent(env=NoCostEnv(), **FAST).learn(10)
+    with pytest.raises(ValueError, match="non-finite"):
+        EVOAgent(env=NaNEnv(), **FAST).learn(10)
+    with pytest.raises(ValueError, match="learn"):
+        EVOAgent(env=RiskyShortcutEnv()).evaluate()
+
+
+@pytest.mark.slow
+def test_evo_avoids_shortcut_baseline_takes_it():
+    # reduced E2: the expectation baseline drifts to the shortcut, EVO away from it
+    kw = dict(env=RiskyShortcutEnv(), cost_limit=10.0, base="ppo_lag", steps_per_epoch=1000,
+              random_state=np.random.default_rng(0))
+    evo = EVOAgent(**kw).learn(8000)
+    base = EVOAgent(**{**kw, "random_state": np.random.default_rng(0)},
+                    constraint="expectation", prioritize=False).learn(8000)
+    assert base.history_[-1]["mean_action"] > 0.7
+    assert evo.history_[-1]["mean_action"] < base.history_[-1]["mean_action"] - 0.3
