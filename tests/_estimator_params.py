@@ -10,6 +10,8 @@ from sklearn.naive_bayes import GaussianNB
 
 TEST_PARAMS = {
     # --- stump-forest-gam ---
+    "StumpForestGAMRegressor": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
+    "StumpForestGAMClassifier": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
     # --- ptib-clustering ---
     "PTIBClustering": {"n_init": 2, "max_sweeps": 10, "n_outer_iter": 2},
     # --- capa-similarity ---
@@ -46,6 +48,14 @@ TEST_PARAMS = {
 
 EXPECTED_FAILED_CHECKS = {
     # --- stump-forest-gam ---
+    "StumpForestGAMRegressor": {
+        "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
+        "quantile bins use unweighted rows (spec), so a weight is not a repeated row",
+    },
+    "StumpForestGAMClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
+        "quantile bins use unweighted rows (spec), so a weight is not a repeated row",
+    },
     # --- ptib-clustering ---
     # --- capa-similarity ---
     # --- dp-stratified-sampling ---

@@ -4,12 +4,15 @@ Nothing here downloads anything: every set is generated from a seed. One import 
 method, tagged with its spec slug (a trailing comment survives import sorting).
 """
 
+from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
 
 __all__ = [
+    "make_additive_classification",
+    "make_additive_regression",
     "make_lora_collection",
     "make_multiple_choice_predictions",
     "make_multiview_counts",

@@ -1,0 +1,462 @@
+"""numba kernels of the stump forest, each next to the plain-numpy reference the tests use.
+
+All kernels take the binned data ``xb`` of shape (n_features, n_samples) (uint16, one row per
+feature, so a feature's column is contiguous). Each kernel has a serial and a parallel driver
+around the same per-feature (or per-feature-pair, per-row-chunk) function; the parallel one
+spreads those units over threads (``prange``). Every output cell is accumulated by one unit in
+row order, so both drivers give bit-identical results whatever the number of threads.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+def _f64(array):
+    """C-contiguous float64, so that each kernel compiles for one signature only."""
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# (i) per-feature histograms of per-row values over bins
+
+
+@njit(cache=True)
+def _histogram_one(xb_j, values, out_j):
+    n_values = values.shape[1]
+    for i in range(xb_j.shape[0]):
+        b = xb_j[i]
+        for c in range(n_values):
+            out_j[b, c] += values[i, c]
+
+
+@njit(parallel=True, cache=True)
+def _bin_histograms_parallel(xb, values, n_bins):
+    out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
+    for j in prange(xb.shape[0]):
+        _histogram_one(xb[j], values, out[j])
+    return out
+
+
+@njit(cache=True)
+def _bin_histograms_serial(xb, values, n_bins):
+    out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
+    for j in range(xb.shape[0]):
+        _histogram_one(xb[j], values, out[j])
+    return out
+
+
+def bin_histograms(xb, values, n_bins, parallel=False):
+    """``out[j, b, c] = sum of values[i, c] over rows i with xb[j, i] == b``."""
+    kernel = _bin_histograms_parallel if parallel else _bin_histograms_serial
+    return kernel(xb, _f64(values), n_bins)
+
+
+def bin_histograms_reference(xb, values, n_bins):
+    out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
+    for j in range(xb.shape[0]):
+        for c in range(values.shape[1]):
+            out[j, :, c] = np.bincount(xb[j], weights=values[:, c], minlength=n_bins)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# (ii) prefix-sum scan for the best split of every feature
+
+
+@njit(cache=True)
+def _half_gain(g, h, l2_reg):
+    denom = h + l2_reg
+    if denom <= 0.0:
+        return 0.0
+    return g * g / denom
+
+
+@njit(cache=True)
+def _best_split_one(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
+    n_values = hist_g.shape[1]
+    total_g = np.zeros(n_values)
+    total_h = np.zeros(n_values)
+    total_count = 0
+    for b in range(n_edges + 1):
+        total_count += counts[b]
+        for c in range(n_values):
+            total_g[c] += hist_g[b, c]
+            total_h[c] += hist_h[b, c]
+    best_gain = -np.inf
+    best_k = -1
+    left_g = np.zeros(n_values)
+    left_h = np.zeros(n_values)
+    left_count = 0
+    for k in range(n_edges):
+        left_count += counts[k]
+        for c in range(n_values):
+            left_g[c] += hist_g[k, c]
+            left_h[c] += hist_h[k, c]
+        if left_count < min_samples_leaf:
+            continue
+        if total_count - left_count < min_samples_leaf:
+            break
+        gain = 0.0
+        for c in range(n_values):
+            gain += _half_gain(left_g[c], left_h[c], l2_reg)
+            gain += _half_gain(total_g[c] - left_g[c], total_h[c] - left_h[c], l2_reg)
+        if gain > best_gain:
+            best_gain = gain
+            best_k = k
+    return best_gain, best_k
+
+
+@njit(parallel=True, cache=True)
+def _best_splits_parallel(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
+    n_features = hist_g.shape[0]
+    best_gain = np.empty(n_features)
+    best_k = np.empty(n_features, dtype=np.int64)
+    for j in prange(n_features):
+        best_gain[j], best_k[j] = _best_split_one(
+            hist_g[j], hist_h[j], counts[j], n_edges[j], l2_reg, min_samples_leaf
+        )
+    return best_gain, best_k
+
+
+@njit(cache=True)
+def _best_splits_serial(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
+    n_features = hist_g.shape[0]
+    best_gain = np.empty(n_features)
+    best_k = np.empty(n_features, dtype=np.int64)
+    for j in range(n_features):
+        best_gain[j], best_k[j] = _best_split_one(
+            hist_g[j], hist_h[j], counts[j], n_edges[j], l2_reg, min_samples_leaf
+        )
+    return best_gain, best_k
+
+
+def best_splits(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf, parallel=False):
+    """Best threshold of each feature by the (Newton) gain of a two-leaf stump.
+
+    The gain of sending bins ``0..k`` of feature ``j`` left is
+    ``sum_c G_L[c]^2 / (H_L[c] + l2_reg) + G_R[c]^2 / (H_R[c] + l2_reg)``, which for the
+    squared loss is exactly twice the decrease of the objective over the zero stump. Splits
+    with fewer than ``min_samples_leaf`` rows (unweighted ``counts``) on a side are skipped.
+
+    Returns ``(gain, k)`` per feature; ``(-inf, -1)`` where no split is allowed. Ties go to
+    the lowest ``k``.
+    """
+    kernel = _best_splits_parallel if parallel else _best_splits_serial
+    return kernel(
+        _f64(hist_g), _f64(hist_h), counts, n_edges, float(l2_reg), int(min_samples_leaf)
+    )
+
+
+def best_splits_reference(xb, g, h, n_edges, l2_reg, min_samples_leaf):
+    """Brute force: every (feature, threshold) scored from its own masks, no prefix sums."""
+    n_features = xb.shape[0]
+    best_gain = np.full(n_features, -np.inf)
+    best_k = np.full(n_features, -1, dtype=np.int64)
+
+    def half(gs, hs):
+        denom = hs + l2_reg
+        return np.where(denom > 0, gs**2 / np.where(denom > 0, denom, 1.0), 0.0).sum()
+
+    for j in range(n_features):
+        for k in range(int(n_edges[j])):
+            left = xb[j] <= k
+            if left.sum() < min_samples_leaf or (~left).sum() < min_samples_leaf:
+                continue
+            gain = half(g[left].sum(0), h[left].sum(0)) + half(g[~left].sum(0), h[~left].sum(0))
+            if gain > best_gain[j]:
+                best_gain[j], best_k[j] = gain, k
+    return best_gain, best_k
+
+
+# ---------------------------------------------------------------------------------------
+# (iii) the leaf step works on "segments": for each used feature, the pieces between the
+# sorted thresholds of its stumps. ``lut[q, b]`` is the global segment index of bin ``b`` of
+# the q-th used feature ``features[q]``.
+
+
+@njit(cache=True)
+def _segment_sums_one(xb_j, lut_q, values, out):
+    n_values = values.shape[1]
+    for i in range(xb_j.shape[0]):
+        s = lut_q[xb_j[i]]
+        for c in range(n_values):
+            out[s, c] += values[i, c]
+
+
+@njit(parallel=True, cache=True)
+def _segment_sums_parallel(xb, features, lut, values, n_segments):
+    out = np.zeros((n_segments, values.shape[1]))
+    for q in prange(features.shape[0]):  # each feature owns its own rows of out
+        _segment_sums_one(xb[features[q]], lut[q], values, out)
+    return out
+
+
+@njit(cache=True)
+def _segment_sums_serial(xb, features, lut, values, n_segments):
+    out = np.zeros((n_segments, values.shape[1]))
+    for q in range(features.shape[0]):
+        _segment_sums_one(xb[features[q]], lut[q], values, out)
+    return out
+
+
+def segment_sums(xb, features, lut, values, n_segments, parallel=False):
+    """``out[s, c] = sum of values[i, c]`` over rows in segment ``s`` (of its feature)."""
+    kernel = _segment_sums_parallel if parallel else _segment_sums_serial
+    return kernel(xb, features, lut, _f64(values), n_segments)
+
+
+@njit(cache=True)
+def _gram_block(xb, features, lut, seg_start, seg_count, qa, qb, weights, out):
+    ja = features[qa]
+    jb = features[qb]
+    if qa == qb:
+        for i in range(xb.shape[1]):
+            s = lut[qa, xb[ja, i]]
+            out[s, s] += weights[i]
+        return
+    block = np.zeros((seg_count[qa], seg_count[qb]))
+    sa0 = seg_start[qa]
+    sb0 = seg_start[qb]
+    for i in range(xb.shape[1]):
+        block[lut[qa, xb[ja, i]] - sa0, lut[qb, xb[jb, i]] - sb0] += weights[i]
+    for u in range(seg_count[qa]):
+        for v in range(seg_count[qb]):
+            out[sa0 + u, sb0 + v] = block[u, v]
+            out[sb0 + v, sa0 + u] = block[u, v]
+
+
+@njit(parallel=True, cache=True)
+def _segment_gram_parallel(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights):
+    n_segments = seg_start[-1] + seg_count[-1]
+    out = np.zeros((n_segments, n_segments))
+    for p in prange(pair_a.shape[0]):  # each pair owns its own block of out
+        _gram_block(xb, features, lut, seg_start, seg_count, pair_a[p], pair_b[p], weights, out)
+    return out
+
+
+@njit(cache=True)
+def _segment_gram_serial(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights):
+    n_segments = seg_start[-1] + seg_count[-1]
+    out = np.zeros((n_segments, n_segments))
+    for p in range(pair_a.shape[0]):
+        _gram_block(xb, features, lut, seg_start, seg_count, pair_a[p], pair_b[p], weights, out)
+    return out
+
+
+def segment_gram(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights,
+                 parallel=False):
+    """``M = B^T diag(weights) B`` for the one-hot segment design ``B``.
+
+    The (qa, qb) block holds the weighted 2-D histogram of the segments of features
+    ``features[qa]`` and ``features[qb]``; one pair per parallel iteration.
+    """
+    kernel = _segment_gram_parallel if parallel else _segment_gram_serial
+    return kernel(xb, features, lut, seg_start, seg_count, pair_a, pair_b, _f64(weights))
+
+
+@njit(cache=True)
+def _predict_rows(xb, features, lut, segment_values, base, start, stop, out):
+    n_values = segment_values.shape[1]
+    for i in range(start, stop):
+        for c in range(n_values):
+            acc = base[c]
+            for q in range(features.shape[0]):
+                acc += segment_values[lut[q, xb[features[q], i]], c]
+            out[i, c] = acc
+
+
+@njit(parallel=True, cache=True)
+def _segment_predict_parallel(xb, features, lut, segment_values, base):
+    n_samples = xb.shape[1]
+    out = np.empty((n_samples, segment_values.shape[1]))
+    n_chunks = (n_samples + 4095) // 4096
+    for chunk in prange(n_chunks):
+        stop = min(n_samples, (chunk + 1) * 4096)
+        _predict_rows(xb, features, lut, segment_values, base, chunk * 4096, stop, out)
+    return out
+
+
+@njit(cache=True)
+def _segment_predict_serial(xb, features, lut, segment_values, base):
+    out = np.empty((xb.shape[1], segment_values.shape[1]))
+    _predict_rows(xb, features, lut, segment_values, base, 0, xb.shape[1], out)
+    return out
+
+
+def segment_predict(xb, features, lut, segment_values, base, parallel=False):
+    """``out[i, c] = base[c] + sum_q segment_values[segment of row i on features[q], c]``."""
+    kernel = _segment_predict_parallel if parallel else _segment_predict_serial
+    return kernel(xb, features, lut, _f64(segment_values), _f64(base))
+
+
+@njit(cache=True)
+def add_stump(F, xb_j, k, left, right, scale):
+    """In place: ``F[i] += scale * (left if xb_j[i] <= k else right)``."""
+    for i in range(xb_j.shape[0]):
+        value = left if xb_j[i] <= k else right
+        for c in range(F.shape[1]):
+            F[i, c] += scale * value[c]
+
+
+def add_stump_reference(F, xb_j, k, left, right, scale):
+    return F + scale * np.where((xb_j <= k)[:, None], left[None, :], right[None, :])
+
+
+# ---------------------------------------------------------------------------------------
+# (iv) binary logistic loss: objective and the exact 1-D leaf problem of a stump
+
+
+@njit(cache=True)
+def _log1pexp(f):
+    if f > 0.0:
+        return f + np.log1p(np.exp(-f))
+    return np.log1p(np.exp(f))
+
+
+@njit(cache=True)
+def _expit(f):
+    if f >= 0.0:
+        return 1.0 / (1.0 + np.exp(-f))
+    e = np.exp(f)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def logistic_loss(F, y, w):
+    """``sum_i w_i (log(1 + exp(F_i)) - y_i F_i)`` for ``F`` of shape (n, 1)."""
+    total = 0.0
+    for i in range(F.shape[0]):
+        f = F[i, 0]
+        total += w[i] * (_log1pexp(f) - y[i] * f)
+    return total
+
+
+@njit(cache=True)
+def logistic_leaf_newton(F, y, w, xb_j, k, left, a, l2_reg, max_iter, tol):
+    """Minimise ``sum_{i in leaf} w_i l(y_i, F_i + a) + l2_reg / 2 a^2`` over ``a``.
+
+    The leaf is ``xb_j <= k`` (``left``) or its complement. Newton's method from ``a``,
+    safeguarded by the bracket the sign of the (increasing) derivative gives: a step leaving
+    the bracket is replaced by bisection. Stops after ``max_iter`` steps or when a step is
+    below ``tol * max(1, |a|)``.
+    """
+    n_leaf = 0
+    for i in range(F.shape[0]):
+        if (xb_j[i] <= k) == left:
+            n_leaf += 1
+    f = np.empty(n_leaf)
+    yl = np.empty(n_leaf)
+    wl = np.empty(n_leaf)
+    n_leaf = 0
+    for i in range(F.shape[0]):
+        if (xb_j[i] <= k) == left:
+            f[n_leaf] = F[i, 0]
+            yl[n_leaf] = y[i]
+            wl[n_leaf] = w[i]
+            n_leaf += 1
+    lo = -np.inf
+    hi = np.inf
+    for _ in range(max_iter):
+        grad = l2_reg * a
+        hess = l2_reg
+        for i in range(n_leaf):
+            p = _expit(f[i] + a)
+            grad += wl[i] * (p - yl[i])
+            hess += wl[i] * p * (1.0 - p)
+        if grad == 0.0:
+            break
+        if grad > 0.0:
+            hi = min(hi, a)
+        else:
+            lo = max(lo, a)
+        cand = a - grad / hess if hess > 0.0 else np.nan
+        if not (lo < cand < hi):
+            if np.isfinite(lo) and np.isfinite(hi):
+                cand = 0.5 * (lo + hi)
+            else:
+                break
+        done = abs(cand - a) <= tol * max(1.0, abs(a))
+        a = cand
+        if done:
+            break
+    return a
+
+
+# ---------------------------------------------------------------------------------------
+# (v) softmax cross-entropy, for K > 2 classes (``y`` holds class indices)
+
+
+@njit(cache=True)
+def softmax_terms(F, y, w, order):
+    """Loss ``sum_i w_i (logsumexp(F_i) - F_i[y_i])``; with ``order >= 1`` also the gradient
+    ``w_i (p_i - e_{y_i})`` and with ``order >= 2`` the diagonal Hessian ``w_i p_i (1 - p_i)``.
+    """
+    n, n_classes = F.shape
+    G = np.empty((n if order >= 1 else 0, n_classes))
+    H = np.empty((n if order >= 2 else 0, n_classes))
+    loss = 0.0
+    for i in range(n):
+        m = F[i, 0]
+        for c in range(1, n_classes):
+            m = max(m, F[i, c])
+        s = 0.0
+        for c in range(n_classes):
+            s += np.exp(F[i, c] - m)
+        lse = m + np.log(s)
+        loss += w[i] * (lse - F[i, y[i]])
+        if order >= 1:
+            for c in range(n_classes):
+                p = np.exp(F[i, c] - lse)
+                G[i, c] = w[i] * (p - (1.0 if c == y[i] else 0.0))
+                if order >= 2:
+                    H[i, c] = w[i] * p * (1.0 - p)
+    return loss, G, H
+
+
+@njit(cache=True)
+def softmax_leaf_grad_hess(F, y, w, rows, a, l2_reg):
+    """Gradient and full Hessian in ``a`` of ``sum_{rows} w_i CE(y_i, F_i + a) + l2/2 |a|^2``."""
+    n_classes = F.shape[1]
+    grad = l2_reg * a.copy()
+    hess = l2_reg * np.eye(n_classes)
+    p = np.empty(n_classes)
+    for i in range(F.shape[0]):
+        if not rows[i]:
+            continue
+        m = F[i, 0] + a[0]
+        for c in range(1, n_classes):
+            m = max(m, F[i, c] + a[c])
+        s = 0.0
+        for c in range(n_classes):
+            p[c] = np.exp(F[i, c] + a[c] - m)
+            s += p[c]
+        for c in range(n_classes):
+            p[c] /= s
+        for c in range(n_classes):
+            grad[c] += w[i] * (p[c] - (1.0 if c == y[i] else 0.0))
+            for d in range(n_classes):
+                hess[c, d] += w[i] * p[c] * ((1.0 if c == d else 0.0) - p[d])
+    return grad, hess
+
+
+def segment_onehot_reference(xb, features, lut, n_segments):
+    """Dense one-hot segment design ``B`` of shape (n_samples, n_segments)."""
+    B = np.zeros((xb.shape[1], n_segments))
+    rows = np.arange(xb.shape[1])
+    for q, j in enumerate(features):
+        B[rows, lut[q, xb[j]]] = 1.0
+    return B
+
+
+def segment_sums_reference(xb, features, lut, values, n_segments):
+    return segment_onehot_reference(xb, features, lut, n_segments).T @ values
+
+
+def segment_gram_reference(xb, features, lut, weights, n_segments):
+    B = segment_onehot_reference(xb, features, lut, n_segments)
+    return B.T @ (weights[:, None] * B)
+
+
+def segment_predict_reference(xb, features, lut, segment_values, base):
+    B = segment_onehot_reference(xb, features, lut, segment_values.shape[0])
+    return base[None, :] + B @ segment_values

@@ -1,0 +1,400 @@
+"""StumpForestGAMRegressor / StumpForestGAMClassifier: the spec's tests (section 7) and bad
+inputs (section 8)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit, logsumexp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Ridge
+
+from sklearn_icml.datasets import make_additive_classification, make_additive_regression
+from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, _stump_forest
+
+FAST = {"n_stumps": 12, "max_iter": 4, "min_samples_leaf": 10, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def reg_data():
+    X, y, _ = make_additive_regression(600, random_state=0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def clf_data():
+    X, y, _ = make_additive_classification(600, random_state=1)
+    return X, y
+
+
+def _stump_sum(model, X):
+    """``intercept_ + sum_t s_t(x)`` straight from the fitted attributes."""
+    leaves = model.leaf_values_
+    out = np.zeros((X.shape[0],) + leaves.shape[2:]) + model.intercept_
+    for j, thr, lv in zip(model.features_, model.thresholds_, leaves):
+        if j >= 0:
+            left = X[:, j] <= thr
+            out += np.where(left.reshape((-1,) + (1,) * (lv.ndim - 1)), lv[0], lv[1])
+    return out
+
+
+def _design(model, X):
+    """Indicator matrix [1[x<=theta_t], 1[x>theta_t]] of the non-zero stumps."""
+    cols, used = [], np.flatnonzero(model.features_ >= 0)
+    for t in used:
+        left = (X[:, model.features_[t]] <= model.thresholds_[t]).astype(float)
+        cols += [left, 1.0 - left]
+    return np.column_stack(cols), used
+
+
+# --- spec 7.1 ---------------------------------------------------------------------------
+def test_single_stump_separates_two_groups_exactly():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(0, 1, 50), rng.uniform(5, 6, 70)])
+    y = np.concatenate([np.full(50, -3.0), np.full(70, 7.0)]) + rng.normal(0, 0.1, 120)
+    model = StumpForestGAMRegressor(
+        n_stumps=1, max_iter=1, l2_reg=0.0, min_samples_leaf=1, random_state=0
+    ).fit(x[:, None], y)
+    assert x[:50].max() < model.thresholds_[0] < x[50:].min()
+    pred = model.predict(x[:, None])
+    np.testing.assert_allclose(pred[:50], y[:50].mean(), atol=1e-10)
+    np.testing.assert_allclose(pred[50:], y[50:].mean(), atol=1e-10)
+    a, c = model.leaf_values_[0]
+    assert model.intercept_ + a == pytest.approx(y[:50].mean(), abs=1e-10)
+    assert model.intercept_ + c == pytest.approx(y[50:].mean(), abs=1e-10)
+
+
+# --- spec 7.3 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leaf_step_equals_sklearn_ridge_on_the_final_splits(reg_data, weighted):
+    X, y = reg_data
+    w = np.random.default_rng(1).uniform(0.2, 3.0, y.shape[0]) if weighted else None
+    lam = 3.0
+    model = StumpForestGAMRegressor(**{**FAST, "l2_reg": lam}).fit(X, y, sample_weight=w)
+    Phi, used = _design(model, X)
+    ridge = Ridge(alpha=lam, fit_intercept=True, solver="cholesky", tol=1e-14)
+    ridge.fit(Phi, y, sample_weight=w)
+    np.testing.assert_allclose(model.leaf_values_[used].ravel(), ridge.coef_, atol=1e-8)
+    assert model.intercept_ == pytest.approx(ridge.intercept_, abs=1e-8)
+
+
+def test_logistic_leaf_step_equals_cvxpy(clf_data):
+    cp = pytest.importorskip("cvxpy")
+    X, y = clf_data
+    lam = 2.0
+    model = StumpForestGAMClassifier(**{**FAST, "n_stumps": 8, "l2_reg": lam}).fit(X, y)
+    Phi, used = _design(model, X)
+    b, v = cp.Variable(), cp.Variable(Phi.shape[1])
+    F = b + Phi @ v
+    objective = cp.sum(cp.logistic(F) - cp.multiply(y, F)) + lam / 2 * cp.sum_squares(v)
+    # Clarabel's default tolerances leave ~1e-5 errors in the leaves; tighten them
+    tight = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11, "tol_ktratio": 1e-10}
+    cp.Problem(cp.Minimize(objective)).solve(solver=cp.CLARABEL, **tight)
+    np.testing.assert_allclose(model.leaf_values_[used].ravel(), v.value, atol=1e-5)
+    assert model.intercept_ == pytest.approx(b.value, abs=1e-5)
+
+
+def test_softmax_leaf_step_is_a_stationary_point():
+    X, y, _ = make_additive_regression(450, random_state=3)
+    y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    lam = 2.0
+    model = StumpForestGAMClassifier(**{**FAST, "n_stumps": 8, "l2_reg": lam}).fit(X, y)
+    Phi, used = _design(model, X)
+    V = model.leaf_values_[used].reshape(-1, 3)
+    F = model.intercept_ + Phi @ V
+    P = np.exp(F - logsumexp(F, axis=1, keepdims=True))
+    P[np.arange(y.shape[0]), y] -= 1.0
+    grad = Phi.T @ P + lam * V  # gradient of E in the leaves; zero at the leaf-step optimum
+    assert np.max(np.abs(grad)) < 1e-4 * y.shape[0] ** 0.5
+    np.testing.assert_allclose(P.sum(0), 0, atol=1e-4)
+
+
+# --- spec 7.4 ---------------------------------------------------------------------------
+def _assert_monotone(history):
+    h = np.asarray(history)
+    assert np.all(h[1:] <= h[:-1] * (1 + 1e-9) + 1e-12), h
+
+
+def test_objective_history_is_monotone_and_matches_the_model(reg_data, clf_data):
+    X, y = reg_data
+    lam = 1.0
+    reg = StumpForestGAMRegressor(**{**FAST, "l2_reg": lam}).fit(X, y)
+    _assert_monotone(reg.objective_history_)
+    assert len(reg.objective_history_) == reg.n_iter_ + 1
+    e = 0.5 * np.sum((y - reg.predict(X)) ** 2) + lam / 2 * np.sum(reg.leaf_values_**2)
+    assert e == pytest.approx(reg.objective_history_[-1], rel=1e-9)
+
+    X, y = clf_data
+    for init in ("greedy", "random"):
+        clf = StumpForestGAMClassifier(**{**FAST, "l2_reg": lam, "init": init}).fit(X, y)
+        _assert_monotone(clf.objective_history_)
+        F = clf.decision_function(X)
+        e = np.sum(np.logaddexp(0, F) - y * F) + lam / 2 * np.sum(clf.leaf_values_**2)
+        assert e == pytest.approx(clf.objective_history_[-1], rel=1e-9)
+
+
+def test_multiclass_objective_history_is_monotone():
+    X, y, _ = make_additive_regression(450, random_state=3)
+    y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    clf = StumpForestGAMClassifier(**{**FAST, "l2_reg": 1.0}).fit(X, y)
+    _assert_monotone(clf.objective_history_)
+    F = clf.decision_function(X)
+    e = np.sum(logsumexp(F, axis=1) - F[np.arange(y.shape[0]), y])
+    e += 0.5 * np.sum(clf.leaf_values_**2)
+    assert e == pytest.approx(clf.objective_history_[-1], rel=1e-9)
+    assert clf.score(X, y) > 0.7
+
+
+# --- spec 7.5 ---------------------------------------------------------------------------
+def test_additivity_and_locality_of_contributions(reg_data, clf_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    contrib = model.feature_contributions(X)
+    np.testing.assert_allclose(model.predict(X), model.intercept_ + contrib.sum(1), atol=1e-10)
+    np.testing.assert_allclose(model.predict(X), _stump_sum(model, X), atol=1e-10)
+    j = int(model.features_[0])
+    X2 = X.copy()
+    X2[:, j] = np.random.default_rng(0).permutation(X2[:, j])
+    changed = np.any(model.feature_contributions(X2) != contrib, axis=0)
+    assert changed[j] and changed.sum() == 1
+
+    X, y = clf_data
+    clf = StumpForestGAMClassifier(**FAST).fit(X, y)
+    np.testing.assert_allclose(
+        clf.decision_function(X), clf.intercept_ + clf.feature_contributions(X).sum(1), atol=1e-10
+    )
+    np.testing.assert_allclose(clf.decision_function(X), _stump_sum(clf, X), atol=1e-10)
+
+
+def test_shape_functions_reproduce_contributions(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    shapes = model.shape_functions()
+    assert set(shapes) == set(model.features_[model.features_ >= 0].tolist())
+    contrib = model.feature_contributions(X)
+    for j, (thresholds, values) in shapes.items():
+        assert np.all(np.diff(thresholds) > 0) and values.shape == (thresholds.size + 1,)
+        piece = np.searchsorted(thresholds, X[:, j])
+        np.testing.assert_allclose(values[piece], contrib[:, j], atol=1e-12)
+    unused = sorted(set(range(X.shape[1])) - set(shapes))
+    assert np.all(contrib[:, unused] == 0)
+
+
+# --- spec 7.6 ---------------------------------------------------------------------------
+def test_huge_l2_reg_gives_the_mean_and_constant_target_gives_zero_leaves(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**{**FAST, "l2_reg": 1e12}).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), y.mean(), atol=1e-6)
+    const = StumpForestGAMRegressor(**FAST).fit(X, np.full(y.shape[0], 2.5))
+    np.testing.assert_allclose(const.leaf_values_, 0.0, atol=1e-12)
+    assert const.intercept_ == pytest.approx(2.5, abs=1e-12)
+
+
+# --- spec 7.7 ---------------------------------------------------------------------------
+def test_increasing_feature_transform_leaves_predictions_unchanged(reg_data):
+    X, y = reg_data
+    X_exp = X.copy()
+    X_exp[:, 1] = np.exp(3 * X[:, 1])
+    X_exp[:, 2] = X[:, 2] ** 3
+    a = StumpForestGAMRegressor(**FAST).fit(X, y)
+    b = StumpForestGAMRegressor(**FAST).fit(X_exp, y)
+    np.testing.assert_array_equal(a.features_, b.features_)
+    np.testing.assert_allclose(a.predict(X), b.predict(X_exp), atol=1e-10)
+    # test rows that reuse training values sit on the same side of every threshold
+    rng = np.random.default_rng(2)
+    rows = rng.integers(0, X.shape[0], size=(200, X.shape[1]))
+    X_test = X[rows, np.arange(X.shape[1])]
+    X_test_exp = X_exp[rows, np.arange(X.shape[1])]
+    np.testing.assert_allclose(a.predict(X_test), b.predict(X_test_exp), atol=1e-10)
+
+
+# --- spec 7.8 ---------------------------------------------------------------------------
+def test_same_seed_same_forest_and_different_seed_different_order(reg_data):
+    X, y = reg_data
+    a = StumpForestGAMRegressor(**FAST).fit(X, y)
+    b = StumpForestGAMRegressor(**FAST).fit(X, y)
+    np.testing.assert_array_equal(a.thresholds_, b.thresholds_)
+    np.testing.assert_array_equal(a.leaf_values_, b.leaf_values_)
+    assert a.objective_history_ == b.objective_history_
+
+
+@pytest.mark.slow
+def test_results_do_not_depend_on_the_number_of_threads(reg_data, clf_data, monkeypatch):
+    monkeypatch.setattr(_stump_forest, "_PARALLEL_MIN_CELLS", 0)  # force the parallel kernels
+    # small fits: on a loaded machine every parallel call waits for a free core
+    params = {**FAST, "n_stumps": 5, "max_iter": 2}
+    for Est, (X, y) in [(StumpForestGAMRegressor, reg_data), (StumpForestGAMClassifier, clf_data)]:
+        one = Est(**params, n_jobs=1).fit(X, y)
+        two = Est(**params, n_jobs=2).fit(X, y)
+        np.testing.assert_array_equal(one.thresholds_, two.thresholds_)
+        np.testing.assert_array_equal(one.leaf_values_, two.leaf_values_)
+        assert one.objective_history_ == two.objective_history_
+
+
+# --- spec 7.10 and classifier behaviour --------------------------------------------------
+@pytest.mark.parametrize(
+    "labels", [np.array([-1, 1]), np.array(["a", "b"]), np.array(["x", "y", "z"])]
+)
+def test_classifier_labels_and_probabilities(clf_data, labels):
+    X, y01 = clf_data
+    y = labels[np.arange(y01.shape[0]) % labels.shape[0]] if labels.size > 2 else labels[y01]
+    clf = StumpForestGAMClassifier(**FAST).fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, np.sort(labels))
+    proba = clf.predict_proba(X)
+    assert proba.shape == (X.shape[0], labels.size)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-12)
+    assert set(clf.predict(X)) <= set(labels)
+    if labels.size == 2:
+        np.testing.assert_allclose(proba[:, 1], expit(clf.decision_function(X)), atol=1e-12)
+        assert clf.score(X, y) > 0.65
+
+
+def test_sample_weight_acts_as_repetition_when_bins_and_leaf_sizes_agree():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 12, size=(80, 3)).astype(float)  # few distinct values: same bins
+    y = X[:, 0] - 2 * (X[:, 1] > 5) + rng.normal(0, 0.3, 80)
+    w = rng.integers(1, 4, size=80)
+    params = dict(n_stumps=6, max_iter=3, min_samples_leaf=1, l2_reg=1.0, random_state=0)
+    weighted = StumpForestGAMRegressor(**params).fit(X, y, sample_weight=w)
+    repeated = StumpForestGAMRegressor(**params).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    np.testing.assert_array_equal(weighted.thresholds_, repeated.thresholds_)
+    np.testing.assert_allclose(weighted.leaf_values_, repeated.leaf_values_, atol=1e-9)
+    unweighted = StumpForestGAMRegressor(**params).fit(X, y)
+    assert not np.allclose(unweighted.leaf_values_, weighted.leaf_values_)
+
+
+def test_pandas_input_feature_names_and_column_order(reg_data):
+    X, y = reg_data
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    model = StumpForestGAMRegressor(**FAST).fit(df, y)
+    np.testing.assert_array_equal(model.feature_names_in_, df.columns)
+    plain = StumpForestGAMRegressor(**FAST).fit(X, y)
+    np.testing.assert_array_equal(model.predict(df), plain.predict(X))
+    with pytest.raises(ValueError, match="feature names"):
+        model.predict(df[df.columns[::-1]])
+
+
+def test_min_samples_leaf_too_large_keeps_zero_stumps(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**{**FAST, "min_samples_leaf": 400}).fit(X, y)
+    assert np.all(model.features_ == -1) and np.all(np.isinf(model.thresholds_))
+    np.testing.assert_allclose(model.predict(X), y.mean(), atol=1e-12)
+    assert model.shape_functions() == {}
+
+
+def test_verbose_prints_only_when_asked(reg_data, capsys):
+    X, y = reg_data
+    StumpForestGAMRegressor(**FAST).fit(X, y)
+    assert capsys.readouterr().out == ""
+    StumpForestGAMRegressor(**FAST, verbose=1).fit(X, y)
+    assert "objective" in capsys.readouterr().out
+
+
+def test_plot_shape_functions_draws_one_panel_per_used_feature(reg_data):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    fig = model.plot_shape_functions(ncols=2)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == len(model.shape_functions())
+    plt.close(fig)
+    with pytest.raises(ValueError, match="features must be indices"):
+        model.plot_shape_functions(features=[99])
+
+
+def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
+    X, y = reg_data
+
+    def broken(self, seg):
+        return np.array([np.nan]), np.full_like(self.leaves, np.nan)
+
+    monkeypatch.setattr(_stump_forest._StumpForestFit, "_ridge", broken)
+    with pytest.warns(ConvergenceWarning, match="non-finite"):
+        model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    assert np.all(np.isfinite(model.leaf_values_)) and np.isfinite(model.intercept_)
+    _assert_monotone(model.objective_history_)
+
+
+# --- spec 8: bad input --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_stumps": 0}, "n_stumps"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"l2_reg": -1.0}, "l2_reg"),
+        ({"min_samples_leaf": 0}, "min_samples_leaf"),
+        ({"max_bins": 1}, "max_bins"),
+        ({"smoothness": -0.5}, "smoothness"),
+        ({"init": "zeros"}, "init"),
+        ({"l2_reg": np.inf}, "l2_reg"),
+    ],
+)
+@pytest.mark.parametrize("Est", [StumpForestGAMRegressor, StumpForestGAMClassifier])
+def test_bad_parameters_raise(clf_data, Est, params, match):
+    X, y = clf_data
+    with pytest.raises(ValueError, match=match):
+        Est(**params).fit(X[:50], y[:50])
+
+
+def test_smoothness_is_refused_until_implemented(clf_data):
+    X, y = clf_data
+    with pytest.raises(NotImplementedError, match="smoothness"):
+        StumpForestGAMRegressor(smoothness=0.1).fit(X[:50], y[:50])
+
+
+@pytest.mark.parametrize("Est", [StumpForestGAMRegressor, StumpForestGAMClassifier])
+def test_bad_data_raises(clf_data, Est):
+    X, y = clf_data
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Est(**FAST).fit(X_nan, y)
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        Est(**FAST).fit(X_inf, y)
+    y_nan = y.astype(float)
+    y_nan[5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Est(**FAST).fit(X, y_nan)
+    with pytest.raises(ValueError, match="sample_weight"):
+        Est(**FAST).fit(X, y, sample_weight=np.r_[-1.0, np.ones(y.shape[0] - 1)])
+    model = Est(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :-1])
+    X_before = X.copy()
+    model.predict(X)
+    np.testing.assert_array_equal(X, X_before)
+
+
+def test_single_class_and_string_regression_targets_raise(clf_data):
+    X, y = clf_data
+    with pytest.raises(ValueError, match="only 1 class"):
+        StumpForestGAMClassifier(**FAST).fit(X, np.zeros(y.shape[0]))
+    with pytest.raises(ValueError, match="y must be numeric"):
+        StumpForestGAMRegressor(**FAST).fit(X, y.astype(str))
+    with pytest.raises(ValueError, match="y must be numeric"):
+        StumpForestGAMRegressor(**FAST).fit(X, y.astype(str).astype(object))
+
+
+def test_not_fitted_raises(reg_data):
+    from sklearn.exceptions import NotFittedError
+
+    X, _ = reg_data
+    with pytest.raises(NotFittedError):
+        StumpForestGAMRegressor().predict(X)
+    with pytest.raises(NotFittedError):
+        StumpForestGAMRegressor().shape_functions()
+
+
+def test_no_warning_on_clean_fit(reg_data):
+    X, y = reg_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        StumpForestGAMRegressor(**FAST).fit(X, y)

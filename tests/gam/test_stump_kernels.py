@@ -1,0 +1,232 @@
+"""The numba kernels of the stump forest against their plain-numpy references."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from sklearn_icml.gam import _stump_forest
+from sklearn_icml.gam import _stump_kernels as K
+
+
+def _binned(rng, n_samples, n_features, n_bins):
+    xb = rng.integers(0, n_bins, size=(n_features, n_samples)).astype(np.uint16)
+    n_edges = np.full(n_features, n_bins - 1, dtype=np.int64)
+    return xb, n_edges
+
+
+def _counts(xb, n_bins):
+    return np.stack([np.bincount(row, minlength=n_bins) for row in xb]).astype(np.int64)
+
+
+@pytest.mark.parametrize("n_values", [1, 2, 3])
+def test_bin_histograms_match_reference(n_values):
+    rng = np.random.default_rng(0)
+    xb, _ = _binned(rng, 500, 4, 17)
+    values = rng.normal(size=(500, n_values))
+    np.testing.assert_allclose(
+        K.bin_histograms(xb, values, 17),
+        K.bin_histograms_reference(xb, values, 17),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("n_values", [1, 3])
+@pytest.mark.parametrize("min_samples_leaf", [1, 4])
+def test_prefix_scan_finds_brute_force_best_split(seed, n_values, min_samples_leaf):
+    # spec test 2: n=30, D=3, the fast scan against a brute force over all thresholds
+    rng = np.random.default_rng(seed)
+    n_bins = 12
+    xb, n_edges = _binned(rng, 30, 3, n_bins)
+    g = rng.normal(size=(30, n_values))
+    h = rng.uniform(0.1, 1.0, size=(30, n_values))
+    l2_reg = 0.7
+    gain, k = K.best_splits(
+        K.bin_histograms(xb, g, n_bins),
+        K.bin_histograms(xb, h, n_bins),
+        _counts(xb, n_bins),
+        n_edges,
+        l2_reg,
+        min_samples_leaf,
+    )
+    ref_gain, ref_k = K.best_splits_reference(xb, g, h, n_edges, l2_reg, min_samples_leaf)
+    np.testing.assert_allclose(gain, ref_gain, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(k, ref_k)
+    # the global winner is the same stump
+    assert int(np.argmax(gain)) == int(np.argmax(ref_gain))
+
+
+def test_scan_respects_min_samples_leaf_and_reports_no_split():
+    rng = np.random.default_rng(1)
+    xb, n_edges = _binned(rng, 30, 2, 5)
+    g, h = rng.normal(size=(30, 1)), np.ones((30, 1))
+    counts = _counts(xb, 5)
+    gain, k = K.best_splits(
+        K.bin_histograms(xb, g, 5), K.bin_histograms(xb, h, 5), counts, n_edges, 1.0, 16
+    )
+    assert np.all(np.isneginf(gain)) and np.all(k == -1)  # 16 + 16 > 30 rows
+    gain, k = K.best_splits(
+        K.bin_histograms(xb, g, 5), K.bin_histograms(xb, h, 5), counts, n_edges, 1.0, 8
+    )
+    for j in range(2):
+        if k[j] >= 0:
+            left = counts[j, : k[j] + 1].sum()
+            assert left >= 8 and 30 - left >= 8
+
+
+def test_squared_gain_is_twice_the_objective_decrease():
+    rng = np.random.default_rng(2)
+    xb, n_edges = _binned(rng, 40, 1, 6)
+    r, w, lam = rng.normal(size=40), rng.uniform(0.5, 2.0, size=40), 0.3
+    gain, k = K.best_splits(
+        K.bin_histograms(xb, (-w * r)[:, None], 6),
+        K.bin_histograms(xb, w[:, None], 6),
+        _counts(xb, 6),
+        n_edges,
+        lam,
+        1,
+    )
+    left = xb[0] <= k[0]
+    a = np.dot(w[left], r[left]) / (w[left].sum() + lam)
+    c = np.dot(w[~left], r[~left]) / (w[~left].sum() + lam)
+    zero = 0.5 * np.dot(w, r**2)
+    fitted = 0.5 * np.dot(w, (r - np.where(left, a, c)) ** 2) + 0.5 * lam * (a**2 + c**2)
+    assert gain[0] / 2 == pytest.approx(zero - fitted, rel=1e-12)
+
+
+def _segments(rng, n_samples):
+    n_bins = 9
+    xb, _ = _binned(rng, n_samples, 4, n_bins)
+    features = np.array([0, 2, 3], dtype=np.int64)
+    thresholds = [np.array([2, 5]), np.array([4]), np.array([0, 3, 6])]
+    lut = np.zeros((3, n_bins), dtype=np.int64)
+    starts, sizes, start = [], [], 0
+    for q, u in enumerate(thresholds):
+        lut[q] = start + np.searchsorted(u, np.arange(n_bins))
+        starts.append(start)
+        sizes.append(u.size + 1)
+        start += u.size + 1
+    pair_a, pair_b = np.triu_indices(3)
+    return (
+        xb,
+        features,
+        lut,
+        np.array(starts, dtype=np.int64),
+        np.array(sizes, dtype=np.int64),
+        pair_a.astype(np.int64),
+        pair_b.astype(np.int64),
+        start,
+    )
+
+
+def test_segment_kernels_match_dense_one_hot():
+    rng = np.random.default_rng(3)
+    xb, features, lut, starts, sizes, pa, pb, n_seg = _segments(rng, 300)
+    values = rng.normal(size=(300, 2))
+    weights = rng.uniform(size=300)
+    np.testing.assert_allclose(
+        K.segment_sums(xb, features, lut, values, n_seg),
+        K.segment_sums_reference(xb, features, lut, values, n_seg),
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        K.segment_gram(xb, features, lut, starts, sizes, pa, pb, weights),
+        K.segment_gram_reference(xb, features, lut, weights, n_seg),
+        atol=1e-12,
+    )
+    seg_values, base = rng.normal(size=(n_seg, 2)), rng.normal(size=2)
+    np.testing.assert_allclose(
+        K.segment_predict(xb, features, lut, seg_values, base),
+        K.segment_predict_reference(xb, features, lut, seg_values, base),
+        atol=1e-12,
+    )
+
+
+def test_add_stump_and_logistic_loss_match_numpy():
+    rng = np.random.default_rng(4)
+    xb, _ = _binned(rng, 200, 1, 7)
+    F = rng.normal(size=(200, 2))
+    left, right = np.array([1.5, -2.0]), np.array([0.5, 4.0])
+    expected = K.add_stump_reference(F, xb[0], 3, left, right, -1.0)
+    K.add_stump(F, xb[0], 3, left, right, -1.0)
+    np.testing.assert_allclose(F, expected, atol=1e-14)
+
+    F1 = 30 * rng.normal(size=(200, 1))  # large scores: no overflow
+    y, w = rng.integers(0, 2, 200).astype(float), rng.uniform(size=200)
+    loss = _stump_forest._LogisticLoss()
+    assert loss.loss(y, F1, w) == pytest.approx(loss.loss_reference(y, F1, w), rel=1e-12)
+
+
+@pytest.mark.parametrize("l2_reg", [0.0, 0.5, 20.0])
+@pytest.mark.parametrize("left", [True, False])
+def test_logistic_leaf_newton_is_the_exact_minimiser(l2_reg, left):
+    rng = np.random.default_rng(5)
+    xb, _ = _binned(rng, 300, 1, 5)
+    F = rng.normal(size=(300, 1))
+    y = (rng.uniform(size=300) < 0.3).astype(float)
+    w = rng.uniform(0.2, 2.0, size=300)
+    rows = (xb[0] <= 2) == left
+
+    def phi(a):
+        f = F[rows, 0] + a
+        return np.dot(w[rows], np.logaddexp(0, f) - y[rows] * f) + 0.5 * l2_reg * a * a
+
+    ref = minimize_scalar(phi, bounds=(-20, 20), method="bounded", options={"xatol": 1e-12}).x
+    got = K.logistic_leaf_newton(F, y, w, xb[0], 2, left, 3.0, l2_reg, 50, 1e-12)
+    assert got == pytest.approx(ref, abs=1e-7)
+    assert phi(got) <= phi(ref) + 1e-10
+
+
+@pytest.mark.slow
+def test_parallel_kernels_are_bit_identical_to_serial():
+    # results must not depend on threads: the parallel drivers run the same per-feature code
+    rng = np.random.default_rng(6)
+    xb, n_edges = _binned(rng, 2000, 5, 31)
+    g, h = rng.normal(size=(2000, 2)), rng.uniform(size=(2000, 2))
+    hg_s, hg_p = K.bin_histograms(xb, g, 31), K.bin_histograms(xb, g, 31, parallel=True)
+    assert np.array_equal(hg_s, hg_p)
+    hh = K.bin_histograms(xb, h, 31)
+    counts = _counts(xb, 31)
+    serial = K.best_splits(hg_s, hh, counts, n_edges, 1.0, 3)
+    par = K.best_splits(hg_s, hh, counts, n_edges, 1.0, 3, parallel=True)
+    assert np.array_equal(serial[0], par[0]) and np.array_equal(serial[1], par[1])
+    xb, features, lut, starts, sizes, pa, pb, n_seg = _segments(rng, 9000)
+    values = rng.normal(size=(9000, 2))
+    assert np.array_equal(
+        K.segment_sums(xb, features, lut, values, n_seg),
+        K.segment_sums(xb, features, lut, values, n_seg, parallel=True),
+    )
+    assert np.array_equal(
+        K.segment_gram(xb, features, lut, starts, sizes, pa, pb, values[:, 0]),
+        K.segment_gram(xb, features, lut, starts, sizes, pa, pb, values[:, 0], parallel=True),
+    )
+    seg_values, base = rng.normal(size=(n_seg, 2)), rng.normal(size=2)
+    assert np.array_equal(
+        K.segment_predict(xb, features, lut, seg_values, base),
+        K.segment_predict(xb, features, lut, seg_values, base, parallel=True),
+    )
+
+
+def test_softmax_kernels_match_numpy():
+    rng = np.random.default_rng(7)
+    F = 10 * rng.normal(size=(150, 4))
+    y = rng.integers(0, 4, 150)
+    w = rng.uniform(size=150)
+    loss = _stump_forest._SoftmaxLoss(4)
+    assert loss.loss(y, F, w) == pytest.approx(loss.loss_reference(y, F, w), rel=1e-12)
+    for got, ref in zip(loss.grad_hess(y, F, w), loss.grad_hess_reference(y, F, w)):
+        np.testing.assert_allclose(got, ref, atol=1e-12)
+    rows = rng.uniform(size=150) < 0.5
+    a, lam = rng.normal(size=4), 0.7
+    grad, hess = K.softmax_leaf_grad_hess(F, y, w, rows, a, lam)
+
+    def phi(v):
+        return loss.loss_reference(y[rows], F[rows] + v, w[rows]) + 0.5 * lam * v @ v
+
+    eps = 1e-6
+    num_grad = [(phi(a + eps * e) - phi(a - eps * e)) / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(grad, num_grad, rtol=1e-6, atol=1e-6)
+    g_plus = [K.softmax_leaf_grad_hess(F, y, w, rows, a + eps * e, lam)[0] for e in np.eye(4)]
+    g_minus = [K.softmax_leaf_grad_hess(F, y, w, rows, a - eps * e, lam)[0] for e in np.eye(4)]
+    np.testing.assert_allclose(hess, (np.array(g_plus) - np.array(g_minus)) / (2 * eps), atol=1e-5)
