@@ -34,6 +34,20 @@ TEST_PARAMS = {
         "init_gain": 1.0, "random_state": 0,
     },
     # --- data-weighting-model ---
+    # tiny nets, 2 stages of 3 DWM updates and 40 learner steps
+    "DWMClassifier": {
+        "hidden_sizes": (8,), "max_steps": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
+        "batch_size": 16, "lr": 0.3, "random_state": 0,
+    },
+    "DWMRegressor": {
+        "hidden_sizes": (), "max_steps": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
+        "batch_size": 16, "lr": 0.1, "random_state": 0,
+    },
+    # a large vocabulary so the checks' rounded data are valid tokens
+    "DWMCharLM": {
+        "vocab_size": 64, "embedding_dim": 4, "hidden_size": 8, "max_steps": 6, "n_stages": 2,
+        "dwm_steps_per_stage": 2, "batch_size": 8, "random_state": 0,
+    },
     # --- icl-multihead-attention ---
     # 4 Adam steps on batches of 8 prompts
     "MultiHeadSoftmaxICLRegressor": {

@@ -9,11 +9,14 @@ from ._lora import make_lora_collection  # lora-joint-compression
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
+from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
     "make_additive_classification",
     "make_additive_regression",
     "make_lora_collection",
+    "make_markov_languages",
+    "make_mixed_source_regression",
     "make_multiple_choice_predictions",
     "make_multiview_counts",
     "make_streaming_parity",

@@ -1,0 +1,426 @@
+"""DWMCharLM: a tiny GRU language model trained on token sequences weighted by a DWM."""
+
+import functools
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils import optional_import
+from ..utils._skorch import torch_threads
+from ._bilevel import sequence_nll
+from ._dwm import _check_sample_features, _DWMFitMixin, transform_loss
+from ._weighting_model import compute_weights
+
+torch = optional_import("torch", "neural")
+nn = torch.nn
+
+_SCORE_CHUNK = 4096
+
+
+class CharGRUModule(nn.Module):
+    """Next-token GRU language model: embedding, one GRU layer, linear read-out.
+
+    ``forward(X)`` takes a ``(B, L)`` LongTensor of tokens and returns the logits of the
+    tokens ``X[:, 1:]`` given their prefixes, shape ``(B, L - 1, vocab_size)``. The
+    recurrence is the one of ``torch.nn.GRU`` (reset, update and new gates). On the CPU it
+    runs torch's fused GRU kernel (about twice as fast, and twice differentiable there);
+    on other devices (cuDNN's kernel has no double backward) and under
+    ``torch.func.vmap`` (the first-order hypergradient) the cell is written out.
+
+    Parameters
+    ----------
+    vocab_size : int
+    embedding_dim : int, default=32
+    hidden_size : int, default=64
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.weighting import CharGRUModule
+    >>> CharGRUModule(5, 4, 8)(torch.zeros(2, 6, dtype=torch.long)).shape
+    torch.Size([2, 5, 5])
+    """
+
+    def __init__(self, vocab_size, embedding_dim=32, hidden_size=64):
+        super().__init__()
+        self.embedding = nn.Embedding(int(vocab_size), int(embedding_dim))
+        self.ih = nn.Linear(int(embedding_dim), 3 * int(hidden_size))
+        self.hh = nn.Linear(int(hidden_size), 3 * int(hidden_size))
+        self.out = nn.Linear(int(hidden_size), int(vocab_size))
+        self.hidden_size = int(hidden_size)
+
+    def hidden_states(self, X):
+        """GRU states after each of the tokens ``X[:, :-1]``: ``(B, L - 1, hidden_size)``."""
+        X = X.long()
+        if X.device.type == "cpu" and not torch._C._functorch.is_functorch_wrapped_tensor(X):
+            return self._hidden_states_fused(X)
+        return self._hidden_states_explicit(X)
+
+    def _hidden_states_fused(self, X):
+        emb = self.embedding(X[:, :-1])
+        h0 = emb.new_zeros(1, X.shape[0], self.hidden_size)
+        weights = [self.ih.weight, self.hh.weight, self.ih.bias, self.hh.bias]
+        out, _ = torch._VF.gru(emb, h0, weights, True, 1, 0.0, self.training, False, True)
+        return out
+
+    def _hidden_states_explicit(self, X):
+        gates_x = self.ih(self.embedding(X[:, :-1]))
+        h = gates_x.new_zeros(X.shape[0], self.hidden_size)
+        states = []
+        for t in range(gates_x.shape[1]):
+            xr, xz, xn = gates_x[:, t].chunk(3, dim=1)
+            hr, hz, hn = self.hh(h).chunk(3, dim=1)
+            r = torch.sigmoid(xr + hr)
+            z = torch.sigmoid(xz + hz)
+            n = torch.tanh(xn + r * hn)
+            h = (1 - z) * n + z * h
+            states.append(h)
+        return torch.stack(states, dim=1)
+
+    def forward(self, X):
+        return self.out(self.hidden_states(X))
+
+
+def lm_features(module, X, static, losses, *, loss_feature):
+    """DWM input of a batch of sequences: ``[mean token embedding, sample features, loss]``.
+
+    The embeddings are the learner's own (detached): as the learner trains, the DWM sees
+    its current view of the data.
+    """
+    with torch.no_grad():
+        pooled = module.embedding(X.long()).mean(dim=1)
+    return torch.cat(
+        [pooled, static.to(pooled.dtype), transform_loss(losses, loss_feature).unsqueeze(1)],
+        dim=1,
+    )
+
+
+def _check_tokens(X, vocab_size, name="X"):
+    """Integer tokens in ``0..vocab_size-1`` as int64 (a copy)."""
+    X = np.asarray(X)
+    if X.dtype.kind == "f":
+        if not np.all(X == np.round(X)):
+            raise ValueError(f"{name} must hold integer tokens; got non-integer values instead.")
+    elif X.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer tokens; got dtype {X.dtype} instead.")
+    if X.size and X.min() < 0:
+        raise ValueError(
+            f"Negative values in data passed to {name}: tokens are 0..{vocab_size - 1}; got "
+            f"{X.min().item()!r} instead."
+        )
+    if X.size and X.max() >= vocab_size:
+        bad = X.max()
+        raise ValueError(
+            f"{name} holds token {bad.item()!r}, outside 0..{vocab_size - 1} "
+            f"(vocab_size={vocab_size}). Got an out-of-vocabulary token instead."
+        )
+    return X.astype(np.int64)
+
+
+class DWMCharLM(_DWMFitMixin, BaseEstimator):
+    """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
+
+    The CPU-sized version of the paper's setting: a language model (here an embedding of
+    32, a GRU of 64 units) pre-trains on a fixed pool of token sequences; a
+    :class:`WeightingMLP` gives each sequence of a batch a weight, and is trained by
+    bi-level optimisation, at the start of each of ``n_stages`` stages, so that one
+    weighted step lowers the LM's loss on validation sequences from the target domain.
+    The DWM reads the mean of the learner's token embeddings over the sequence, the
+    sequence's current NLL per token, and optional ``sample_features``.
+
+    ``X`` holds one sequence of integer tokens (``0..vocab_size-1``) per row, all of the
+    same length; each row is one sample. The per-sample loss is the mean next-token NLL.
+
+    Parameters
+    ----------
+    vocab_size : int or None, default=None
+        Number of token values; None uses ``X.max() + 1`` at fit.
+    embedding_dim : int, default=32
+    hidden_size : int, default=64
+    lr : float, default=0.01
+        Learning rate of the LM's optimiser.
+    optimizer : {"sgd", "adam", "adamw"}, default="adam"
+    max_steps : int, default=1500
+        LM updates in total, split evenly over the stages.
+    batch_size : int, default=64
+    n_stages : int, default=5
+    dwm_steps_per_stage : int, default=100
+        DWM updates at the start of each stage (0: uniform training).
+    dwm_lr : float, default=1e-3
+    dwm_hidden : int, default=32
+    temperature : float, default=1.0
+    lookahead_lr : float or None, default=None
+        Step of the SGD look-ahead; None uses ``lr``.
+    hypergradient : {"exact", "first_order"}, default="exact"
+    use_batch_context : bool, default=True
+    loss_feature : {"auto", "raw", "log1p"}, default="auto"
+        ``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).
+    validation_fraction : float, default=0.1
+        Share of ``X`` held out for validation when ``X_val`` is not given.
+    val_batch_size : int, default=256
+    warm_start_dwm : WeightingMLP, fitted DWMCharLM or None, default=None
+    callbacks : list of (str, skorch.callbacks.Callback), default=None
+    n_threads : int or None, default=1
+    random_state : int, RandomState instance or None, default=None
+    device : str or torch.device, default="cpu"
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    vocab_size_ : int
+    n_features_in_ : int
+        Sequence length.
+    net_, learner_ : DWMNet
+        The fitted skorch net of the LM.
+    module_ : CharGRUModule
+    history_ : skorch.History
+    weighting_model_ : WeightingMLP
+    stage_weight_stats_ : list of dict
+    stage_weight_sums_, stage_sample_counts_ : ndarray of shape (n_stages, n_samples)
+    validation_indices_ : ndarray or None
+    n_sample_features_ : int
+    loss_feature_ : str
+    n_steps_ : int
+
+    See Also
+    --------
+    DWMClassifier : the same method for tabular classification (parameters explained).
+    sklearn_icml.datasets.make_markov_languages : the two-language data of the spec.
+
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
+
+    Examples
+    --------
+    >>> from sklearn_icml.datasets import make_markov_languages
+    >>> from sklearn_icml.weighting import DWMCharLM
+    >>> data = make_markov_languages(100, seq_len=8, n_val=20, n_test=20, random_state=0)
+    >>> lm = DWMCharLM(embedding_dim=8, hidden_size=16, max_steps=10, n_stages=2,
+    ...                dwm_steps_per_stage=2, batch_size=16, random_state=0)
+    >>> lm = lm.fit(data.X, X_val=data.X_val)
+    >>> bool(lm.score(data.X_test) < 0)  # minus the NLL per token
+    True
+    """
+
+    _parameter_constraints = {
+        "vocab_size": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        **_DWMFitMixin._common_constraints,
+    }
+
+    def __init__(
+        self,
+        *,
+        vocab_size=None,
+        embedding_dim=32,
+        hidden_size=64,
+        lr=0.01,
+        optimizer="adam",
+        max_steps=1500,
+        batch_size=64,
+        n_stages=5,
+        dwm_steps_per_stage=100,
+        dwm_lr=1e-3,
+        dwm_hidden=32,
+        temperature=1.0,
+        lookahead_lr=None,
+        hypergradient="exact",
+        use_batch_context=True,
+        loss_feature="auto",
+        validation_fraction=0.1,
+        val_batch_size=256,
+        warm_start_dwm=None,
+        callbacks=None,
+        n_threads=1,
+        random_state=None,
+        device="cpu",
+        verbose=0,
+    ):
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.hidden_size = hidden_size
+        self.lr = lr
+        self.optimizer = optimizer
+        self.max_steps = max_steps
+        self.batch_size = batch_size
+        self.n_stages = n_stages
+        self.dwm_steps_per_stage = dwm_steps_per_stage
+        self.dwm_lr = dwm_lr
+        self.dwm_hidden = dwm_hidden
+        self.temperature = temperature
+        self.lookahead_lr = lookahead_lr
+        self.hypergradient = hypergradient
+        self.use_batch_context = use_batch_context
+        self.loss_feature = loss_feature
+        self.validation_fraction = validation_fraction
+        self.val_batch_size = val_batch_size
+        self.warm_start_dwm = warm_start_dwm
+        self.callbacks = callbacks
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    def fit(self, X, y=None, X_val=None, sample_features=None):
+        """Train the LM on the sequences ``X`` with weights from a bi-level trained DWM.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_sequences, seq_len)
+            Integer tokens, one sequence per row (at least 2 tokens).
+        y : None
+            Ignored (language modelling needs no target).
+        X_val : array-like of shape (n_val, seq_len), default=None
+            Sequences of the target domain; when None, ``validation_fraction`` of ``X`` is
+            held out (and never trained on).
+        sample_features : array-like of shape (n_sequences, k), default=None
+            Extra DWM inputs per sequence (e.g. a domain id).
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X = validate_data(self, X, dtype="numeric", ensure_min_features=2)
+        self.vocab_size_ = int(self.vocab_size) if self.vocab_size is not None else max(
+            int(np.max(X)) + 1 if X.size else 2, 2
+        )
+        X = _check_tokens(X, self.vocab_size_)
+        n = X.shape[0]
+        sf = _check_sample_features(sample_features, n)
+        if X_val is None:
+            rows, val_rows = self._split_rows(n)
+            X_val = X[val_rows]
+            self.validation_indices_ = val_rows
+        else:
+            X_val = _check_tokens(
+                validate_data(self, X_val, reset=False, dtype="numeric"), self.vocab_size_,
+                "X_val",
+            )
+            rows = np.arange(n)
+            self.validation_indices_ = None
+        X_tr = X[rows]
+        self.n_sample_features_ = 0 if sf is None else sf.shape[1]
+        static = np.zeros((X_tr.shape[0], self.n_sample_features_), dtype=np.float32)
+        if sf is not None:
+            static[:] = sf[rows]
+        self.loss_feature_ = "raw" if self.loss_feature == "auto" else self.loss_feature
+        return self._fit_bilevel(
+            X=X_tr,
+            y=X_tr,
+            static=static,
+            featurize=functools.partial(lm_features, loss_feature=self.loss_feature_),
+            n_dwm_features=self.embedding_dim + self.n_sample_features_ + 1,
+            X_val=X_val,
+            y_val=X_val,
+            loss_kind="nll",
+            module_kwargs={
+                "module": CharGRUModule,
+                "module__vocab_size": self.vocab_size_,
+                "module__embedding_dim": self.embedding_dim,
+                "module__hidden_size": self.hidden_size,
+            },
+            train_rows=rows,
+            n_rows=n,
+            share_features=None if sf is None else sf[rows],
+        )
+
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype="numeric")
+        return _check_tokens(X, self.vocab_size_)
+
+    def _sequence_nll(self, X):
+        module = self.module_
+        device = self.net_.device
+        parts = []
+        with torch_threads(self.n_threads), torch.no_grad():
+            was_training = module.training
+            module.eval()
+            try:
+                for start in range(0, X.shape[0], _SCORE_CHUNK):
+                    chunk = torch.as_tensor(X[start : start + _SCORE_CHUNK], device=device)
+                    parts.append(sequence_nll(module(chunk), chunk).double().cpu().numpy())
+            finally:
+                module.train(was_training)
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def score_samples(self, X):
+        """Minus the mean next-token NLL (nats) of each sequence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_sequences, seq_len)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_sequences,)
+        """
+        return -self._sequence_nll(self._validate_X(X))
+
+    def score(self, X, y=None):
+        """Minus the mean NLL per token (nats) over all sequences of ``X`` (higher is better).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_sequences, seq_len)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def compute_weights(self, X, sample_features=None, batch_size=None):
+        """Weights the fitted DWM gives the sequences of ``X``, batch by batch (mean 1 each).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_sequences, seq_len)
+        sample_features : array-like of shape (n_sequences, k), default=None
+            Required if (and only if) ``fit`` was given sample features.
+        batch_size : int, default=None
+            Sequences per batch; None uses the training ``batch_size``.
+
+        Returns
+        -------
+        weights : ndarray of shape (n_sequences,)
+        """
+        X = self._validate_X(X)
+        n = X.shape[0]
+        sf = _check_sample_features(sample_features, n)
+        width = 0 if sf is None else sf.shape[1]
+        if width != self.n_sample_features_:
+            raise ValueError(
+                f"sample_features must have {self.n_sample_features_} column(s) as in fit; "
+                f"got {'None' if sf is None else width} instead."
+            )
+        losses = torch.as_tensor(self._sequence_nll(X), dtype=torch.float32)
+        static = torch.as_tensor(
+            np.zeros((n, 0)) if sf is None else sf, dtype=torch.float32
+        )
+        module = self.module_
+        with torch_threads(self.n_threads), torch.no_grad():
+            pooled = module.embedding(
+                torch.as_tensor(X, device=self.net_.device)
+            ).mean(dim=1).float().cpu()
+        u = torch.cat(
+            [pooled, static, transform_loss(losses, self.loss_feature_).unsqueeze(1)], dim=1
+        )
+        return compute_weights(self.weighting_model_, u, batch_size=batch_size or self.batch_size)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # X holds integer token codes, not continuous features
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        tags.target_tags.required = False
+        return tags
