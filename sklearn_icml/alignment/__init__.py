@@ -7,7 +7,7 @@ are imported on first access (they are listed in ``_TORCH_NAMES``), so
 ``from sklearn_icml.alignment import TabularPreferencePolicy`` does not import torch.
 """
 
-import importlib
+from ..utils._lazy import lazy_getattr
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES.
 _TORCH_NAMES = set()
@@ -48,12 +48,8 @@ __all__ += [
     "truncated_quadratic_loss",
 ]
 
-
-def __getattr__(name):
-    # torch-based names are imported on first access only
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# torch-based names are imported on first access only
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__():

@@ -2,6 +2,8 @@
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES,
 # so that `import sklearn_icml.privacy` stays numpy-only.
+from ..utils._lazy import lazy_getattr
+
 _TORCH_NAMES = set()
 
 __all__ = []
@@ -72,11 +74,5 @@ __all__ += [
     "rdp_to_epsilon",
 ]
 
-
-def __getattr__(name):
-    # torch-based names are imported on first access only
-    if name == "DPSGDClassifier":
-        from ._dpsgd import DPSGDClassifier
-
-        return DPSGDClassifier
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# torch-based names are imported on first access only
+__getattr__ = lazy_getattr(__name__, {"DPSGDClassifier": "._dpsgd"})

@@ -5,6 +5,8 @@ the environments (gymnasium) are imported lazily (see ``__getattr__``) and liste
 ``_TORCH_NAMES``, so that ``import sklearn_icml.safe_rl`` needs neither.
 """
 
+from ..utils._lazy import lazy_getattr
+
 _TORCH_NAMES = set()
 
 __all__ = []
@@ -27,11 +29,5 @@ _LAZY = {
     "HeavyTailPointEnv": "._envs",
 }
 
-
-def __getattr__(name):
-    # torch/gymnasium-based names are imported on first access only
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# torch/gymnasium-based names are imported on first access only
+__getattr__ = lazy_getattr(__name__, _LAZY)
