@@ -58,6 +58,15 @@ TEST_PARAMS = {
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
     # so they are not BaseEstimator subclasses (see alignment/_base.py)
     # --- flat-lora ---
+    # a width-16 MLP, LoRA rank 4, 15 epochs: fast, and enough for the checks' toy data
+    "FlatLoRAClassifier": {
+        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
+        "random_state": 0,
+    },
+    "FlatLoRARegressor": {
+        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
+        "random_state": 0,
+    },
 }
 
 EXPECTED_FAILED_CHECKS = {

@@ -8,6 +8,9 @@ from ._serving import benchmark_multi_lora_forward, separate_lora_forward, share
 from ._svd_compression import SVDLoRACompressor
 
 # --- flat-lora ---
+# isort: split
+from ._flat_lora import FlatLoRACallback, FlatLoRAPerturbation, inject_lora
+from ._flat_lora_estimators import FlatLoRAClassifier, FlatLoRARegressor
 
 __all__ = [
     # --- lora-joint-compression ---
@@ -19,4 +22,9 @@ __all__ = [
     "separate_lora_forward",
     "shared_basis_forward",
     # --- flat-lora ---
+    "FlatLoRACallback",
+    "FlatLoRAClassifier",
+    "FlatLoRAPerturbation",
+    "FlatLoRARegressor",
+    "inject_lora",
 ]

@@ -1,0 +1,653 @@
+"""Flat-LoRA: filter-wise random weight perturbation of LoRA layers, and its skorch callback.
+
+torch is imported when a method runs, so ``import sklearn_icml.lora`` does not need it.
+"""
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..utils import optional_import
+
+_SCHEDULES = ("cosine", "constant")
+_RESTORES = ("regenerate", "copy")
+_MAX_SEED = 2**63 - 1
+
+
+def _torch():
+    return optional_import("torch", "neural")
+
+
+def inject_lora(model, *, rank=8, alpha=16, target_modules=("Linear",)):
+    """Replace matching ``nn.Linear`` layers by the library's minimal ``LoRALinear``, in place.
+
+    See ``sklearn_icml.lora._lora_layer.inject_lora`` (this wrapper imports torch lazily).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.lora import inject_lora
+    >>> net = inject_lora(torch.nn.Sequential(torch.nn.Linear(4, 2)), rank=2)
+    >>> type(net[0]).__name__
+    'LoRALinear'
+    """
+    from ._lora_layer import inject_lora as _inject
+
+    return _inject(model, rank=rank, alpha=alpha, target_modules=target_modules)
+
+
+# ------------------------------------------------------------------ validation helpers
+def _check_rho(rho, name="rho"):
+    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
+        raise ValueError(f"{name} must be a finite float >= 0; got {rho!r} instead.")
+    if not math.isfinite(rho) or rho < 0:
+        raise ValueError(f"{name} must be a finite float >= 0; got {rho!r} instead.")
+    return float(rho)
+
+
+def _check_common(rho, schedule, interval, restore):
+    rho = _check_rho(rho)
+    if not callable(schedule) and schedule not in _SCHEDULES:
+        raise ValueError(
+            f"schedule must be one of {_SCHEDULES} or a callable (t, total_steps) -> float in "
+            f"[0, 1]; got {schedule!r} instead."
+        )
+    if isinstance(interval, bool) or not isinstance(interval, numbers.Integral) or interval < 1:
+        raise ValueError(f"interval must be an integer >= 1; got {interval!r} instead.")
+    if restore not in _RESTORES:
+        raise ValueError(f"restore must be one of {_RESTORES}; got {restore!r} instead.")
+    return rho
+
+
+def _seed_stream(random_state):
+    """A numpy Generator turning ``random_state`` into one 63-bit seed per perturbation."""
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(np.random.SeedSequence(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(np.iinfo(np.int32).max)))
+    if isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(int(random_state.integers(_MAX_SEED)))
+    raise ValueError(
+        f"random_state must be None, an int, a RandomState or a Generator; got "
+        f"{random_state!r} instead."
+    )
+
+
+# ------------------------------------------------------------------ layer discovery
+class _Layer:
+    """One LoRA-adapted linear layer: its frozen weight (rows = outputs) and merged delta."""
+
+    __slots__ = ("name", "module", "kind")
+
+    def __init__(self, name, module, kind):
+        self.name, self.module, self.kind = name, module, kind
+
+    def weight(self):
+        """The frozen weight as an ``(out, in)`` view (transposed for fan_in_fan_out)."""
+        if self.kind == "own":
+            w = self.module.base_layer.weight
+        else:
+            w = self.module.get_base_layer().weight
+        w = w.data
+        if self.kind == "peft" and getattr(self.module, "fan_in_fan_out", False):
+            w = w.T
+        return w
+
+    def delta(self):
+        """``sum_adapters scaling * B @ A`` of the active adapters (0 once merged)."""
+        if self.kind == "own":
+            return self.module.scaling * (self.module.lora_B.data @ self.module.lora_A.data)
+        mod = self.module
+        if getattr(mod, "merged", False) or getattr(mod, "disable_adapters", False):
+            return None
+        total = None
+        for name in mod.active_adapters:
+            if name not in mod.lora_A:
+                continue
+            d = mod.scaling[name] * (mod.lora_B[name].weight.data @ mod.lora_A[name].weight.data)
+            total = d if total is None else total + d
+        return total
+
+
+def _find_lora_layers(model):
+    from ._lora_layer import LoRALinear
+
+    layers = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, LoRALinear):
+            layers.append(_Layer(name, mod, "own"))
+        elif (
+            hasattr(mod, "get_base_layer")
+            and isinstance(getattr(mod, "lora_A", None), _torch().nn.ModuleDict)
+            and isinstance(getattr(mod, "scaling", None), dict)
+            and len(mod.lora_A) > 0
+        ):
+            # peft's LoraLayer (duck typed: peft is never imported here)
+            layers.append(_Layer(name, mod, "peft"))
+    if not layers:
+        raise ValueError(
+            f"no LoRA-adapted Linear layers found in the {type(model).__name__} model; did you "
+            "apply peft (get_peft_model) or sklearn_icml.lora.inject_lora?"
+        )
+    for layer in layers:
+        w = layer.weight()
+        if not w.is_floating_point():
+            raise TypeError(
+                f"the base weight of LoRA layer {layer.name!r} has dtype {w.dtype}; Flat-LoRA "
+                "perturbs base weights in place and needs a floating dtype (quantised base "
+                "weights, as in QLoRA, are not supported)."
+            )
+    return layers
+
+
+def _cosine(t, total):
+    return 0.5 * (1.0 - math.cos(math.pi * t / total))
+
+
+# ------------------------------------------------------------------ the perturbation
+class FlatLoRAPerturbation:
+    """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
+
+    Flat-LoRA trains LoRA factors ``A, B`` on the expected loss
+    ``E_eps L(W + s B A + eps)`` with independent ``eps_ij ~ N(0, sigma_i^2)``,
+    ``sigma_i = c(t) * rho / sqrt(n) * ||W'_i||`` (``W' = W + s B A`` the merged weight,
+    ``n`` its fan-in, ``c(t)`` a cosine ramp from 0 to 1), one noise sample per optimiser
+    step. :meth:`perturb` adds the noise to the frozen weights in place; :meth:`restore`
+    removes it by regenerating the identical noise from the stored seed, so only one integer
+    and the ``O(out_features)`` row scales are kept (``restore="copy"`` keeps copies of the
+    weights instead and restores them bit-exactly).
+
+    Works with the library's own :class:`~sklearn_icml.lora._lora_layer.LoRALinear`
+    (see :func:`inject_lora`) and with peft ``LoraLayer`` modules (found by duck typing).
+
+    Parameters
+    ----------
+    rho : float, default=0.05
+        Perturbation strength (>= 0). ``0`` is plain LoRA: nothing is drawn or touched.
+    schedule : {"cosine", "constant"} or callable, default="cosine"
+        ``c(t)``: ``0.5 * (1 - cos(pi t / total_steps))``, ``1``, or
+        ``schedule(t, total_steps)`` returning a float in ``[0, 1]``.
+    interval : int, default=1
+        Perturb one optimiser step in every ``interval``.
+    restore : {"regenerate", "copy"}, default="regenerate"
+        ``"regenerate"`` subtracts the regenerated noise (paper's memory trick; exact up to
+        one float rounding per step, so meant for float32/float64 base weights);
+        ``"copy"`` keeps a copy of the touched weights and restores it exactly.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the noise: one 63-bit seed per perturbation is drawn from it.
+
+    Attributes
+    ----------
+    layers_ : list of str
+        Qualified names of the perturbed LoRA layers (set by :meth:`attach`).
+    total_steps_ : int or None
+        Number of optimiser steps of the run.
+    seed_ : int or None
+        Seed of the current (or last) perturbation.
+    row_std_ : list of torch.Tensor
+        Per-row noise std ``(out_features, 1)`` of each layer at the last perturbation.
+    n_perturb_calls_ : int
+        Number of :meth:`perturb` calls since :meth:`attach`.
+
+    See Also
+    --------
+    FlatLoRACallback : the skorch callback driving this object.
+    FlatLoRAClassifier, FlatLoRARegressor : estimators trained with it.
+
+    References
+    ----------
+    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
+       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_icml.lora import FlatLoRAPerturbation, inject_lora
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> model = inject_lora(torch.nn.Sequential(torch.nn.Linear(8, 4)), rank=2)
+    >>> before = model[0].weight.clone()
+    >>> flat = FlatLoRAPerturbation(rho=0.1, schedule="constant", random_state=0)
+    >>> flat = flat.attach(model, total_steps=10)
+    >>> flat.perturb(step=0)
+    >>> bool((model[0].weight != before).any())
+    True
+    >>> flat.restore()
+    >>> float((model[0].weight - before).abs().max()) < 1e-6
+    True
+    """
+
+    def __init__(
+        self, rho=0.05, schedule="cosine", interval=1, restore="regenerate", random_state=None
+    ):
+        self.rho = rho
+        self.schedule = schedule
+        self.interval = interval
+        self.restore_mode = restore
+        self.random_state = random_state
+
+    # sklearn-style parameter access (the argument is called ``restore``)
+    def get_params(self, deep=True):
+        return {
+            "rho": self.rho,
+            "schedule": self.schedule,
+            "interval": self.interval,
+            "restore": self.restore_mode,
+            "random_state": self.random_state,
+        }
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"FlatLoRAPerturbation({args})"
+
+    def attach(self, model, total_steps=None):
+        """Find the LoRA layers of ``model`` and reset the seed stream.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            A model carrying LoRA layers (peft or :func:`inject_lora`).
+        total_steps : int or None
+            Number of optimiser steps of the run; required by ``schedule="cosine"`` and
+            by a callable schedule.
+
+        Returns
+        -------
+        self
+        """
+        self._rho = _check_common(self.rho, self.schedule, self.interval, self.restore_mode)
+        if self.schedule != "constant":
+            if (
+                total_steps is None
+                or isinstance(total_steps, bool)
+                or not isinstance(total_steps, numbers.Integral)
+                or total_steps < 1
+            ):
+                raise ValueError(
+                    f"total_steps must be a positive integer when schedule={self.schedule!r} "
+                    f"(the ramp needs the length of the run); got {total_steps!r} instead."
+                )
+        self._layers = _find_lora_layers(model)
+        if self.restore_mode == "regenerate":
+            low = {str(layer.weight().dtype) for layer in self._layers} & {
+                "torch.bfloat16",
+                "torch.float16",
+            }
+            if low and self._rho > 0:
+                warnings.warn(
+                    f"base weights in {sorted(low)}: restore='regenerate' leaves a rounding "
+                    "error per step that accumulates; use restore='copy' for exact restores.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        self.layers_ = [layer.name for layer in self._layers]
+        self.total_steps_ = None if total_steps is None else int(total_steps)
+        self._seeds = _seed_stream(self.random_state)
+        self.seed_ = None
+        self.row_std_ = []
+        self.n_perturb_calls_ = 0
+        self.n_restore_calls_ = 0
+        self._active = False
+        self._copies = None
+        self._record_noise = getattr(self, "_record_noise", False)
+        self.recorded_noise_ = None
+        return self
+
+    def noise_scale(self, step):
+        """``c(step) * rho``, the multiplier of ``||W'_i|| / sqrt(n)`` at optimiser step ``step``.
+
+        Parameters
+        ----------
+        step : int
+            Optimiser step (0-based); clipped to ``total_steps``.
+
+        Returns
+        -------
+        scale : float
+        """
+        rho = _check_common(self.rho, self.schedule, self.interval, self.restore_mode)
+        total = getattr(self, "total_steps_", None)
+        if self.schedule == "constant":
+            c = 1.0
+        else:
+            if total is None:
+                raise ValueError(
+                    f"total_steps is unknown; call attach(model, total_steps) first (needed by "
+                    f"schedule={self.schedule!r})."
+                )
+            t = min(max(int(step), 0), total)
+            if self.schedule == "cosine":
+                c = _cosine(t, total)
+            else:
+                c = self.schedule(t, total)
+                if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0 <= c <= 1:
+                    raise ValueError(
+                        f"schedule(t, total_steps) must return a float in [0, 1]; got {c!r} at "
+                        f"t={t} instead."
+                    )
+                c = float(c)
+        return c * rho
+
+    def _check_attached(self):
+        if not hasattr(self, "_layers"):
+            raise RuntimeError("call attach(model, total_steps) before perturb/restore.")
+
+    def perturb(self, step):
+        """Add the filter-wise Gaussian noise of optimiser step ``step`` to the base weights.
+
+        Skipped (nothing drawn) when ``step % interval != 0`` or the scale ``c(step) * rho``
+        is 0; the call is counted either way and must be paired with :meth:`restore`.
+
+        Parameters
+        ----------
+        step : int
+            Optimiser step (0-based).
+        """
+        torch = _torch()
+        self._check_attached()
+        if self._active:
+            raise RuntimeError("perturb called twice without restore in between.")
+        self.n_perturb_calls_ += 1
+        self._active = True
+        scale = self.noise_scale(step)
+        self._drawn = False
+        if scale == 0.0 or step % self.interval != 0:
+            return
+        self.seed_ = int(self._seeds.integers(_MAX_SEED))
+        gens = {}
+        self.row_std_ = []
+        self._copies = [] if self.restore_mode == "copy" else None
+        recorded = [] if self._record_noise else None
+        with torch.no_grad():
+            for layer in self._layers:
+                w = layer.weight()
+                delta = layer.delta()
+                merged = w if delta is None else w + delta.to(w.dtype)
+                std = self._row_std(merged, scale)
+                self.row_std_.append(std)
+                if self._copies is not None:
+                    self._copies.append(w.clone())
+                noise = self._noise(gens, w, std)
+                if recorded is not None:
+                    recorded.append(noise.clone())
+                w.add_(noise)
+        self.recorded_noise_ = recorded
+        self._drawn = True
+
+    def _row_std(self, merged, scale):
+        """Per-row std ``scale * ||W'_i|| / sqrt(n)``, shape ``(m, 1)`` (no gradient)."""
+        return merged.norm(dim=1, keepdim=True).mul_(scale / math.sqrt(merged.shape[1]))
+
+    def _noise(self, gens, w, std):
+        """One generator call per layer: ``N(0, 1)`` of ``w``'s shape, scaled in place."""
+        torch = _torch()
+        gen = gens.get(w.device)
+        if gen is None:
+            gen = torch.Generator(device=w.device)
+            gen.manual_seed(self.seed_)
+            gens[w.device] = gen
+        noise = torch.empty(w.shape, dtype=w.dtype, device=w.device)
+        noise.normal_(generator=gen)
+        return noise.mul_(std)
+
+    def regenerate_noise(self):
+        """The noise of the current perturbation, regenerated from ``seed_`` and ``row_std_``.
+
+        Returns
+        -------
+        noise : list of torch.Tensor
+            One ``(out_features, in_features)`` tensor per layer (empty when nothing was
+            drawn).
+        """
+        self._check_attached()
+        if not getattr(self, "_drawn", False):
+            return []
+        gens = {}
+        return [
+            self._noise(gens, layer.weight(), std)
+            for layer, std in zip(self._layers, self.row_std_)
+        ]
+
+    def restore(self):
+        """Remove the current perturbation (regenerated noise subtracted, or copies put back)."""
+        torch = _torch()
+        self._check_attached()
+        if not self._active:
+            return
+        self.n_restore_calls_ += 1
+        if self._drawn:
+            with torch.no_grad():
+                if self._copies is not None:
+                    for layer, orig in zip(self._layers, self._copies):
+                        layer.weight().copy_(orig)
+                else:
+                    gens = {}
+                    for layer, std in zip(self._layers, self.row_std_):
+                        w = layer.weight()
+                        w.sub_(self._noise(gens, w, std))
+        self._copies = None
+        self._drawn = False
+        self._active = False
+
+    @property
+    def is_perturbed(self):
+        """Whether the base weights currently carry noise."""
+        return bool(getattr(self, "_active", False) and getattr(self, "_drawn", False))
+
+    def detach(self):
+        """Restore if needed and drop the references to the model's layers."""
+        if hasattr(self, "_layers"):
+            self.restore()
+            del self._layers
+
+    def expected_sharpness(self, model, loss_fn, batch, n_samples=8, rho=None):
+        """``E_eps[L(W' + eps)] - L(W')`` under the filter-wise noise at full scale (c = 1).
+
+        Diagnostic of flatness. The model is put in eval mode (restored after), each sample
+        is drawn from a generator seeded from ``random_state`` and undone by copy, so the
+        model is left exactly as it was.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            A model with LoRA layers.
+        loss_fn : callable
+            ``loss_fn(model(X), y)`` returning a scalar tensor.
+        batch : tuple (X, y) of tensors
+        n_samples : int, default=8
+            Monte Carlo draws.
+        rho : float or None
+            Noise strength; ``None`` uses ``self.rho``.
+
+        Returns
+        -------
+        sharpness : float
+        """
+        torch = _torch()
+        rho = _check_rho(self.rho if rho is None else rho, "rho")
+        if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or (
+            n_samples < 1
+        ):
+            raise ValueError(f"n_samples must be an integer >= 1; got {n_samples!r} instead.")
+        layers = _find_lora_layers(model)
+        X, y = batch
+        was_training = model.training
+        model.eval()
+        seeds = _seed_stream(self.random_state)
+        try:
+            with torch.no_grad():
+                clean = float(loss_fn(model(X), y))
+                stds, origs = [], []
+                for layer in layers:
+                    w = layer.weight()
+                    delta = layer.delta()
+                    merged = w if delta is None else w + delta.to(w.dtype)
+                    stds.append(merged.norm(dim=1, keepdim=True).mul_(rho / math.sqrt(w.shape[1])))
+                    origs.append(w.clone())
+                total = 0.0
+                for _ in range(int(n_samples)):
+                    gen = torch.Generator(device=origs[0].device)
+                    gen.manual_seed(int(seeds.integers(_MAX_SEED)))
+                    try:
+                        for layer, std in zip(layers, stds):
+                            w = layer.weight()
+                            noise = torch.empty(w.shape, dtype=w.dtype, device=w.device)
+                            noise.normal_(generator=gen)
+                            w.addcmul_(noise, std)
+                        total += float(loss_fn(model(X), y))
+                    finally:
+                        for layer, orig in zip(layers, origs):
+                            layer.weight().copy_(orig)
+        finally:
+            model.train(was_training)
+        return total / int(n_samples) - clean
+
+
+# ------------------------------------------------------------------ skorch callback
+class FlatLoRACallback:
+    """skorch callback training the LoRA factors of a net with Flat-LoRA.
+
+    At every training batch (``training=True``) it perturbs the frozen weights of the
+    LoRA layers (:class:`FlatLoRAPerturbation`) in ``on_batch_begin`` and removes the noise
+    in ``on_batch_end``; the optimiser step that skorch takes in between uses gradients
+    computed at the perturbed point, as the official trainer does (the perturbed tensors are
+    frozen, so the step itself does not touch them). Validation and prediction batches are
+    never perturbed. The run length for the cosine ramp is read in ``on_train_begin`` from
+    ``max_epochs`` and the length of the training iterator, unless ``total_steps`` is given.
+
+    It has skorch ``Callback``'s interface (``initialize``, ``on_*``, ``get_params``,
+    ``set_params``) without subclassing it, so ``sklearn_icml.lora`` imports without torch.
+
+    Parameters
+    ----------
+    rho, schedule, interval, restore, random_state
+        As in :class:`FlatLoRAPerturbation`.
+    accumulation_steps : int, default=1
+        Micro-batches per optimiser step when the net accumulates gradients (an overridden
+        ``train_step``): the same noise is kept for all of them.
+    total_steps : int or None, default=None
+        Optimiser steps of the run; ``None`` computes it at ``on_train_begin``.
+
+    Attributes
+    ----------
+    flat_lora_ : FlatLoRAPerturbation
+        The perturbation object of the current/last fit.
+
+    Notes
+    -----
+    skorch does not call ``on_batch_end`` when the forward or backward raises; the
+    estimators of this module guard their ``train_step`` with ``try/finally``. With your own
+    net, call ``callback.restore_now()`` in such a handler.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from skorch import NeuralNetClassifier
+    >>> from sklearn_icml.lora import FlatLoRACallback, inject_lora
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> module = inject_lora(torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(),
+    ...                                          torch.nn.Linear(16, 2)), rank=2)
+    >>> X = np.random.RandomState(0).randn(64, 4).astype(np.float32)
+    >>> y = (X[:, 0] > 0).astype(np.int64)
+    >>> net = NeuralNetClassifier(module, criterion=torch.nn.CrossEntropyLoss, max_epochs=3,
+    ...     lr=0.05, batch_size=32, train_split=None, verbose=0,
+    ...     callbacks=[FlatLoRACallback(rho=0.05, random_state=0)]).fit(X, y)
+    >>> cb = dict(net.callbacks_)["FlatLoRACallback"]
+    >>> cb.flat_lora_.total_steps_, cb.flat_lora_.n_perturb_calls_
+    (6, 6)
+    """
+
+    def __init__(
+        self,
+        rho=0.05,
+        schedule="cosine",
+        interval=1,
+        restore="regenerate",
+        random_state=None,
+        accumulation_steps=1,
+        total_steps=None,
+    ):
+        self.rho = rho
+        self.schedule = schedule
+        self.interval = interval
+        self.restore = restore
+        self.random_state = random_state
+        self.accumulation_steps = accumulation_steps
+        self.total_steps = total_steps
+
+    def _get_param_names(self):
+        return [key for key in self.__dict__ if not key.endswith("_")]
+
+    def get_params(self, deep=True):
+        return BaseEstimator.get_params(self, deep=deep)
+
+    def set_params(self, **params):
+        BaseEstimator.set_params(self, **params)
+        return self
+
+    def initialize(self):
+        _check_common(self.rho, self.schedule, self.interval, self.restore)
+        g = self.accumulation_steps
+        if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
+            raise ValueError(
+                f"accumulation_steps must be an integer >= 1; got {g!r} instead."
+            )
+        self.flat_lora_ = FlatLoRAPerturbation(
+            rho=self.rho,
+            schedule=self.schedule,
+            interval=self.interval,
+            restore=self.restore,
+            random_state=self.random_state,
+        )
+        self.micro_step_ = 0
+        return self
+
+    def _run_length(self, net, X, y):
+        if self.total_steps is not None:
+            return self.total_steps
+        dataset_train, _ = net.get_split_datasets(X, y)
+        n_batches = len(net.get_iterator(dataset_train, training=True))
+        return math.ceil(n_batches / self.accumulation_steps) * int(net.max_epochs)
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        if not hasattr(self, "flat_lora_"):
+            self.initialize()
+        self.flat_lora_.attach(net.module_, total_steps=self._run_length(net, X, y))
+        self.micro_step_ = 0
+
+    def on_batch_begin(self, net, batch=None, training=None, **kwargs):
+        if not training:
+            return
+        if self.micro_step_ % self.accumulation_steps == 0:
+            self.flat_lora_.perturb(self.micro_step_ // self.accumulation_steps)
+
+    def on_batch_end(self, net, batch=None, training=None, **kwargs):
+        if not training:
+            return
+        self.micro_step_ += 1
+        if self.micro_step_ % self.accumulation_steps == 0:
+            self.flat_lora_.restore()
+
+    def on_train_end(self, net, X=None, y=None, **kwargs):
+        # an unfinished accumulation window, then drop the layer references (pickling)
+        if hasattr(self, "flat_lora_"):
+            self.flat_lora_.detach()
+
+    def restore_now(self):
+        """Remove any noise currently applied (for exception handlers)."""
+        if hasattr(self, "flat_lora_") and hasattr(self.flat_lora_, "_layers"):
+            self.flat_lora_.restore()
+
+    # skorch calls these on every callback
+    def on_epoch_begin(self, net, **kwargs):
+        pass
+
+    def on_epoch_end(self, net, **kwargs):
+        pass
+
+    def on_grad_computed(self, net, named_parameters, X=None, y=None, training=None, **kwargs):
+        pass
