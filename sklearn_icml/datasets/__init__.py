@@ -5,6 +5,7 @@ method, tagged with its spec slug (a trailing comment survives import sorting).
 """
 
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
+from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
@@ -14,6 +15,7 @@ from ._weighting import make_markov_languages, make_mixed_source_regression  # d
 __all__ = [
     "make_additive_classification",
     "make_additive_regression",
+    "make_lidar_sweep",
     "make_lora_collection",
     "make_markov_languages",
     "make_mixed_source_regression",

@@ -10,7 +10,7 @@ _EXTRA_OF = {
     "matplotlib": "plot",
     "peft": "neural",
     "opacus": "bench",
-    "constriction": "all",
+    "constriction": "compression",
     "dp_accounting": "bench",
 }
 

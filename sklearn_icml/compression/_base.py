@@ -1,0 +1,333 @@
+"""What every reflectance codec shares: parameters, validation, serialisation, container.
+
+A codec is not a scikit-learn estimator (its input is a list of point clouds, not a
+feature matrix, so ``check_estimator`` does not apply), but it keeps scikit-learn's
+manners: keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
+``sklearn.base.clone`` works), ``_parameter_constraints`` checked in ``fit``, fitted
+attributes ending in ``_`` and ``NotFittedError`` before ``fit``.
+"""
+
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from . import _bitstream
+from ._serialization import ScanOrderSerializer, build_windows, random_order
+from ._validation import check_points, check_reflectance, check_sweeps
+
+
+class _ParamsMixin:
+    """``get_params``/``set_params``/``repr`` as scikit-learn estimators have them."""
+
+    @classmethod
+    def _get_param_names(cls):
+        signature = inspect.signature(cls.__init__)
+        return sorted(
+            p.name
+            for p in signature.parameters.values()
+            if p.name != "self" and p.kind == p.KEYWORD_ONLY
+        )
+
+    def get_params(self, deep=True):
+        """Parameters of this codec, as ``BaseEstimator.get_params`` returns them."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params):
+        """Set parameters; unknown names raise ValueError. Returns ``self``."""
+        valid = self._get_param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}; valid "
+                    f"parameters are {valid!r}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def _validate_params(self):
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            self.get_params(deep=False),
+            caller_name=type(self).__name__,
+        )
+
+    def __repr__(self):
+        defaults = {
+            p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
+        }
+        changed = []
+        for name, value in self.get_params().items():
+            default = defaults.get(name)
+            same = value is default
+            if not same:
+                try:
+                    same = bool(np.all(value == default)) and type(value) is type(default)
+                except Exception:  # noqa: BLE001 - arrays of other shapes etc.
+                    same = False
+            if not same:
+                changed.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A sweep's geometry ready for coding: kept points, their coding order and groups."""
+
+    n_points: int
+    keep: np.ndarray  # bool (n_points,): False at origin points stored raw
+    order: np.ndarray  # permutation of the kept points into coding order
+    group: np.ndarray  # sequence id of each kept point (laser, or 0)
+    v: np.ndarray
+    u: np.ndarray
+    rho: np.ndarray
+
+
+class _BaseReflectanceCodec(_ParamsMixin):
+    """Lossless reflectance coding with the geometry as side information."""
+
+    _kind = None  # bitstream kind, set by subclasses
+
+    # --- preparation -------------------------------------------------------------------
+    def _make_serializer(self):
+        return ScanOrderSerializer(
+            n_lasers=self.n_lasers,
+            n_azimuth=self.n_azimuth,
+            elevation_range=self.elevation_range,
+        )
+
+    def _check_fitted(self):
+        if not hasattr(self, "serializer_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                "training sweeps before using this codec."
+            )
+
+    def _sweeps(self, X):
+        return check_sweeps(
+            X, float_reflectance=self.float_reflectance, allow_origin=self.drop_origin
+        )
+
+    def _fit_serializer(self, sweeps):
+        points = np.concatenate([p[self._keep_mask(p)] for p, _ in sweeps])
+        if points.shape[0] == 0:
+            raise ValueError(
+                "X holds no point away from the sensor origin; there is nothing to fit."
+            )
+        self.serializer_ = self._make_serializer().fit(points)
+        self.n_features_in_ = 4
+
+    def _keep_mask(self, points):
+        if self.drop_origin:
+            return np.any(points != 0.0, axis=1)
+        return np.ones(points.shape[0], dtype=bool)
+
+    def _prepare(self, points):
+        keep = self._keep_mask(points)
+        kept = points[keep]
+        if kept.shape[0] == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return _Prepared(points.shape[0], keep, empty, empty, empty, empty, np.empty(0))
+        v, u, rho, _ = self.serializer_.transform(kept).T
+        v, u = v.astype(np.int64), u.astype(np.int64)
+        if self.serialization == "scan":
+            order = self.serializer_.get_order(kept)
+            group = v
+        else:
+            order = random_order(kept.shape[0])
+            group = np.zeros(kept.shape[0], dtype=np.int64)
+        return _Prepared(points.shape[0], keep, order, group, v, u, rho)
+
+    def _windows(self, prep, window):
+        return build_windows(prep.order, prep.group, prep.v, prep.u, prep.rho, window)
+
+    # --- fingerprint -------------------------------------------------------------------
+    def _config(self):
+        """Everything besides the weights that changes the coding probabilities."""
+        ser = self.serializer_
+        table = ser.elevation_table_
+        return {
+            "codec": type(self).__name__,
+            "n_lasers": ser.n_lasers_,
+            "n_azimuth": ser.n_azimuth_,
+            "elevation_range": [float(e) for e in ser.elevation_range_],
+            "elevation_table": None if table is None else table.tolist(),
+            "serialization": self.serialization,
+            "drop_origin": bool(self.drop_origin),
+        }
+
+    def _compute_fingerprint(self, extra=()):
+        h = hashlib.sha256(json.dumps(self._config(), sort_keys=True).encode())
+        for name, array in extra:
+            h.update(name.encode())
+            h.update(str(array.dtype).encode() + str(array.shape).encode())
+            h.update(np.ascontiguousarray(array).tobytes())
+        return h.hexdigest()
+
+    # --- public verbs --------------------------------------------------------------------
+    def bits_per_point(self, X):
+        """Model cross-entropy in bits per point over all given sweeps (no coding).
+
+        Parameters
+        ----------
+        X : list of (points, reflectance) or array of shape (n_points, 4)
+            Sweeps in any of the forms :meth:`fit` accepts.
+
+        Returns
+        -------
+        bpp : float
+            Total ideal code length divided by the total number of points; the real
+            coded size (``8 * len(compress(...)) / n``) is within a few bytes of it.
+        """
+        self._check_fitted()
+        sweeps = self._sweeps(X)
+        total_bits, total_points = 0.0, 0
+        for points, refl in sweeps:
+            total_bits += float(self._point_bits(points, refl).sum())
+            total_points += points.shape[0]
+        return total_bits / total_points
+
+    def score(self, X, y=None):
+        """Negative bits per point (higher is better, as scikit-learn scores are).
+
+        Parameters
+        ----------
+        X : list of (points, reflectance) or array of shape (n_points, 4)
+            Sweeps in any of the forms :meth:`fit` accepts.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+            ``-bits_per_point(X)``.
+        """
+        return -self.bits_per_point(X)
+
+    def _point_bits(self, points, refl):
+        """Ideal code length of every point (bits), raw points at 8 bits."""
+        prep = self._prepare(points)
+        bits = np.full(points.shape[0], 8.0)
+        if prep.order.shape[0]:
+            kept_bits = self._model_bits(prep, refl[prep.keep])
+            bits[np.flatnonzero(prep.keep)] = kept_bits
+        return bits
+
+    def compress(self, points, reflectance):
+        """Code the reflectance of one sweep losslessly, given its geometry.
+
+        Parameters
+        ----------
+        points : array-like of shape (n_points, 3)
+            Point coordinates; the decoder must be given the same array (same order).
+        reflectance : array-like of shape (n_points,)
+            Integers in 0..255 (or floats in [0, 1] with ``float_reflectance="scale255"``).
+
+        Returns
+        -------
+        blob : bytes
+            Header (point count, sensor grid, window, model fingerprint, CRC-32 of the
+            reflectance) followed by the range coder's words.
+        """
+        return self._compress(points, reflectance, window=0)
+
+    def _compress(self, points, reflectance, *, window):
+        self._check_fitted()
+        points = check_points(points, allow_origin=self.drop_origin)
+        refl = check_reflectance(
+            reflectance, points.shape[0], float_reflectance=self.float_reflectance
+        )
+        prep = self._prepare(points)
+        raw = refl[~prep.keep]
+        words = np.empty(0, dtype=np.uint32)
+        if prep.order.shape[0]:
+            words = self._encode(prep, refl[prep.keep], window)
+        header = _bitstream.Header(
+            kind=self._kind,
+            flags=_bitstream.FLAG_RAW_ORIGIN if self.drop_origin else 0,
+            n_points=points.shape[0],
+            n_lasers=self.serializer_.n_lasers_,
+            n_azimuth=self.serializer_.n_azimuth_,
+            window=window,
+            n_raw=raw.shape[0],
+            n_words=words.shape[0],
+            crc32=_bitstream.crc32(refl),
+            fingerprint=bytes.fromhex(self.fingerprint_)[:16],
+        )
+        return _bitstream.pack(header, raw, words)
+
+    def decompress(self, points, blob):
+        """Decode the reflectance of one sweep from its geometry and a blob.
+
+        Parameters
+        ----------
+        points : array-like of shape (n_points, 3)
+            The same point array that was given to :meth:`compress`.
+        blob : bytes
+            Output of :meth:`compress` of a codec with the same fingerprint.
+
+        Returns
+        -------
+        reflectance : ndarray of shape (n_points,), dtype uint8
+            The coded values, in the order of ``points``.
+
+        Raises
+        ------
+        ValueError
+            If the blob is not a stream of this codec, was made for another point count,
+            sensor grid or model (fingerprint), or decodes to values whose CRC-32 differs
+            from the stored one.
+        """
+        self._check_fitted()
+        points = check_points(points, allow_origin=self.drop_origin)
+        header, raw, words = _bitstream.unpack(blob, kind=self._kind)
+        if header.n_points != points.shape[0]:
+            raise ValueError(
+                f"blob codes {header.n_points} points but points has "
+                f"{points.shape[0]} rows; decode with the geometry the blob was made for."
+            )
+        if header.fingerprint != bytes.fromhex(self.fingerprint_)[:16]:
+            raise ValueError(
+                "blob was made by a codec with another fingerprint (other weights or "
+                f"settings): blob {header.fingerprint.hex()} != this codec's "
+                f"{self.fingerprint_[:32]}. Decode it with the codec that compressed it."
+            )
+        if (header.n_lasers, header.n_azimuth) != (
+            self.serializer_.n_lasers_, self.serializer_.n_azimuth_
+        ):
+            raise ValueError(
+                f"blob was made for a {header.n_lasers} x {header.n_azimuth} scan grid; "
+                f"this codec uses {self.serializer_.n_lasers_} x "
+                f"{self.serializer_.n_azimuth_}."
+            )
+        prep = self._prepare(points)
+        n_raw = int((~prep.keep).sum())
+        if n_raw != header.n_raw:
+            raise ValueError(
+                f"blob stores {header.n_raw} raw values for points at the origin but the "
+                f"geometry has {n_raw}; decode with the geometry the blob was made for."
+            )
+        refl = np.zeros(points.shape[0], dtype=np.uint8)
+        refl[~prep.keep] = raw
+        if prep.order.shape[0]:
+            try:
+                refl[prep.keep] = self._decode(prep, words, header)
+            except ValueError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the range decoder's own errors
+                raise ValueError(
+                    f"blob could not be decoded ({type(exc).__name__}: {exc}); it is "
+                    "corrupted or was made by another model."
+                ) from exc
+        if _bitstream.crc32(refl) != header.crc32:
+            raise ValueError(
+                "decoded reflectance fails the CRC-32 check: the blob is corrupted or "
+                "the encoder and decoder computed different probabilities (another "
+                "machine, library version or thread count). Refusing to return wrong "
+                "values."
+            )
+        return refl
