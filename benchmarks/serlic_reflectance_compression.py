@@ -299,9 +299,10 @@ def e3(report, codec, tests, peer_t, quick):
         ["coder", "points", "encode s", "decode s", "encode / SerLiC(1 thread)",
          "decode / SerLiC(1 thread)", "target", "pass", "note"],
         trows,
-        note="Times on a 2-core machine shared with other jobs: compare ratios. torch's "
-        "intra-op threads only add synchronisation to the tiny per-step operations of the "
-        "decoder, so 2 threads are slower than 1 on a loaded machine.",
+        note="Times on a 2-core machine shared with other jobs: compare ratios. The coder's "
+        "per-step torch operations are tiny, so intra-op threads mostly add synchronisation: "
+        "when other jobs keep the cores busy, 2 threads can be several times slower than 1 "
+        "(seen in earlier runs here).",
     )
 
 
