@@ -7,6 +7,7 @@ import copy
 import numbers
 
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -350,10 +351,7 @@ class FlatLoRAClassifier(ClassifierMixin, _FlatLoRABase):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        logits = self._forward(X)
-        logits = logits - logits.max(axis=1, keepdims=True)
-        proba = np.exp(logits)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return softmax(self._forward(X), axis=1)
 
     def predict(self, X):
         """Most probable class.

@@ -5,6 +5,7 @@ import functools
 import numbers
 
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -522,9 +523,7 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         if self.classes_.shape[0] == 2:
             p1 = 1.0 / (1.0 + np.exp(-scores))
             return np.column_stack([1.0 - p1, p1])
-        scores = scores - scores.max(axis=1, keepdims=True)
-        proba = np.exp(scores)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return softmax(scores, axis=1)
 
     def predict(self, X):
         """Most probable class.
