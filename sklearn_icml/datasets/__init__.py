@@ -7,6 +7,7 @@ method, tagged with its spec slug (a trailing comment survives import sorting).
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
+from ._mas import make_arithmetic_queries  # mas-gpt
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
@@ -15,6 +16,7 @@ from ._weighting import make_markov_languages, make_mixed_source_regression  # d
 __all__ = [
     "make_additive_classification",
     "make_additive_regression",
+    "make_arithmetic_queries",
     "make_lidar_sweep",
     "make_lora_collection",
     "make_markov_languages",

@@ -1,0 +1,269 @@
+"""MAS-GPT: the spec's experiments E1-E3 on the mock agent LLM, the fixed-MAS baselines side by
+side, the sandbox's refusals and its cost.
+
+Run: python benchmarks/mas_gpt.py [--quick]
+"""
+
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from _harness import Report, median_time, parse_args
+from scipy.stats import binom
+
+from sklearn_icml.datasets import make_arithmetic_queries
+from sklearn_icml.mas import (
+    ArithmeticMockLLM,
+    MASExecutor,
+    MASGPTSolver,
+    MASProgram,
+    default_answer_checker,
+    default_mas_pool,
+)
+from sklearn_icml.mas._executor import _run_in_child
+
+P = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
+FAMILIES = ("add", "mixed", "solve")
+
+
+def sc_closed(p):
+    return 1 - binom.cdf(1, 5, p) + binom.pmf(1, 5, p) / 5
+
+
+CLOSED = {
+    "cot": np.mean([P[f] for f in FAMILIES]),
+    "self_consistency": np.mean([sc_closed(P[f]) for f in FAMILIES]),
+    "self_refine": np.mean([1.0, 0.6, 1 - 0.6**3]),
+    "MAS-GPT": np.mean([1.0, sc_closed(0.6), 1 - 0.6**3]),
+}
+
+
+def fixed_baselines(pool, q_test, a_test, seed):
+    out = {}
+    for program in pool:
+        executor = MASExecutor(ArithmeticMockLLM(seed=seed), sandbox="inprocess")
+        results = [executor.run(program, q) for q in q_test]
+        acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
+        out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
+    return out
+
+
+def run_solver(pool, train, test, consistency, seed=0):
+    (q_tr, a_tr, _), (q_te, a_te, f_te) = train, test
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=seed), pool=pool, n_groups=3,
+                          consistency=consistency, sandbox="inprocess", random_state=seed)
+    start = time.perf_counter()
+    solver.fit(q_tr, a_tr)
+    fit_s = time.perf_counter() - start
+    accuracy = solver.score(q_te, a_te)
+    routes = Counter(zip(f_te, (p.name for p in solver.last_programs_)))
+    return solver, accuracy, routes, fit_s
+
+
+def e1_e2(report, quick):
+    n_train, n_test = (100, 100) if quick else (500, 300)
+    pool3 = default_mas_pool(debate=False)
+    train = make_arithmetic_queries(n_train, random_state=0)
+    test = make_arithmetic_queries(n_test, random_state=1)
+    solver, acc, routes, fit_s = run_solver(pool3, train, test, True)
+    calls = float(solver.last_calls_.mean())
+    right = {"add": "cot", "mixed": "self_consistency", "solve": "self_refine"}
+    routed = sum(c for (f, name), c in routes.items() if right[f] == name) / (3 * n_test)
+    base = fixed_baselines(default_mas_pool(), test[0], test[1], seed=1)
+    ablation, acc2, routes2, _ = run_solver(pool3, train, test, False)
+    rows = [
+        ["MAS-GPT (consistency) accuracy", "0.904 +- 0.03", CLOSED["MAS-GPT"], acc],
+        ["MAS-GPT agent calls per query", 3.64, 3.64, calls],
+        ["MAS-GPT routes add->cot, mixed->SC, solve->refine", ">= 0.99", 1.0, routed],
+        ["always self-consistency accuracy", "0.881 +- 0.03", CLOSED["self_consistency"],
+         base["self_consistency"][0]],
+        ["always self-consistency calls", 6, 6, base["self_consistency"][1]],
+        ["always self-refine accuracy", "0.795 +- 0.03", CLOSED["self_refine"],
+         base["self_refine"][0]],
+        ["always self-refine calls", "-", np.mean([2, 2, 3.92]), base["self_refine"][1]],
+        ["always CoT accuracy", "0.667 +- 0.03", CLOSED["cot"], base["cot"][0]],
+        ["always debate accuracy (3 agents x 2 rounds + judge)", "-", "-", base["debate"][0]],
+        ["always debate calls", "-", 7, base["debate"][1]],
+        ["E2 per-query labels accuracy", "0.795 +- 0.04", CLOSED["self_refine"], acc2],
+        ["E2 gap to E1", ">= 0.07", CLOSED["MAS-GPT"] - CLOSED["self_refine"], acc - acc2],
+        ["E2 agent calls per query", "-", "-", float(ablation.last_calls_.mean())],
+    ]
+    report.add_table(
+        f"E1 / E2: consistency-oriented pipeline vs fixed MAS and vs per-query labels "
+        f"(train {n_train}/family seed 0, test {n_test}/family seed 1)",
+        ["quantity", "target (spec)", "closed form (6.2)", "measured"], rows,
+        note=(
+            f"Fixed-MAS baselines are the peers of spec 5 that this library runs (each pool "
+            f"member applied to every query, agent mock seed 1). E1 fit (pool evaluation on "
+            f"{3 * n_train} queries x 3 MAS, grouping, router) took {fit_s:.1f} s in-process "
+            f"and spent {solver.train_calls_} agent calls at design time; each test query then "
+            "costs one router inference plus its MAS's calls.\n\n"
+            f"E1 routes: {dict(routes)}\n\nE2 routes: {dict(routes2)}\n\n"
+            "E2 note: per-query labels are noisy (mixed: ~60% cot, ~37% self-consistency; "
+            "solve: ~40% cot, ~47% self-refine), and the TF-IDF/logistic router also sees the "
+            "number tokens, so it does not send a whole family to its majority label: part of "
+            "`solve` goes to CoT (and a few `mixed` queries away from it). The spec expected "
+            "majority routing (0.795); the lower measured value is the same effect, stronger: "
+            "inconsistent labels make a worse generator, which is the paper's point."
+        ),
+    )
+    return acc, calls
+
+
+def e1_seeds(report, quick):
+    if quick:
+        return
+    pool3 = default_mas_pool(debate=False)
+    rows = []
+    for seed in (2, 3, 4):
+        train = make_arithmetic_queries(500, random_state=2 * seed)
+        test = make_arithmetic_queries(300, random_state=2 * seed + 1)
+        s1, acc1, _, _ = run_solver(pool3, train, test, True, seed=seed)
+        _, acc2, _, _ = run_solver(pool3, train, test, False, seed=seed)
+        rows.append([seed, acc1, float(s1.last_calls_.mean()), acc2, acc1 - acc2])
+    arr = np.array([r[1:] for r in rows], dtype=float)
+    rows.append(["mean", *arr.mean(axis=0)])
+    report.add_table(
+        "E1 / E2 over further seeds (data seeds 2s, 2s+1; mock and k-means seed s)",
+        ["seed", "E1 accuracy (0.904)", "E1 calls (3.64)", "E2 accuracy (0.795)",
+         "gap (>= 0.07)"], rows,
+    )
+
+
+def e3(report, quick):
+    pool3 = default_mas_pool(debate=False)
+    n = 100 if quick else 300
+    train = make_arithmetic_queries(60, random_state=0)
+    q_te, a_te, f_te = make_arithmetic_queries(n, random_state=1)
+    mixed = np.flatnonzero(f_te == "mixed")
+
+    def no_code(prompt, temperature):
+        return "Use several agents that vote. (no code block)"
+
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), pool=pool3, n_groups=3,
+                          generator_llm=no_code, sandbox="inprocess", random_state=0)
+    solver.fit(*train[:2])
+    acc = solver.score([q_te[i] for i in mixed], a_te[mixed])
+    share = np.mean([r.used_fallback for r in solver.last_results_])
+    head = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
+    loop = MASProgram("loop", head + "    def forward(self, taskInfo):\n        while True:\n"
+                      "            pass\n")
+    rows = [
+        ["generator without code block: accuracy on mixed", "about 0.928", sc_closed(0.6), acc],
+        ["generator without code block: used_fallback share", 1.0, 1.0, share],
+    ]
+    for sandbox, timeout in (("process", 2.0), ("inprocess", 2.0)):
+        executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=timeout, sandbox=sandbox)
+        result = executor.run(loop, "Compute 12 times 11 minus 7.")
+        ok = result.timed_out and result.used_fallback and result.answer is not None
+        rows.append([f"infinite loop ({sandbox}, timeout {timeout} s): seconds to fallback "
+                     "answer", f"<= {timeout + 5}", "-", result.seconds])
+        rows.append([f"infinite loop ({sandbox}): timed out, fell back, answered", True, "-",
+                     ok])
+    report.add_table("E3: fallback and robustness",
+                     ["quantity", "target (spec)", "closed form", "measured"], rows)
+
+
+PROBE = Path(tempfile.gettempdir()) / f"mas_gpt_bench_probe_{os.getpid()}.txt"
+ATTACKS = [
+    ("read a file", ["return open('/etc/hostname').read()"]),
+    ("list a directory", ["import os", "return str(os.listdir('/'))"]),
+    ("free a descriptor, then open", ["import os", "os.close(2)",
+                                      "return str(os.open('/etc/hostname', 0))"]),
+    ("write a file", [f"f = open({str(PROBE)!r}, 'w')", "f.write('x')", "return 'x'"]),
+    ("open a socket", ["import socket", "return str(socket.socket())"]),
+    ("open a UDP socket", ["import socket",
+                           "return str(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))"]),
+    ("run a subprocess", ["import subprocess", "return str(subprocess.run(['id']))"]),
+    ("fork", ["import os", "return str(os.fork())"]),
+    ("kill the parent", ["import os", "os.kill(os.getppid(), 9)", "return 'x'"]),
+    ("allocate 80 GB", ["x = [0] * (10 ** 10)", "return 'x'"]),
+    ("allocate without bound", ["x = []", "while True:", "    x.append('a' * 1000000)"]),
+    ("loop forever", ["while True:", "    pass"]),
+]
+
+
+def sandbox(report, quick):
+    head = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
+    rows = []
+    for what, lines in ATTACKS:
+        code = head + "    def forward(self, taskInfo):\n" + "".join(
+            f"        {line}\n" for line in lines
+        )
+        try:
+            MASProgram("attack", code).validate()
+            static = "passes"
+        except ValueError as exc:
+            static = "refused: " + str(exc).split(";")[0].split(" (line")[0].replace(
+                "program 'attack' ", "")
+        _, error, timed_out, layers = _run_in_child(
+            code, "Add 1 and 2.", _Agent(), timeout=1.5, memory_limit=256 * 2**20, check=False
+        )
+        outcome = "killed at timeout" if timed_out else (error or "ran (!)")
+        rows.append([what, static, outcome.replace("|", "/")[:90]])
+    report.add_table(
+        "Sandbox: attacks in generated code (process mode, timeout 1.5 s)",
+        ["attack", "static guard (MASProgram.validate)",
+         "OS layers alone (guard switched off in the child)"], rows,
+        note="Layers in force in the child: " + ", ".join(layers) + ". The parent process "
+        "survived every attack (this table was written by it); the file the 'write a file' "
+        f"attack aimed at exists afterwards: {PROBE.exists()}.",
+    )
+    program = default_mas_pool()[1]
+    repeat = 3 if quick else 7
+    t_in, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), sandbox="inprocess").run(
+        program, "Add 1 and 2."), repeat=repeat)
+    t_proc, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), timeout=10).run(
+        program, "Add 1 and 2."), repeat=repeat)
+    report.add_table(
+        "Sandbox cost per MAS run (self-consistency, 6 mock calls; medians)",
+        ["sandbox", "seconds per run", "ratio to inprocess"],
+        [["inprocess", t_in, 1.0], ["process", t_proc, t_proc / t_in]],
+        note="The process sandbox starts a fresh interpreter per run; with a real LLM "
+        "(seconds per call) this overhead is negligible.",
+    )
+
+
+class _Agent:
+    n_calls = 0
+
+    def call_llm(self, prompt, temperature=None):
+        self.n_calls += 1
+        return "ANSWER: 3"
+
+
+def main(argv=None):
+    args = parse_args(__doc__, argv)
+    report = Report("mas_gpt", "MAS-GPT (query-specific multi-agent systems as code)",
+                    quick=args.quick)
+    report.add(
+        "Setting",
+        "Mock setting of spec 6.1: three query families, the deterministic ArithmeticMockLLM "
+        "as agent LLM, pool {cot, self_consistency, self_refine} (+ debate as an extra fixed "
+        "baseline), n_groups=3, repeats=1, in-process execution for exact reproducibility "
+        "(the process sandbox gives the same answers, see tests). External MAS frameworks of "
+        "spec 5 (ag2, camel-ai, metagpt, langgraph, dspy) need real LLM endpoints and are not "
+        "run; on the mock they would reduce to the same fixed patterns.",
+    )
+    start = time.perf_counter()
+    e1_e2(report, args.quick)
+    e1_seeds(report, args.quick)
+    e3(report, args.quick)
+    sandbox(report, args.quick)
+    report.add(
+        "Paper headline numbers (not reproducible on CPU)",
+        "The paper fine-tunes Qwen2.5-Coder-32B-Instruct and reports, with real driver LLMs, "
+        "wins over 10+ MAS baselines on 9 benchmarks (a third-party aggregator lists MATH "
+        "68.7, GSM8K 93.4, GPQA 37.6 with Llama-3-70B as driver; unverified). This CPU "
+        "version keeps the pipeline (consistent pairs -> one-inference generator -> safe "
+        "execution) and checks it against closed forms on the mock.",
+    )
+    report.add("Run time", f"{time.perf_counter() - start:.0f} s wall on this machine.")
+    report.write()
+
+
+if __name__ == "__main__":
+    main()

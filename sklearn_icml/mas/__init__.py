@@ -1,0 +1,37 @@
+"""MAS-GPT: multi-agent systems as executable code, generated per query in one inference.
+
+No torch needed: the generator is a text classifier over consistent (query, MAS) pairs, or
+a prompt to any LLM callable; generated code runs in a locked-down child process.
+"""
+
+# --- mas-gpt ---
+from ._executor import MASExecutor, MASResult
+from ._llm import AgentLLM, ArithmeticMockLLM, OpenAICompatibleLLM
+from ._pairs import ConsistentPairBuilder
+from ._program import (
+    MASProgram,
+    default_answer_checker,
+    default_mas_pool,
+    extract_answer,
+    extract_code,
+    fallback_mas,
+)
+from ._router import MASGPTRouter
+from ._solver import MASGPTSolver
+
+__all__ = [
+    "AgentLLM",
+    "ArithmeticMockLLM",
+    "ConsistentPairBuilder",
+    "MASExecutor",
+    "MASGPTRouter",
+    "MASGPTSolver",
+    "MASProgram",
+    "MASResult",
+    "OpenAICompatibleLLM",
+    "default_answer_checker",
+    "default_mas_pool",
+    "extract_answer",
+    "extract_code",
+    "fallback_mas",
+]

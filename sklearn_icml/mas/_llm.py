@@ -1,0 +1,284 @@
+"""The LLM interface: a plain callable ``(prompt, temperature) -> str``, and three of them.
+
+- :class:`AgentLLM` wraps any such callable as what generated code sees as ``self.llm``;
+- :class:`ArithmeticMockLLM` is the deterministic agent LLM of spec 6.1;
+- :class:`OpenAICompatibleLLM` posts to any OpenAI-compatible ``/chat/completions``
+  endpoint with the standard library (no extra dependency, nothing contacted at import).
+"""
+
+import json
+import re
+import urllib.error
+import urllib.request
+
+import numpy as np
+
+__all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM", "check_llm"]
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def check_llm(llm, name="llm"):
+    """Raise ValueError unless ``llm`` is callable; return it."""
+    if not callable(llm):
+        raise ValueError(
+            f"{name} must be a callable (prompt, temperature) -> str; got {llm!r} instead."
+        )
+    return llm
+
+
+class AgentLLM:
+    """An LLM callable as generated MAS code uses it: ``call_llm(prompt)`` and a call count.
+
+    Parameters
+    ----------
+    llm : callable
+        ``llm(prompt, temperature) -> str``.
+    default_temperature : float, default=0.5
+        Temperature of calls that give none (the reference's agent default).
+
+    Attributes
+    ----------
+    n_calls : int
+        Calls made so far.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import AgentLLM
+    >>> agent = AgentLLM(lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
+    >>> agent.call_llm("hi"), agent.n_calls
+    ('ANSWER: 0.5', 1)
+    """
+
+    def __init__(self, llm, default_temperature=0.5):
+        self.llm = check_llm(llm)
+        self.default_temperature = default_temperature
+        self.n_calls = 0
+
+    def call_llm(self, prompt, temperature=None):
+        """Send ``prompt``; return the reply with ``<think>...</think>`` text removed."""
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str; got {type(prompt).__name__} instead.")
+        if temperature is None:
+            temperature = self.default_temperature
+        self.n_calls += 1
+        reply = self.llm(prompt, float(temperature))
+        if not isinstance(reply, str):
+            raise TypeError(f"the LLM must return a str; got {type(reply).__name__} instead.")
+        return _THINK.sub("", reply).strip()
+
+
+# the three query families of spec 6.1, as the mock finds them in a prompt
+_FAMILY_PATTERNS = {
+    "add": re.compile(r"Add (-?\d+) and (-?\d+)\."),
+    "mixed": re.compile(r"Compute (-?\d+) times (-?\d+) minus (-?\d+)\."),
+    "solve": re.compile(r"Find the integer x such that (-?\d+)\*x \+ (-?\d+) = (-?\d+)\."),
+}
+_SOLUTION = re.compile(r"^Solution \d+:(.*)$", re.MULTILINE)
+_ANSWER = re.compile(r"ANSWER:\s*(-?\d+)")
+_PROPOSED = re.compile(r"Proposed answer:.*?ANSWER:\s*(-?\d+)")
+_NO_ANSWER = "I cannot help with that."
+
+
+def _gold(family, numbers):
+    a, b, *rest = (int(v) for v in numbers)
+    if family == "add":
+        return a + b
+    if family == "mixed":
+        return a * b - rest[0]
+    return (rest[0] - b) // a
+
+
+class ArithmeticMockLLM:
+    """The deterministic agent LLM of the mock setting (spec 6.1).
+
+    The first line of a prompt is a tag, the query is found by the patterns of
+    :func:`~sklearn_icml.datasets.make_arithmetic_queries`:
+
+    - ``[SOLVE]``: ``ANSWER: v`` with ``v`` the gold answer with probability
+      ``p_correct[family]``, else gold + s * k (s = +-1, k uniform in [1, 10**6]);
+    - ``[AGGREGATE]``: the plurality of the ``ANSWER:`` values of the ``Solution i:`` lines
+      (ties: the value seen first);
+    - ``[VERIFY]``: ``VERDICT: CORRECT`` or ``VERDICT: WRONG`` about the line
+      ``Proposed answer: ANSWER: v``; truthful when ``verifier[family]``, else always CORRECT;
+    - anything else: "I cannot help with that.".
+
+    Parameters
+    ----------
+    p_correct : dict, default=None
+        Success probability of one SOLVE call per family; None means
+        ``{"add": 1.0, "mixed": 0.6, "solve": 0.4}``.
+    verifier : dict, default=None
+        Whether VERIFY tells the truth, per family; None means
+        ``{"add": False, "mixed": False, "solve": True}``.
+    seed : int, default=0
+        Seed of the one :func:`numpy.random.default_rng` consumed call by call.
+
+    Attributes
+    ----------
+    n_calls : int
+        Calls answered so far.
+    calls_by_tag : dict
+        Calls per tag (``"SOLVE"``, ``"AGGREGATE"``, ``"VERIFY"``, ``"other"``).
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import ArithmeticMockLLM
+    >>> llm = ArithmeticMockLLM(seed=0)
+    >>> llm("[SOLVE]\\nTask: Add 12 and 30.", 0.5)
+    'ANSWER: 42'
+    >>> llm("[AGGREGATE]\\nSolution 1: ANSWER: 7\\nSolution 2: ANSWER: 7", 0.5)
+    'ANSWER: 7'
+    """
+
+    def __init__(self, p_correct=None, verifier=None, seed=0):
+        self.p_correct = p_correct
+        self.verifier = verifier
+        self.seed = seed
+        p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
+        v = {"add": False, "mixed": False, "solve": True}
+        for given, default, label in ((p_correct, p, "p_correct"), (verifier, v, "verifier")):
+            if given is None:
+                continue
+            if not isinstance(given, dict) or not set(given) <= set(default):
+                raise ValueError(
+                    f"{label} must be a dict with keys among {sorted(default)}; got "
+                    f"{given!r} instead."
+                )
+            default.update(given)
+        for family, prob in p.items():
+            if not 0.0 <= float(prob) <= 1.0:
+                raise ValueError(
+                    f"p_correct[{family!r}] must be in [0, 1]; got {prob!r} instead."
+                )
+        self._p, self._verifier = p, v
+        self._rng = np.random.default_rng(seed)
+        self.n_calls = 0
+        self.calls_by_tag = {"SOLVE": 0, "AGGREGATE": 0, "VERIFY": 0, "other": 0}
+
+    @staticmethod
+    def _find_query(text):
+        for family, pattern in _FAMILY_PATTERNS.items():
+            match = pattern.search(text)
+            if match:
+                return family, _gold(family, match.groups())
+        return None, None
+
+    def __call__(self, prompt, temperature=0.5):
+        self.n_calls += 1
+        first, _, rest = str(prompt).partition("\n")
+        tag = first.strip()
+        if tag == "[SOLVE]":
+            self.calls_by_tag["SOLVE"] += 1
+            family, gold = self._find_query(rest)
+            if family is None:
+                return _NO_ANSWER
+            if self._rng.random() < self._p[family]:
+                return f"ANSWER: {gold}"
+            sign = 1 if self._rng.random() < 0.5 else -1
+            return f"ANSWER: {gold + sign * int(self._rng.integers(1, 10**6 + 1))}"
+        if tag == "[AGGREGATE]":
+            self.calls_by_tag["AGGREGATE"] += 1
+            counts, first_seen = {}, {}
+            for i, line in enumerate(_SOLUTION.findall(rest)):
+                found = _ANSWER.findall(line)
+                if found:
+                    value = found[-1]
+                    counts[value] = counts.get(value, 0) + 1
+                    first_seen.setdefault(value, i)
+            if not counts:
+                return _NO_ANSWER
+            best = max(counts, key=lambda v: (counts[v], -first_seen[v]))
+            return f"ANSWER: {best}"
+        if tag == "[VERIFY]":
+            self.calls_by_tag["VERIFY"] += 1
+            proposed = _PROPOSED.search(rest)
+            family, gold = self._find_query(_PROPOSED.sub("", rest))
+            if family is not None and not self._verifier[family]:
+                return "VERDICT: CORRECT"
+            ok = family is not None and proposed is not None and int(proposed.group(1)) == gold
+            return "VERDICT: CORRECT" if ok else "VERDICT: WRONG"
+        self.calls_by_tag["other"] += 1
+        return _NO_ANSWER
+
+
+class OpenAICompatibleLLM:
+    """An agent or generator LLM served by any OpenAI-compatible HTTP endpoint.
+
+    Each call posts one user message to ``{base_url}/chat/completions`` and returns the
+    first choice's content. Only the standard library is used, and nothing is contacted
+    until the first call.
+
+    Parameters
+    ----------
+    base_url : str
+        E.g. ``"http://127.0.0.1:8000/v1"`` (a local vLLM or llama.cpp server).
+    model : str
+        The model name the server expects.
+    api_key : str, default=None
+        Sent as ``Authorization: Bearer <api_key>`` when given.
+    max_tokens : int, default=2048
+        ``max_tokens`` of the request (the reference's agent budget).
+    timeout : float, default=60.0
+        Seconds to wait for the HTTP reply.
+    system_prompt : str, default=None
+        Optional system message put before the prompt.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import OpenAICompatibleLLM
+    >>> llm = OpenAICompatibleLLM("http://127.0.0.1:8000/v1", "qwen")
+    >>> callable(llm)
+    True
+    """
+
+    def __init__(self, base_url, model, *, api_key=None, max_tokens=2048, timeout=60.0,
+                 system_prompt=None):
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL; got {base_url!r} instead.")
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty str; got {model!r} instead.")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0; got {timeout!r} instead.")
+        self.base_url = base_url
+        self.model = model
+        self.api_key = api_key
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.system_prompt = system_prompt
+
+    def __call__(self, prompt, temperature=0.5):
+        messages = [{"role": "user", "content": prompt}]
+        if self.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        body = json.dumps(
+            {"model": self.model, "messages": messages, "temperature": float(temperature),
+             "max_tokens": int(self.max_tokens)}
+        ).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(
+            self.base_url.rstrip("/") + "/chat/completions", data=body, headers=headers,
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read().decode())
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(
+                f"the LLM endpoint {self.base_url!r} answered HTTP {exc.code}: "
+                f"{exc.read()[:500].decode(errors='replace')}"
+            ) from exc
+        except (urllib.error.URLError, TimeoutError) as exc:
+            raise RuntimeError(
+                f"the LLM endpoint {self.base_url!r} is unreachable: {exc}"
+            ) from exc
+        try:
+            content = payload["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(
+                f"the LLM endpoint {self.base_url!r} sent no choices[0].message.content: "
+                f"{str(payload)[:500]}"
+            ) from exc
+        return content if isinstance(content, str) else ""

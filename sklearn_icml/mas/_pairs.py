@@ -1,0 +1,259 @@
+"""ConsistentPairBuilder: query-MAS training pairs, chosen per group of similar queries."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.cluster import KMeans
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_random_state
+
+from ._llm import check_llm
+from ._program import MASProgram, default_answer_checker, extract_code
+from ._validation import check_answers, check_pool, check_queries
+
+_TOL = 1e-12
+
+REFINE_PROMPT = """You adapt a multi-agent system (MAS), written as Python code, to one query.
+Keep the template: class MAS with __init__(self, model_list) setting self.llm = LLM(model_list)
+and forward(self, taskInfo) returning the final answer string; agents call
+self.llm.call_llm(prompt). First write a short rationale that links the query's features to
+the design, then the complete code in one ```python block.
+
+Query: {query}
+
+Current MAS ({name}):
+```python
+{code}
+```
+"""
+
+
+def _is_correct(result, gold, checker):
+    """A run counts only if it finished on its own (no timeout, no error) and is right."""
+    if result.timed_out or result.error is not None or result.answer is None:
+        return False
+    return bool(checker(result.answer, gold))
+
+
+class ConsistentPairBuilder(BaseEstimator):
+    """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline (spec 3.4).
+
+    ``fit`` runs every MAS of the pool on every training query (``repeats`` times) and
+    scores it 1 when correct; groups similar queries (TF-IDF + k-means unless ``groups``
+    is given); picks per group the MAS with the best group-average score (ties: fewer mean
+    LLM calls, then pool order) and pairs every query of the group that this MAS solved
+    with it (inter-consistency). With ``refine_llm``, each pair's MAS is rewritten for its
+    query with a rationale, re-run, and kept only if still correct (intra-consistency).
+
+    Parameters
+    ----------
+    pool : list of MASProgram, default=None
+        The candidate designs; None means :func:`default_mas_pool`.
+    executor : MASExecutor
+        Runs the programs (its ``llm`` is the fixed agent LLM of the evaluation).
+    n_groups : int, default=8
+        Clusters of queries when ``groups`` is not given to ``fit``.
+    grouping : {"tfidf-kmeans"}, default="tfidf-kmeans"
+        How queries are grouped when ``groups`` is not given.
+    repeats : int, default=1
+        Runs per (query, MAS) pair, averaged.
+    refine_llm : callable, default=None
+        ``refine_llm(prompt, temperature) -> str`` that adapts a MAS to a query.
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means
+        :func:`default_answer_checker`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the k-means grouping.
+
+    Attributes
+    ----------
+    pool_ : list of MASProgram
+        The validated pool.
+    score_matrix_ : ndarray of shape (n_queries, n_mas)
+        Mean correctness of each MAS on each query.
+    calls_matrix_ : ndarray of shape (n_queries, n_mas)
+        Mean LLM calls of each MAS on each query.
+    mean_calls_ : ndarray of shape (n_mas,)
+        Mean LLM calls of each MAS over all its runs (the tie-break).
+    group_labels_ : ndarray of shape (n_queries,)
+        Group of each query.
+    group_best_mas_ : dict
+        Group label -> index in ``pool_`` of the group's MAS.
+    query_best_mas_ : ndarray of shape (n_queries,)
+        Per-query label (the cheapest MAS among those with the query's best score; -1 when no
+        MAS solved it): the ablation without inter-consistency.
+    pairs_ : list of (str, int, str)
+        ``(query, mas_index, rationale)`` of the kept pairs.
+    pair_programs_ : list of MASProgram
+        The program of each pair (refined when ``refine_llm`` rewrote it successfully).
+    n_refined_ : int
+        Pairs whose refined program was kept.
+
+    See Also
+    --------
+    MASGPTRouter : learns query -> MAS from these pairs.
+
+    References
+    ----------
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686.
+
+    Examples
+    --------
+    >>> from sklearn_icml.datasets import make_arithmetic_queries
+    >>> from sklearn_icml.mas import (ArithmeticMockLLM, ConsistentPairBuilder, MASExecutor,
+    ...                               default_mas_pool)
+    >>> queries, answers, families = make_arithmetic_queries(20, random_state=0)
+    >>> executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    >>> builder = ConsistentPairBuilder(pool=default_mas_pool(debate=False), executor=executor)
+    >>> builder = builder.fit(queries, answers, groups=families)
+    >>> {g: builder.pool_[m].name for g, m in builder.group_best_mas_.items()}
+    {'add': 'cot', 'mixed': 'self_consistency', 'solve': 'self_refine'}
+    """
+
+    _parameter_constraints = {
+        "pool": [list, tuple, None],
+        "executor": [HasMethods(["run"]), None],
+        "n_groups": [Interval(numbers.Integral, 1, None, closed="left")],
+        "grouping": [StrOptions({"tfidf-kmeans"})],
+        "repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "refine_llm": [callable, None],
+        "answer_checker": [callable, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, pool=None, executor=None, n_groups=8, grouping="tfidf-kmeans",
+                 repeats=1, refine_llm=None, answer_checker=None, random_state=None):
+        self.pool = pool
+        self.executor = executor
+        self.n_groups = n_groups
+        self.grouping = grouping
+        self.repeats = repeats
+        self.refine_llm = refine_llm
+        self.answer_checker = answer_checker
+        self.random_state = random_state
+
+    def fit(self, queries, answers, groups=None):
+        """Evaluate the pool, group the queries and select the pairs.
+
+        Parameters
+        ----------
+        queries : list of str
+            Training queries.
+        answers : list
+            Gold answers (whatever ``answer_checker`` compares against).
+        groups : array-like of shape (n_queries,), default=None
+            Known groups (e.g. domains); None clusters the queries.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        if self.executor is None:
+            raise ValueError(
+                "executor is None; ConsistentPairBuilder needs a MASExecutor to run the pool."
+            )
+        queries = check_queries(queries)
+        answers = check_answers(answers, len(queries))
+        n = len(queries)
+        if groups is None and self.n_groups > n:
+            raise ValueError(
+                f"n_groups must be <= the number of queries ({n}); got {self.n_groups} instead."
+            )
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.shape != (n,):
+                raise ValueError(
+                    f"groups must have shape ({n},) like queries; got {groups.shape} instead."
+                )
+        self.pool_ = check_pool(self.pool)
+        checker = self.answer_checker or default_answer_checker
+        self.score_matrix_, self.calls_matrix_ = self._evaluate(queries, answers, checker)
+        self.mean_calls_ = self.calls_matrix_.mean(axis=0)
+        self.group_labels_ = groups.copy() if groups is not None else self._cluster(queries)
+        self.group_best_mas_ = {}
+        for label in np.unique(self.group_labels_):
+            mask = self.group_labels_ == label
+            key = label.item() if hasattr(label, "item") else label
+            self.group_best_mas_[key] = self._best(self.score_matrix_[mask].mean(axis=0))
+        self.query_best_mas_ = np.array(
+            [self._best(row) if row.max() > 0 else -1 for row in self.score_matrix_],
+            dtype=np.int64,
+        )
+        self._select_pairs(queries, answers, checker)
+        return self
+
+    def _evaluate(self, queries, answers, checker):
+        n, k = len(queries), len(self.pool_)
+        scores = np.zeros((n, k))
+        calls = np.zeros((n, k))
+        for i, (query, gold) in enumerate(zip(queries, answers)):
+            for j, program in enumerate(self.pool_):
+                for _ in range(self.repeats):
+                    result = self.executor.run(program, query)
+                    scores[i, j] += _is_correct(result, gold, checker)
+                    calls[i, j] += result.n_calls
+        return scores / self.repeats, calls / self.repeats
+
+    def _cluster(self, queries):
+        features = TfidfVectorizer().fit_transform(queries)
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        kmeans = KMeans(n_clusters=self.n_groups, n_init=10, random_state=seed)
+        return kmeans.fit_predict(features)
+
+    def _best(self, mean_scores):
+        """Index of the best score; ties go to fewer mean calls, then to pool order."""
+        best = mean_scores.max()
+        tied = np.flatnonzero(mean_scores >= best - _TOL)
+        return int(tied[np.argmin(self.mean_calls_[tied])])  # argmin keeps the first
+
+    def _select_pairs(self, queries, answers, checker):
+        self.pairs_, self.pair_programs_, self.n_refined_ = [], [], 0
+        for i, query in enumerate(queries):
+            group = self.group_labels_[i]
+            key = group.item() if hasattr(group, "item") else group
+            m = self.group_best_mas_[key]
+            if self.score_matrix_[i, m] <= 0:
+                continue
+            members = self.group_labels_ == group
+            program = self.pool_[m]
+            rationale = (
+                f"Queries like this one (group {key!r}, {int(members.sum())} queries) are "
+                f"solved best by {program.name!r}: group accuracy "
+                f"{self.score_matrix_[members, m].mean():.3f} at {self.mean_calls_[m]:.2f} "
+                "LLM calls per query."
+            )
+            if self.refine_llm is not None:
+                refined = self._refine(query, answers[i], program, checker)
+                if refined is not None:
+                    program, rationale = refined, refined.rationale
+                    self.n_refined_ += 1
+            self.pairs_.append((query, m, rationale))
+            self.pair_programs_.append(program)
+
+    def _refine(self, query, gold, program, checker):
+        """The refined program if it validates and still solves the query, else None."""
+        llm = check_llm(self.refine_llm, "refine_llm")
+        reply = llm(REFINE_PROMPT.format(query=query, name=program.name, code=program.code), 0.0)
+        code = extract_code(reply)
+        if code is None:
+            return None
+        rationale = reply[: reply.rfind("```", 0, reply.rfind("```"))].strip()
+        refined = MASProgram(f"{program.name}+refined", code, rationale)
+        try:
+            refined.validate()
+        except ValueError:
+            return None
+        result = self.executor.run(refined, query)
+        return refined if _is_correct(result, gold, checker) else None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.requires_fit = True
+        return tags

@@ -1,0 +1,233 @@
+"""MASProgram: a multi-agent system as validated Python source, and the built-in MAS pool."""
+
+import dataclasses
+
+from ._sandbox import check_source, extract_answer, extract_code
+
+__all__ = [
+    "MASProgram",
+    "default_answer_checker",
+    "default_mas_pool",
+    "extract_answer",
+    "extract_code",
+    "fallback_mas",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class MASProgram:
+    r"""A multi-agent system written as code in the MAS-GPT template.
+
+    The source defines ``class MAS`` with ``__init__(self, model_list)``, which builds
+    ``self.llm = LLM(model_list)``, and ``forward(self, taskInfo)``, which returns the final
+    answer string. Agents are prompts sent through ``self.llm.call_llm(prompt)``; agents talk
+    by pasting one reply into the next prompt. The namespace also offers the helpers
+    ``extract_answer``, ``extract_code`` and ``majority_vote``.
+
+    Parameters
+    ----------
+    name : str
+        Identifier of the design (unique within a pool).
+    code : str
+        The Python source.
+    rationale : str, default=""
+        Why this design fits the query (the text that precedes the code in MAS-GPT's
+        training targets).
+
+    See Also
+    --------
+    default_mas_pool : the built-in designs.
+    MASExecutor : runs a program on a query.
+
+    References
+    ----------
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import MASProgram
+    >>> code = '''
+    ... class MAS:
+    ...     def __init__(self, model_list):
+    ...         self.llm = LLM(model_list)
+    ...     def forward(self, taskInfo):
+    ...         return self.llm.call_llm("[SOLVE]\\nTask: " + taskInfo)
+    ... '''
+    >>> MASProgram("cot", code).validate()
+    >>> MASProgram("bad", "import os\n" + code).validate()
+    Traceback (most recent call last):
+    ...
+    ValueError: program 'bad' imports 'os' (line 1); allowed modules are [...].
+    """
+
+    name: str
+    code: str
+    rationale: str = ""
+
+    def validate(self):
+        """Check the source against the template and the sandbox rules (spec 3.6).
+
+        Raises
+        ------
+        ValueError
+            Naming the first rule broken: no ``class MAS``, a missing method, a forbidden
+            import, name or attribute, or a top-level statement that is not an import, a
+            definition or a literal constant.
+        """
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(
+                f"MASProgram.name must be a non-empty str; got {self.name!r} instead."
+            )
+        check_source(self.code, self.name)
+
+
+def default_answer_checker(pred, gold):
+    """True when the last ``ANSWER: v`` of ``pred`` equals ``str(gold)``, both stripped.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import default_answer_checker
+    >>> default_answer_checker("so ANSWER: 3\\nANSWER: 42 ", 42)
+    True
+    >>> default_answer_checker(None, 42)
+    False
+    """
+    if pred is None:
+        return False
+    value = extract_answer(pred)
+    return value is not None and value == str(gold).strip()
+
+
+_HEADER = '''class MAS:
+    def __init__(self, model_list):
+        self.llm = LLM(model_list)
+
+'''
+
+_SOLVE = (
+    '"[SOLVE]\\nThink step by step and solve the task. End with a line '
+    "'ANSWER: <value>'.\\nTask: \" + taskInfo"
+)
+
+
+def _cot():
+    return _HEADER + f'''    def forward(self, taskInfo):
+        """One chain-of-thought agent."""
+        return self.llm.call_llm({_SOLVE})
+'''
+
+
+def _self_consistency(n):
+    return _HEADER + f'''    def forward(self, taskInfo):
+        """{n} independent chain-of-thought agents, then one agent takes the final decision."""
+        solutions = [self.llm.call_llm({_SOLVE}) for _ in range({n})]
+        listing = "\\n".join(
+            "Solution " + str(i + 1) + ": " + s.replace("\\n", " ")
+            for i, s in enumerate(solutions)
+        )
+        prompt = (
+            "[AGGREGATE]\\nGiven the task and the solutions below, give the final answer as "
+            "'ANSWER: <value>'.\\nTask: " + taskInfo + "\\n" + listing
+        )
+        return self.llm.call_llm(prompt)
+'''
+
+
+def _self_refine(rounds):
+    return _HEADER + f'''    def forward(self, taskInfo):
+        """Solve, let a verifier judge, and try again while it says WRONG ({rounds} tries)."""
+        answer = None
+        feedback = ""
+        for _ in range({rounds}):
+            answer = self.llm.call_llm({_SOLVE} + feedback)
+            verdict = self.llm.call_llm(
+                "[VERIFY]\\nJudge the proposed answer; reply 'VERDICT: CORRECT' or "
+                "'VERDICT: WRONG'.\\nTask: " + taskInfo + "\\nProposed answer: "
+                + answer.replace("\\n", " ")
+            )
+            if "VERDICT: CORRECT" in verdict:
+                break
+            feedback = "\\nA previous attempt was judged wrong: " + answer.replace("\\n", " ")
+        return answer
+'''
+
+
+def _debate(n_agents, n_rounds):
+    return _HEADER + f'''    def forward(self, taskInfo):
+        """{n_agents} agents debate for {n_rounds} rounds, then a judge decides."""
+        answers = [self.llm.call_llm({_SOLVE}) for _ in range({n_agents})]
+        for _ in range({n_rounds} - 1):
+            others = " | ".join(a.replace("\\n", " ") for a in answers)
+            answers = [
+                self.llm.call_llm({_SOLVE} + "\\nOther agents answered: " + others)
+                for _ in range({n_agents})
+            ]
+        listing = "\\n".join(
+            "Solution " + str(i + 1) + ": " + a.replace("\\n", " ") for i, a in enumerate(answers)
+        )
+        return self.llm.call_llm(
+            "[AGGREGATE]\\nJudge the debate and give the final answer as 'ANSWER: <value>'."
+            "\\nTask: " + taskInfo + "\\n" + listing
+        )
+'''
+
+
+def default_mas_pool(n_sc=5, refine_rounds=3, *, debate=True):
+    """The built-in MAS designs, in the unified template (spec 4).
+
+    Parameters
+    ----------
+    n_sc : int, default=5
+        Chain-of-thought agents of self-consistency (it makes ``n_sc + 1`` calls).
+    refine_rounds : int, default=3
+        Solve-and-verify attempts of self-refine (2 calls each).
+    debate : bool, default=True
+        Include ``"debate"`` (3 agents x 2 rounds + a judge: 7 calls).
+
+    Returns
+    -------
+    pool : list of MASProgram
+        ``cot``, ``self_consistency``, ``self_refine`` (and ``debate``), in that order.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import default_mas_pool
+    >>> [p.name for p in default_mas_pool()]
+    ['cot', 'self_consistency', 'self_refine', 'debate']
+    """
+    for value, label in ((n_sc, "n_sc"), (refine_rounds, "refine_rounds")):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{label} must be an int >= 1; got {value!r} instead.")
+    pool = [
+        MASProgram("cot", _cot(), "A single agent suffices when one attempt is reliable."),
+        MASProgram(
+            "self_consistency",
+            _self_consistency(n_sc),
+            "Independent attempts and a vote help when single attempts are noisy.",
+        ),
+        MASProgram(
+            "self_refine",
+            _self_refine(refine_rounds),
+            "Verify-and-retry helps when answers can be checked reliably.",
+        ),
+    ]
+    if debate:
+        pool.append(
+            MASProgram("debate", _debate(3, 2), "Agents that see each other's answers.")
+        )
+    return pool
+
+
+def fallback_mas():
+    """The fallback of spec 3.2: 5 chain-of-thought agents and one final-decision agent.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import fallback_mas
+    >>> fallback_mas().name
+    'fallback'
+    """
+    return MASProgram(
+        "fallback", _self_consistency(5), "Self-consistency: a safe default for any query."
+    )

@@ -1,0 +1,235 @@
+"""MASGPTSolver: consistent pairs, a query -> MAS generator and a sandboxed run, end to end."""
+
+import dataclasses
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ._executor import MASExecutor
+from ._llm import check_llm
+from ._pairs import ConsistentPairBuilder
+from ._program import default_answer_checker
+from ._router import MASGPTRouter
+from ._validation import check_answers, check_queries
+
+
+class MASGPTSolver(BaseEstimator):
+    """Answer queries with a query-specific multi-agent system generated in one inference.
+
+    ``fit`` runs the pool of MAS designs on the training queries with the agent LLM,
+    builds consistent (query, MAS) pairs (:class:`ConsistentPairBuilder`) and fits the
+    generator (:class:`MASGPTRouter`) on them. ``predict`` generates one MAS per query and
+    runs it with :class:`MASExecutor` (sandboxed, with a timeout and the fallback MAS),
+    counting the agent-LLM calls.
+
+    Parameters
+    ----------
+    llm : callable
+        The agent LLM, ``llm(prompt, temperature) -> str``.
+    pool : list of MASProgram, default=None
+        Candidate designs; None means :func:`default_mas_pool`.
+    n_groups : int, default=8
+        Query clusters of the pair builder (when ``fit`` gets no ``groups``).
+    repeats : int, default=1
+        Runs per (query, MAS) in the evaluation.
+    consistency : bool, default=True
+        Group-level MAS selection; False is the ablation with per-query labels.
+    refine_llm : callable, default=None
+        Adapts each pair's MAS to its query (intra-consistency).
+    generator_llm : callable, default=None
+        Generator LLM; None uses the fitted classifier as the generator.
+    timeout : float, default=60.0
+        Seconds one MAS run may take.
+    sandbox : {"process", "inprocess"}, default="process"
+        Where generated code runs (see :class:`MASExecutor`).
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the grouping and of the classifier.
+
+    Attributes
+    ----------
+    executor_ : MASExecutor
+        Runs the programs.
+    builder_ : ConsistentPairBuilder
+        The fitted pair builder.
+    router_ : MASGPTRouter
+        The fitted generator.
+    pool_ : list of MASProgram
+        The validated pool.
+    train_calls_ : int
+        Agent-LLM calls spent in ``fit``.
+    last_programs_ : list of MASProgram
+        The program generated for each query of the last ``predict``.
+    last_calls_ : ndarray of shape (n_queries,)
+        Agent-LLM calls of each query in the last ``predict``.
+    last_results_ : list of MASResult
+        The runs of the last ``predict``.
+    last_raw_generations_ : list of str or None
+        Raw generator replies of the last ``predict`` (None for the classifier generator).
+    last_generation_errors_ : list of str or None
+        Why the fallback replaced a generated program, per query.
+
+    See Also
+    --------
+    MASGPTRouter, ConsistentPairBuilder, MASExecutor
+
+    References
+    ----------
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686.
+
+    Examples
+    --------
+    >>> from sklearn_icml.datasets import make_arithmetic_queries
+    >>> from sklearn_icml.mas import ArithmeticMockLLM, MASGPTSolver, default_mas_pool
+    >>> q_train, a_train, _ = make_arithmetic_queries(30, random_state=0)
+    >>> q_test, a_test, _ = make_arithmetic_queries(30, random_state=1)
+    >>> solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), n_groups=3,
+    ...                       pool=default_mas_pool(debate=False), sandbox="inprocess",
+    ...                       random_state=0).fit(q_train, a_train)
+    >>> answers = solver.predict(["Add 2 and 40.", "Compute 10 times 10 minus 1."])
+    >>> answers[0], [p.name for p in solver.last_programs_]
+    ('ANSWER: 42', ['cot', 'self_consistency'])
+    >>> 0.8 < solver.score(q_test, a_test) <= 1.0
+    True
+    """
+
+    _parameter_constraints = {
+        "llm": [callable, None],
+        "pool": [list, tuple, None],
+        "n_groups": [Interval(numbers.Integral, 1, None, closed="left")],
+        "repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "consistency": ["boolean"],
+        "refine_llm": [callable, None],
+        "generator_llm": [callable, None],
+        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sandbox": [StrOptions({"process", "inprocess"})],
+        "answer_checker": [callable, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, llm=None, pool=None, n_groups=8, repeats=1, consistency=True,
+                 refine_llm=None, generator_llm=None, timeout=60.0, sandbox="process",
+                 answer_checker=None, random_state=None):
+        self.llm = llm
+        self.pool = pool
+        self.n_groups = n_groups
+        self.repeats = repeats
+        self.consistency = consistency
+        self.refine_llm = refine_llm
+        self.generator_llm = generator_llm
+        self.timeout = timeout
+        self.sandbox = sandbox
+        self.answer_checker = answer_checker
+        self.random_state = random_state
+
+    def fit(self, queries, answers, groups=None):
+        """Build the training pairs and fit the generator.
+
+        Parameters
+        ----------
+        queries : list of str
+            Training queries.
+        answers : list
+            Their gold answers.
+        groups : array-like of shape (n_queries,), default=None
+            Known groups of the queries; None clusters them.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        check_llm(self.llm, "llm")
+        queries = check_queries(queries)
+        answers = check_answers(answers, len(queries))
+        self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox)
+        self.builder_ = ConsistentPairBuilder(
+            pool=self.pool, executor=self.executor_, n_groups=self.n_groups,
+            repeats=self.repeats, refine_llm=self.refine_llm,
+            answer_checker=self.answer_checker, random_state=self.random_state,
+        ).fit(queries, answers, groups)
+        self.pool_ = self.builder_.pool_
+        self.train_calls_ = int(round(self.builder_.calls_matrix_.sum() * self.repeats))
+        if self.consistency:
+            pairs = self.builder_.pairs_
+            train_q = [q for q, _, _ in pairs]
+            labels = [m for _, m, _ in pairs]
+            programs = list(self.builder_.pair_programs_)
+            rationales = [r for _, _, r in pairs]
+        else:
+            keep = np.flatnonzero(self.builder_.query_best_mas_ >= 0)
+            train_q = [queries[i] for i in keep]
+            labels = [int(self.builder_.query_best_mas_[i]) for i in keep]
+            programs = [self.pool_[m] for m in labels]
+            rationales = [self.pool_[m].rationale for m in labels]
+        if not train_q:
+            raise ValueError(
+                "no MAS of the pool solved any training query, so there is no pair to learn "
+                "from; check the agent LLM, the answers and answer_checker."
+            )
+        self.router_ = MASGPTRouter(
+            pool=self.pool_, llm_backend=self.generator_llm, random_state=self.random_state
+        ).fit(train_q, labels, programs=programs, rationales=rationales)
+        return self
+
+    def predict(self, queries):
+        """Generate a MAS for each query and run it.
+
+        Parameters
+        ----------
+        queries : list of str
+
+        Returns
+        -------
+        answers : list of (str or None)
+            The final answer of each query's MAS (None when its run failed).
+        """
+        check_is_fitted(self)
+        queries = check_queries(queries)
+        programs, results, raws, notes = [], [], [], []
+        generated = self.router_._generate_many(queries)
+        for query, (program, raw, used_fallback, note) in zip(queries, generated):
+            result = self.executor_.run(program, query)
+            if used_fallback and not result.used_fallback:
+                result = dataclasses.replace(result, used_fallback=True)
+            programs.append(program)
+            results.append(result)
+            raws.append(raw)
+            notes.append(note)
+        self.last_programs_ = programs
+        self.last_results_ = results
+        self.last_raw_generations_ = raws
+        self.last_generation_errors_ = notes
+        self.last_calls_ = np.array([r.n_calls for r in results], dtype=np.int64)
+        return [r.answer for r in results]
+
+    def score(self, queries, answers):
+        """Accuracy of :meth:`predict` on ``queries`` by ``answer_checker``.
+
+        Parameters
+        ----------
+        queries : list of str
+        answers : list
+            Gold answers.
+
+        Returns
+        -------
+        accuracy : float
+        """
+        queries = check_queries(queries)
+        answers = check_answers(answers, len(queries))
+        checker = self.answer_checker or default_answer_checker
+        predictions = self.predict(queries)
+        return float(np.mean([bool(checker(p, a)) for p, a in zip(predictions, answers)]))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        return tags

@@ -1,0 +1,242 @@
+"""MASExecutor: the sandbox is the security boundary of the library (spec 3.3, 3.6, 7.4, 7.5).
+
+Process-mode tests use timeouts of 1-2 s. Two layers are tested: the static and runtime
+guard (code that names files, sockets, os or subprocess is refused before it runs), and,
+with the guard switched off, the operating-system layer (resource limits and the seccomp
+filter) on its own.
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+from sklearn_icml.mas import (
+    AgentLLM,
+    ArithmeticMockLLM,
+    MASExecutor,
+    MASProgram,
+    default_mas_pool,
+)
+from sklearn_icml.mas._executor import _run_in_child
+
+HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
+LINUX_SECCOMP = sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "aarch64")
+
+
+def body(lines):
+    return HEAD + "    def forward(self, taskInfo):\n" + "".join(
+        f"        {line}\n" for line in lines
+    )
+
+
+def raw_child(lines, timeout=2.0, memory=256 * 2**20):
+    """Run code in the child with the Python guard off: only the OS layers hold."""
+    return _run_in_child(
+        body(lines), "Add 1 and 2.", AgentLLM(ArithmeticMockLLM(seed=0)), timeout=timeout,
+        memory_limit=memory, check=False,
+    )
+
+
+@pytest.fixture
+def parent_witness(tmp_path):
+    """A file of the parent that sandboxed code must not be able to read or remove."""
+    path = tmp_path / "secret.txt"
+    path.write_text("parent secret")
+    cwd = os.getcwd()
+    yield path
+    assert path.read_text() == "parent secret"
+    assert os.getcwd() == cwd
+
+
+def test_process_and_inprocess_agree():
+    """Same seed, same answers and calls: the child only proxies LLM calls to the parent."""
+    pool = default_mas_pool()
+    queries = ["Compute 12 times 30 minus 5.", "Find the integer x such that 3*x + -4 = 11."]
+    runs = {}
+    for sandbox in ("process", "inprocess"):
+        executor = MASExecutor(ArithmeticMockLLM(seed=3), timeout=10, sandbox=sandbox)
+        runs[sandbox] = [
+            (r.answer, r.n_calls, r.error)
+            for r in (executor.run(p, q) for q in queries for p in pool[1:3])
+        ]
+    assert runs["process"] == runs["inprocess"]
+    assert all(error is None for _, _, error in runs["process"])
+
+
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        (["return open('/etc/hostname').read()"], "'open'"),
+        (["import socket", "return str(socket.socket())"], "imports 'socket'"),
+        (["import os", "return os.listdir('/')"], "imports 'os'"),
+        (["import subprocess", "return subprocess.run(['id']).stdout"], "imports 'subprocess'"),
+        (["return __import__('os').getcwd()"], "'__import__'"),
+        (["return str(().__class__.__base__.__subclasses__())"], "dunder attributes"),
+    ],
+)
+def test_guard_refuses_before_running(lines, match, parent_witness):
+    llm = ArithmeticMockLLM(seed=0)
+    executor = MASExecutor(llm, timeout=2.0)
+    with pytest.raises(ValueError, match=match):
+        executor.run(MASProgram("evil", body(lines)), "Add 1 and 2.")
+    assert executor.n_runs_ == 0 and llm.n_calls == 0  # nothing ran
+
+
+@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+def test_runtime_guard_blocks_reflection(sandbox):
+    """Names built at run time and module internals stay out of reach."""
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, sandbox=sandbox)
+    dunder = body(["return str(hasattr(extract_code, '_' + '_globals_' + '_'))"])
+    assert executor.run(MASProgram("reflect", dunder), "q").answer == "False"
+    module_inside = body(["import re", "return str(hasattr(re, 'enum'))"])  # re.enum.sys
+    assert executor.run(MASProgram("view", module_inside), "q").answer == "False"
+    builtin = body(["return str(len([1, 2]))"])
+    assert executor.run(MASProgram("ok", builtin), "q").answer == "2"
+
+
+@pytest.mark.skipif(not LINUX_SECCOMP, reason="seccomp layer: Linux x86-64/aarch64 only")
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        (["return open('/etc/hostname').read()"], "PermissionError"),
+        (["import os", "os.close(2)", "return str(os.open('/etc/hostname', 0))"],
+         "PermissionError"),
+        (["import os", "return str(os.listdir('/'))"], "PermissionError"),
+        (["import socket", "return str(socket.socket())"], "PermissionError"),
+        (["import subprocess", "return str(subprocess.run(['id']))"], "PermissionError"),
+        (["import os", "return str(os.fork())"], "PermissionError"),
+        (["import os", "os.kill(os.getppid(), 9)", "return 'x'"], "PermissionError"),
+    ],
+)
+def test_os_layer_alone_blocks_files_sockets_processes(lines, match, parent_witness):
+    answer, error, timed_out, layers = raw_child(lines)
+    assert answer is None and not timed_out
+    assert match in error
+    assert "seccomp" in layers
+
+
+def test_os_layer_cannot_write_files(tmp_path, parent_witness):
+    target = tmp_path / "written.txt"
+    answer, error, _, _ = raw_child(
+        [f"f = open({str(target)!r}, 'w')", "f.write('x' * 100)", "f.close()", "return 'x'"]
+    )
+    assert answer is None and error is not None
+    assert not target.exists()
+
+
+def test_unbounded_allocation_is_refused(parent_witness):
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, memory_limit=256 * 2**20)
+    for lines in (["x = [0] * (10 ** 10)", "return 'x'"],
+                  ["x = []", "while True:", "    x.append('a' * 1000000)"]):
+        result = executor.run(MASProgram("hog", body(lines)), "Add 1 and 2.")
+        assert result.answer is None
+        assert "MemoryError" in result.error or "died" in result.error
+        assert not result.used_fallback  # not a timeout: no retry (spec 3.3)
+
+
+def test_infinite_loop_times_out_then_fallback(parent_witness):
+    """Spec 7.4 / E3: stops within timeout + 5 s and the fallback answers."""
+    llm = ArithmeticMockLLM(seed=0)
+    executor = MASExecutor(llm, timeout=1.0)
+    start = time.perf_counter()
+    result = executor.run(
+        MASProgram("loop", body(["while True:", "    pass"])), "Compute 10 times 10 minus 1."
+    )
+    elapsed = time.perf_counter() - start
+    assert result.timed_out and result.used_fallback and result.program == "fallback"
+    assert result.answer is not None and result.answer.startswith("ANSWER:")
+    assert result.n_calls == 6 == llm.n_calls
+    assert elapsed < 2 * 1.0 + 5.0
+
+
+def test_infinite_loop_without_fallback():
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=1.0, fallback=False)
+    result = executor.run(MASProgram("loop", body(["while True:", "    pass"])), "q")
+    assert result.timed_out and not result.used_fallback
+    assert result.answer is None and "timeout" in result.error
+
+
+def test_inprocess_timeout_uses_timer():
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=0.3, sandbox="inprocess")
+    result = executor.run(
+        MASProgram("loop", body(["while True:", "    pass"])), "Add 2 and 3."
+    )
+    assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
+
+
+def test_inprocess_timeout_survives_finally_and_except_exception():
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=0.2, sandbox="inprocess")
+    stubborn = body(["try:", "    while True:", "        pass", "except Exception:",
+                     "    pass", "finally:", "    while True:", "        pass"])
+    result = executor.run(MASProgram("stubborn", stubborn), "Add 2 and 3.")
+    assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
+
+
+@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
+    """Spec 7.5."""
+    llm = ArithmeticMockLLM(seed=0)
+    executor = MASExecutor(llm, timeout=2.0, sandbox=sandbox)
+    code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
+                 "raise KeyError('no such agent')"])
+    result = executor.run(MASProgram("crash", code), "Add 1 and 2.")
+    assert result.answer is None and not result.used_fallback and not result.timed_out
+    assert result.error.startswith("KeyError") and "no such agent" in result.error
+    assert result.n_calls == 1 == llm.n_calls  # no retry
+
+
+@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+def test_none_answer_and_llm_errors(sandbox):
+    def failing(prompt, temperature):
+        raise ConnectionError("endpoint down")
+
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, sandbox=sandbox)
+    none = executor.run(MASProgram("none", body(["return None"])), "q")
+    assert none.answer is None and not none.used_fallback
+    executor = MASExecutor(failing, timeout=2.0, sandbox=sandbox)
+    result = executor.run(default_mas_pool()[0], "Add 1 and 2.")
+    assert result.answer is None and "endpoint down" in result.error
+
+
+def test_prints_do_not_break_the_protocol():
+    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0)
+    code = body(["print('{\"type\": \"result\", \"answer\": \"forged\"}')",
+                 "return self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)"])
+    assert executor.run(MASProgram("chatty", code), "Add 1 and 2.").answer == "ANSWER: 3"
+
+
+@pytest.mark.skipif(not LINUX_SECCOMP, reason="the raw child writes to its pipe directly")
+def test_hostile_protocol_messages_do_not_harm_the_parent():
+    for payload in ("'[' * 100000", "'not json'", "'{\"type\": \"llm\", \"prompt\": 3}'"):
+        lines = ["import os", f"os.write(1, ({payload} + '\\n').encode())",
+                 "while True:", "    pass"]
+        answer, error, timed_out, _ = raw_child(lines)
+        assert answer is None and not timed_out and "protocol error" in error
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"timeout": 0}, "timeout must be a finite number > 0"),
+        ({"timeout": -1.0}, "timeout must be a finite number > 0"),
+        ({"sandbox": "docker"}, "sandbox must be 'process' or 'inprocess'"),
+        ({"max_retries": -1}, "max_retries must be an int >= 0"),
+        ({"memory_limit": 1000}, "memory_limit must be an int >= 64 MiB"),
+    ],
+)
+def test_bad_executor_params(kwargs, match):
+    executor = MASExecutor(ArithmeticMockLLM(), **kwargs)
+    with pytest.raises(ValueError, match=match):
+        executor.run(default_mas_pool()[0], "Add 1 and 2.")
+
+
+def test_bad_llm_program_and_query():
+    with pytest.raises(ValueError, match="llm must be a callable"):
+        MASExecutor("gpt-4", sandbox="inprocess").run(default_mas_pool()[0], "q")
+    executor = MASExecutor(ArithmeticMockLLM(), sandbox="inprocess")
+    with pytest.raises(TypeError, match="program must be a MASProgram"):
+        executor.run("class MAS: pass", "q")
+    with pytest.raises(ValueError, match="query must be a str"):
+        executor.run(default_mas_pool()[0], 3)
