@@ -72,6 +72,11 @@ TEST_PARAMS = {
     # lists of point clouds, so they are codecs, not BaseEstimator subclasses.
     # --- cellflux-flow-matching ---
     # --- lwi-continual-learning ---
+    # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger lr
+    "LwIClassifier": {
+        "hidden_layer_sizes": (16, 16), "max_epochs": 10, "lr": 0.05, "batch_size": 16,
+        "random_state": 0,
+    },
     # --- f16-high-frame-rate-video ---
     # --- mas-gpt ---
     # none: ConsistentPairBuilder, MASGPTRouter and MASGPTSolver take lists of str (tag
@@ -148,6 +153,10 @@ EXPECTED_FAILED_CHECKS = {
     ),
     # --- cellflux-flow-matching ---
     # --- lwi-continual-learning ---
+    "LwIClassifier": {
+        "check_fit_score_takes_y": "partial_fit learns a new task whose classes must be "
+        "disjoint from the fitted ones (spec section 8); the check re-feeds the same classes",
+    },
     # --- f16-high-frame-rate-video ---
     # --- mas-gpt ---
     # none (see TEST_PARAMS)

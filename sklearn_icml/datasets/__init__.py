@@ -4,6 +4,7 @@ Nothing here downloads anything: every set is generated from a seed. One import 
 method, tagged with its spec slug (a trailing comment survives import sorting).
 """
 
+from ._continual import load_split_digits  # lwi-continual-learning
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
@@ -14,6 +15,7 @@ from ._parity import make_streaming_parity, parity_targets  # streaming-parity-r
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
+    "load_split_digits",
     "make_additive_classification",
     "make_additive_regression",
     "make_arithmetic_queries",

@@ -1,0 +1,646 @@
+"""LwIClassifier: continual learning without isolation (pathway-protecting model fusion).
+
+A shared MLP backbone with one linear head per task, trained one task per ``partial_fit``
+with the FACIL LwF distillation loss and, after every task but the first, fused with the
+model of the previous tasks by :func:`~sklearn_icml.continual.fuse_models`. The LwF and
+fine-tuning baselines are options (``fusion=False``; ``kd_lambda=0``). Needs the ``neural``
+extra (torch).
+"""
+
+import copy
+import numbers
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils import optional_import
+from ..utils._skorch import (
+    check_device,
+    encode_class_labels,
+    features_to_float32,
+    seeded,
+    torch_seed,
+    torch_threads,
+)
+from ._fusion import GROUND_METRICS, NORMALIZATIONS, SOLVERS, fuse_models
+
+torch = optional_import("torch", "neural")
+nn = torch.nn
+F = torch.nn.functional
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
+_KD_EPS = 1e-5
+
+
+class MultiHeadMLP(nn.Module):
+    """An MLP backbone ``backbone`` (Linear + activation blocks) and a list of heads.
+
+    ``forward(x)`` returns the concatenated logits of all heads. The backbone's Linear
+    layers are ``backbone.0``, ``backbone.2``, ... (state keys ``backbone.{2l}.weight``).
+    """
+
+    def __init__(self, n_features, hidden_layer_sizes, activation="relu"):
+        super().__init__()
+        layers, width = [], n_features
+        for size in hidden_layer_sizes:
+            layers += [nn.Linear(width, size), _ACTIVATIONS[activation]()]
+            width = size
+        self.backbone = nn.Sequential(*layers)
+        self.n_hidden = width
+        self.heads = nn.ModuleList()
+
+    def add_head(self, n_classes):
+        self.heads.append(nn.Linear(self.n_hidden, n_classes))
+
+    def head_logits(self, features, heads=None):
+        heads = range(len(self.heads)) if heads is None else heads
+        return torch.cat([self.heads[k](features) for k in heads], dim=1)
+
+    def forward(self, x):
+        return self.head_logits(self.backbone(x))
+
+    def layer_order(self):
+        """The backbone layers for :func:`fuse_models`, in forward order."""
+        return [
+            (f"backbone.{i}.weight", f"backbone.{i}.bias")
+            for i, layer in enumerate(self.backbone)
+            if isinstance(layer, nn.Linear)
+        ]
+
+
+def kd_loss(student_logits, teacher_logits, exponent=0.5):
+    """FACIL's LwF distillation loss: soft cross-entropy of powered softmaxes.
+
+    ``p = softmax(student)``, ``q = softmax(teacher)``, both raised to ``exponent`` and
+    renormalised (exponent 0.5 is temperature 2), ``1e-5 / K`` added to ``p`` and
+    renormalised; the loss is ``-mean_i sum_j q_ij log p_ij``.
+
+    Parameters
+    ----------
+    student_logits, teacher_logits : torch.Tensor of shape (n, K)
+    exponent : float, default=0.5
+
+    Returns
+    -------
+    loss : torch.Tensor (scalar)
+
+    Examples
+    --------
+    >>> import math, torch
+    >>> from sklearn_icml.continual._lwi import kd_loss
+    >>> z = torch.tensor([[0.0, math.log(4.0)]])
+    >>> round(float(kd_loss(z, z)), 4)
+    0.6365
+    """
+    p = F.softmax(student_logits, dim=1)
+    q = F.softmax(teacher_logits, dim=1)
+    if exponent != 1:
+        p = p.pow(exponent)
+        p = p / p.sum(1, keepdim=True)
+        q = q.pow(exponent)
+        q = q / q.sum(1, keepdim=True)
+    p = p + _KD_EPS / p.shape[1]
+    p = p / p.sum(1, keepdim=True)
+    return -(q * p.log()).sum(1).mean()
+
+
+def _frozen(module):
+    module = copy.deepcopy(module).eval()
+    module.zero_grad(set_to_none=True)
+    for p in module.parameters():
+        p.requires_grad_(False)
+    return module
+
+
+class LwIClassifier(ClassifierMixin, BaseEstimator):
+    """Continual learning without isolation: LwF training + pathway-protecting fusion.
+
+    Tasks with disjoint label sets arrive one :meth:`partial_fit` call at a time. The
+    network is a shared MLP backbone with one linear head per task. On task ``t``:
+
+    1. a head for the task's classes is appended; the backbone and the new head are trained
+       (old heads frozen) with cross-entropy on the task plus ``kd_lambda`` times the LwF
+       distillation loss (:func:`kd_loss`, exponent ``kd_exponent``) between the old heads'
+       outputs of the network and of a frozen teacher;
+    2. for ``t >= 1`` the trained network (new model ``B``) is fused with the network as it
+       was before the task (old model ``A``) by :func:`fuse_models`: shallow layers average
+       matched *similar* units with weight ``step_sim`` on ``B``, the last
+       ``n_diverse_layers`` hidden layers pair *dissimilar* units with weight ``step_diff``,
+       so old and new pathways share the network without masks or growth. Old heads come
+       from ``A``, the new head from ``B``.
+
+    ``fusion=False`` gives LwF, ``fusion=False, kd_lambda=0`` plain fine-tuning (old heads
+    still frozen), ``solver="identity"`` naive weight averaging. :meth:`fit` without
+    ``task_ids`` trains one task, i.e. an ordinary MLP classifier (joint training).
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=(256, 256)
+        Widths of the backbone's hidden layers.
+    activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
+    step_sim : float in [0, 1], default=0.70
+        Weight of the new model in similarity-matched layers.
+    step_diff : float in [0, 1], default=0.93
+        Weight of the new model in the dissimilarity-matched (last) layers.
+    n_diverse_layers : int, default=1
+        Number of last hidden layers fused by dissimilar matching; at most
+        ``len(hidden_layer_sizes)``.
+    ground_metric : {"cosine", "euclidean"}, default="cosine"
+    metric_normalize : {"log1p", "max", "none"}, default="log1p"
+    solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
+        Matching solver of :func:`fuse_models` (``"emd"`` and ``"sinkhorn"`` need POT).
+    sinkhorn_reg : float, default=0.01
+    kd_lambda : float, default=1.0
+        Weight of the distillation loss (0: no distillation).
+    kd_exponent : float, default=0.5
+        Power applied to both softmaxes of the distillation loss (0.5 = temperature 2).
+    teacher : {"pre_fusion", "post_fusion"}, default="pre_fusion"
+        The teacher of task ``t`` is the network right after training task ``t - 1``,
+        before (authors' code) or after that task's fusion.
+    fusion : bool, default=True
+        False trains without fusion (LwF, or fine-tuning with ``kd_lambda=0``).
+    optimizer : {"sgd", "adam"}, default="sgd"
+    lr : float, default=1e-3
+    momentum : float, default=0.9
+        SGD momentum (ignored by Adam).
+    weight_decay : float, default=0.0
+    max_epochs : int, default=30
+        Epochs per task.
+    batch_size : int, default=64
+    lr_milestones : tuple of int or None, default=None
+        Epochs at which the learning rate is multiplied by ``lr_gamma`` (MultiStepLR).
+    lr_gamma : float, default=0.1
+    n_threads : int or None, default=1
+        torch intra-op threads during fit and predict (None: leave torch's setting).
+    device : str, default="cpu"
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation and shuffling (task ``t`` uses the fit's seed plus ``t``).
+    verbose : int, default=0
+        Print one line per task when positive.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        All classes seen, in task order (sorted within a task); the columns of
+        :meth:`decision_function` and task-agnostic :meth:`predict_proba`.
+    task_classes_ : list of ndarray
+        The classes of each task, in training order.
+    n_tasks_ : int
+    model_ : torch.nn.Module
+        The fused :class:`MultiHeadMLP` (on the CPU when ``device="cpu"``).
+    teacher_ : torch.nn.Module
+        The frozen teacher for the next task.
+    permutations_ : list of list of ndarray
+        Per task, the per-layer permutations returned by :func:`fuse_models` (empty for
+        the first task and when ``fusion=False``).
+    history_ : list of dict
+        Per task: ``"loss"`` (mean training loss of each epoch), ``"ce"`` and ``"kd"`` (their
+        last-epoch means), ``"train_accuracy"`` (task-aware, after fusion).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when the first task's ``X`` has string column names.
+
+    See Also
+    --------
+    fuse_models : the fusion step, usable on any pair of MLP state dicts.
+    sklearn_icml.datasets.load_split_digits : the split-digits task stream of the paper's
+        CPU reproduction.
+
+    References
+    ----------
+    .. [1] Chen, Z., Wuerkaixi, A., Cui, S., Li, H., Li, D., Zhang, J., Han, B., Niu, G.,
+       Liu, H., Yang, Y., Yang, S., Zhang, C. and Ren, T. "Learning without Isolation:
+       Pathway Protection for Continual Learning", ICML 2025, PMLR 267:9377-9399,
+       arXiv:2505.18568. Code: github.com/chenzk202212/LwI.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.continual import LwIClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 4))
+    >>> y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0)
+    >>> clf = LwIClassifier(hidden_layer_sizes=(16, 16), lr=0.05, max_epochs=5,
+    ...                     random_state=0)
+    >>> clf = clf.partial_fit(X[y < 2], y[y < 2]).partial_fit(X[y >= 2], y[y >= 2])
+    >>> clf.n_tasks_, clf.classes_.tolist()
+    (2, [0, 1, 2, 3])
+    >>> clf.predict(X[:3], task_id=1).shape
+    (3,)
+    """
+
+    _parameter_constraints = {
+        "hidden_layer_sizes": [tuple, list],
+        "activation": [StrOptions(set(_ACTIVATIONS))],
+        "step_sim": [Interval(numbers.Real, 0, 1, closed="both")],
+        "step_diff": [Interval(numbers.Real, 0, 1, closed="both")],
+        "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
+        "ground_metric": [StrOptions(set(GROUND_METRICS))],
+        "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
+        "solver": [StrOptions(set(SOLVERS))],
+        "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kd_lambda": [Interval(numbers.Real, 0, None, closed="left")],
+        "kd_exponent": [Interval(numbers.Real, 0, None, closed="neither")],
+        "teacher": [StrOptions({"pre_fusion", "post_fusion"})],
+        "fusion": ["boolean"],
+        "optimizer": [StrOptions({"sgd", "adam"})],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
+        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr_milestones": [tuple, list, None],
+        "lr_gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "device": "no_validation",  # checked by check_device
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(256, 256),
+        activation="relu",
+        step_sim=0.70,
+        step_diff=0.93,
+        n_diverse_layers=1,
+        ground_metric="cosine",
+        metric_normalize="log1p",
+        solver="assignment",
+        sinkhorn_reg=0.01,
+        kd_lambda=1.0,
+        kd_exponent=0.5,
+        teacher="pre_fusion",
+        fusion=True,
+        optimizer="sgd",
+        lr=1e-3,
+        momentum=0.9,
+        weight_decay=0.0,
+        max_epochs=30,
+        batch_size=64,
+        lr_milestones=None,
+        lr_gamma=0.1,
+        n_threads=1,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.step_sim = step_sim
+        self.step_diff = step_diff
+        self.n_diverse_layers = n_diverse_layers
+        self.ground_metric = ground_metric
+        self.metric_normalize = metric_normalize
+        self.solver = solver
+        self.sinkhorn_reg = sinkhorn_reg
+        self.kd_lambda = kd_lambda
+        self.kd_exponent = kd_exponent
+        self.teacher = teacher
+        self.fusion = fusion
+        self.optimizer = optimizer
+        self.lr = lr
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr_milestones = lr_milestones
+        self.lr_gamma = lr_gamma
+        self.n_threads = n_threads
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _check_architecture(self):
+        sizes = self.hidden_layer_sizes
+        if not all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes
+        ):
+            raise ValueError(
+                f"hidden_layer_sizes must hold positive ints; got {sizes!r} instead."
+            )
+        if self.n_diverse_layers > len(sizes):
+            raise ValueError(
+                f"n_diverse_layers must be at most the number of hidden layers "
+                f"({len(sizes)}); got n_diverse_layers={self.n_diverse_layers!r} instead."
+            )
+        milestones = self.lr_milestones or ()
+        if not all(isinstance(m, numbers.Integral) and m >= 1 for m in milestones):
+            raise ValueError(
+                f"lr_milestones must hold positive ints (epochs); got {milestones!r} instead."
+            )
+
+    def _reset(self):
+        for attr in ("model_", "teacher_", "classes_", "task_classes_", "n_tasks_",
+                     "permutations_", "history_", "n_features_in_", "feature_names_in_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, *, task_ids=None):
+        """Train from scratch on one or several tasks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        task_ids : array-like of shape (n_samples,), default=None
+            Task of each sample. Tasks are trained in order of first appearance, one
+            :meth:`partial_fit` each, and numbered ``0, 1, ...`` in that order. None treats
+            all data as a single task (an ordinary classifier; joint training).
+
+        Returns
+        -------
+        self : LwIClassifier
+        """
+        self._reset()
+        if task_ids is None:
+            return self.partial_fit(X, y)
+        task_ids = np.asarray(task_ids)
+        if task_ids.ndim != 1 or task_ids.shape[0] != np.shape(X)[0]:
+            raise ValueError(
+                f"task_ids must be a 1-D array with one entry per row of X "
+                f"({np.shape(X)[0]}); got shape {task_ids.shape} instead."
+            )
+        _, first = np.unique(task_ids, return_index=True)
+        y = np.asarray(y)
+        for start in np.sort(first):
+            rows = task_ids == task_ids[start]
+            X_task = X.iloc[rows] if hasattr(X, "iloc") else np.asarray(X)[rows]
+            self.partial_fit(X_task, y[rows])
+        return self
+
+    def partial_fit(self, X, y, classes=None, *, task_id=None):
+        """Learn one new task (its classes must be disjoint from those seen so far).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels of the task (at least 2 classes).
+        classes : array-like, default=None
+            The task's classes, when some are absent from ``y`` (scikit-learn's
+            ``partial_fit`` convention); must contain every label of ``y``.
+        task_id : int, default=None
+            If given, must be the number of tasks trained so far (tasks are numbered in
+            training order); a safety check against feeding a task twice.
+
+        Returns
+        -------
+        self : LwIClassifier
+        """
+        first = not hasattr(self, "model_")
+        if first:
+            self._validate_params()
+            self._check_architecture()
+        X, y = validate_data(self, X, y, reset=first, dtype=np.float64)
+        n_done = 0 if first else self.n_tasks_
+        if task_id is not None and (
+            not isinstance(task_id, numbers.Integral) or isinstance(task_id, bool)
+            or task_id != n_done
+        ):
+            raise ValueError(
+                f"task_id must be the index of the next task ({n_done}); got {task_id!r} "
+                "instead. Each partial_fit call trains one new task."
+            )
+        if classes is not None:
+            task_classes = np.unique(np.asarray(classes))
+            missing = np.setdiff1d(np.unique(y), task_classes)
+            if missing.size:
+                raise ValueError(
+                    f"classes must contain every label of y; got labels {missing.tolist()} "
+                    "missing from classes instead."
+                )
+            if task_classes.shape[0] < 2:
+                raise ValueError(
+                    f"a task needs at least 2 classes; got classes={task_classes.tolist()} "
+                    "instead."
+                )
+            y_index = np.searchsorted(task_classes, y).astype(np.int64)
+        else:
+            task_classes, y_index = encode_class_labels(y)
+        if not first:
+            overlap = np.intersect1d(task_classes, self.classes_)
+            if overlap.size:
+                raise ValueError(
+                    "tasks must have disjoint label sets; got classes "
+                    f"{overlap.tolist()} that earlier tasks already hold instead."
+                )
+        device = check_device(self.device)
+        if first:
+            self._seed = torch_seed(self.random_state)
+            self.task_classes_ = []
+            self.permutations_ = []
+            self.history_ = []
+        with seeded((self._seed + n_done) % (2**31 - 1), device), torch_threads(self.n_threads):
+            self._learn_task(features_to_float32(X), y_index, len(task_classes), n_done, device)
+        self.task_classes_.append(task_classes)
+        self.classes_ = np.concatenate(self.task_classes_)
+        self.n_tasks_ = n_done + 1
+        self.history_[-1]["train_accuracy"] = float(
+            np.mean(self.predict(X, task_id=n_done) == task_classes[y_index])
+        )
+        if self.verbose:
+            h = self.history_[-1]
+            print(
+                f"[LwI] task {n_done}: {len(task_classes)} classes, final loss "
+                f"{h['loss'][-1]:.4f}, train accuracy {h['train_accuracy']:.4f}"
+            )
+        return self
+
+    def _learn_task(self, X, y, n_classes, t, device):
+        if t == 0:
+            model = MultiHeadMLP(X.shape[1], tuple(self.hidden_layer_sizes), self.activation)
+        else:
+            model = self.model_
+        model.add_head(n_classes)
+        model.to(device)
+        old = _frozen(model) if (self.fusion and t > 0) else None
+        teacher = self.teacher_.to(device) if t > 0 else None
+        model.zero_grad(set_to_none=True)  # no gradient of an earlier task is kept
+        for k in range(t):  # old heads are frozen
+            for p in model.heads[k].parameters():
+                p.requires_grad_(False)
+        params = list(model.backbone.parameters()) + list(model.heads[t].parameters())
+        if self.optimizer == "sgd":
+            opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum,
+                                  weight_decay=self.weight_decay)
+        else:
+            opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+        sched = None
+        if self.lr_milestones:
+            sched = torch.optim.lr_scheduler.MultiStepLR(
+                opt, milestones=list(self.lr_milestones), gamma=self.lr_gamma
+            )
+        Xt = torch.as_tensor(X, device=device)
+        yt = torch.as_tensor(y, device=device)
+        use_kd = t > 0 and self.kd_lambda > 0
+        n = Xt.shape[0]
+        losses = []
+        model.train()
+        for epoch in range(self.max_epochs):
+            order = torch.randperm(n, device=device)
+            total = ce_total = kd_total = 0.0
+            for start in range(0, n, self.batch_size):
+                idx = order[start : start + self.batch_size]
+                xb, yb = Xt[idx], yt[idx]
+                feats = model.backbone(xb)
+                ce = F.cross_entropy(model.heads[t](feats), yb)
+                loss = ce
+                if use_kd:
+                    with torch.no_grad():
+                        target = teacher.head_logits(teacher.backbone(xb), range(t))
+                    kd = kd_loss(model.head_logits(feats, range(t)), target, self.kd_exponent)
+                    loss = ce + self.kd_lambda * kd
+                    kd_total += kd.item() * len(idx)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(idx)
+                ce_total += ce.item() * len(idx)
+            if sched is not None:
+                sched.step()
+            losses.append(total / n)
+            if not np.isfinite(losses[-1]):
+                raise ValueError(
+                    f"training diverged on task {t}: the loss became {losses[-1]!r} at epoch "
+                    f"{epoch + 1}. Lower lr."
+                )
+        model.eval()
+        pre_fusion = _frozen(model)
+        perms = []
+        if old is not None:
+            n_old_head_keys = [
+                f"heads.{k}.{name}" for k in range(t) for name in ("weight", "bias")
+            ]
+            fused, perms = fuse_models(
+                old.state_dict(), model.state_dict(), layer_order=model.layer_order(),
+                n_diverse_layers=self.n_diverse_layers, step_sim=self.step_sim,
+                step_diff=self.step_diff, ground_metric=self.ground_metric,
+                metric_normalize=self.metric_normalize, solver=self.solver,
+                sinkhorn_reg=self.sinkhorn_reg, keep_from_old=n_old_head_keys,
+            )
+            model.load_state_dict(fused)
+        for p in model.parameters():
+            p.requires_grad_(True)
+        self.model_ = model
+        self.teacher_ = pre_fusion if self.teacher == "pre_fusion" else _frozen(model)
+        self.permutations_.append(perms)
+        self.history_.append({
+            "task": t,
+            "loss": losses,
+            "ce": ce_total / n,
+            "kd": kd_total / n if use_kd else 0.0,
+        })
+
+    # ------------------------------------------------------------------ prediction
+    def _logits(self, X):
+        """Concatenated logits of all heads, float64 numpy (a float64 copy of the model)."""
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        model = copy.deepcopy(self.model_).to(device="cpu", dtype=torch.float64).eval()
+        with torch.no_grad(), torch_threads(self.n_threads):
+            return model(torch.as_tensor(X)).numpy()
+
+    def _task_slices(self):
+        bounds = np.cumsum([0] + [len(c) for c in self.task_classes_])
+        return [slice(bounds[k], bounds[k + 1]) for k in range(self.n_tasks_)]
+
+    def _check_task_id(self, task_id, n_samples):
+        ids = np.asarray(task_id)
+        if ids.ndim == 0:
+            ids = np.full(n_samples, task_id, dtype=object)
+        if ids.ndim != 1 or ids.shape[0] != n_samples:
+            raise ValueError(
+                f"task_id must be an int or a 1-D array with one entry per sample "
+                f"({n_samples}); got shape {np.shape(task_id)} instead."
+            )
+        for value in np.unique(ids.astype(object)) if ids.size else []:
+            if (
+                not isinstance(value, numbers.Integral) or isinstance(value, bool)
+                or not 0 <= value < self.n_tasks_
+            ):
+                raise ValueError(
+                    f"task_id must name a trained task, an int in [0, {self.n_tasks_ - 1}]; "
+                    f"got {value!r} instead."
+                )
+        return ids.astype(np.int64)
+
+    def decision_function(self, X):
+        """Concatenated logits of all heads (columns follow ``classes_``).
+
+        With two classes in total (a single binary task) it returns the margin
+        ``logit[1] - logit[0]`` of shape (n_samples,), as scikit-learn expects.
+        """
+        logits = self._logits(X)
+        if logits.shape[1] == 2:
+            return logits[:, 1] - logits[:, 0]
+        return logits
+
+    def predict_proba(self, X, *, task_id=None):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        task_id : int, default=None
+            None: task-agnostic, softmax over all heads (columns follow ``classes_``).
+            An int: task-aware, softmax of that task's head (columns follow
+            ``task_classes_[task_id]``).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_columns)
+        """
+        logits = self._logits(X)
+        if task_id is None:
+            return softmax(logits, axis=1)
+        if np.ndim(task_id) != 0:
+            raise ValueError(
+                f"predict_proba takes a single int task_id; got an array of shape "
+                f"{np.shape(task_id)} instead (use predict for per-sample task ids)."
+            )
+        self._check_task_id(task_id, logits.shape[0])
+        return softmax(logits[:, self._task_slices()[int(task_id)]], axis=1)
+
+    def predict(self, X, *, task_id=None):
+        """Predict class labels (original labels, never head-local indices).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        task_id : int or array-like of int, default=None
+            None: task-agnostic (TAg), argmax over the concatenated logits of all heads.
+            An int, or one int per sample: task-aware (TAw), argmax inside that task's
+            head.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        logits = self._logits(X)
+        if task_id is None:
+            return self.classes_[np.argmax(logits, axis=1)]
+        ids = self._check_task_id(task_id, logits.shape[0])
+        out = np.empty(logits.shape[0], dtype=self.classes_.dtype)
+        slices = self._task_slices()
+        for t in np.unique(ids):
+            rows = ids == t
+            out[rows] = self.task_classes_[t][np.argmax(logits[rows][:, slices[t]], axis=1)]
+        return out
+
+    def score(self, X, y, sample_weight=None, *, task_id=None):
+        """Accuracy of :meth:`predict` (task-agnostic unless ``task_id`` is given)."""
+        from sklearn.metrics import accuracy_score
+
+        return accuracy_score(y, self.predict(X, task_id=task_id), sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.device != "cpu"
+        return tags
