@@ -78,6 +78,13 @@ TEST_PARAMS = {
         "random_state": 0,
     },
     # --- f16-high-frame-rate-video ---
+    # a tiny aligner and transformer, 2 epochs. Both take 4-D videos / frame features, so
+    # their input tags say "not 2-D" and sklearn runs only its data-free checks here;
+    # tests/video/test_classifier.py runs the other API checks that need no 2-D data
+    "F16VideoClassifier": {
+        "hidden_dim": 8, "n_layers": 1, "n_heads": 2, "max_epochs": 2, "random_state": 0,
+    },
+    "F16ClipCompressor": {"hidden_dim": 4, "random_state": 0},
     # --- mas-gpt ---
     # none: ConsistentPairBuilder, MASGPTRouter and MASGPTSolver take lists of str (tag
     # two_d_array=False), so the common test runs only check_estimator_cloneable on them;

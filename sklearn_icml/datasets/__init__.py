@@ -12,6 +12,7 @@ from ._mas import make_arithmetic_queries  # mas-gpt
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
+from ._video import make_rotating_dot_videos  # f16-high-frame-rate-video
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "make_mixed_source_regression",
     "make_multiple_choice_predictions",
     "make_multiview_counts",
+    "make_rotating_dot_videos",
     "make_streaming_parity",
     "parity_targets",
 ]

@@ -1,0 +1,244 @@
+"""F16ClipCompressor: per-clip multi-frame token compression as a scikit-learn transformer."""
+
+import copy
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ..utils import optional_import
+from ..utils._skorch import seeded, torch_seed
+from ._projector import (
+    MultiFrameProjector,
+    make_frame_projector,
+    pad_to_clips,
+    pool_tokens,
+    pooled_grid_shape,
+)
+
+torch = optional_import("torch", "neural")
+
+
+def check_square_grid(n_tokens, name="X"):
+    """Side ``g`` of a square token grid with ``g * g = n_tokens``, else ValueError."""
+    g = math.isqrt(int(n_tokens))
+    if g * g != n_tokens:
+        raise ValueError(
+            f"{name} has N={n_tokens} tokens per frame, which is not a square grid g x g; "
+            "spatial pooling needs a square grid (or pool_stride=1)."
+        )
+    return g
+
+
+class F16ClipCompressor(TransformerMixin, BaseEstimator):
+    """Compress each 1-second clip of frame tokens into the token budget of one frame.
+
+    The F-16 aligner as a transformer: frame features ``(n_videos, T, N, C)`` (``N``
+    tokens of ``C`` channels per frame, on a square ``g x g`` grid) are grouped into clips
+    of ``frames_per_clip`` frames (the last clip padded when ``T`` is not a multiple), each
+    spatial position of each clip is projected from ``F*C`` to ``hidden_dim`` by a
+    :class:`MultiFrameProjector`, and the result is max-pooled with stride
+    ``pool_stride``: ``(n_videos, n_clips, N', hidden_dim)``, ``N' = floor(g/s)**2``.
+
+    No labels are used: ``fit`` draws a per-frame projector ``P`` from ``random_state`` (or
+    takes ``frame_projector``) and split-initialises the aligner from it, so that
+    ``transform`` returns the time average of ``P`` over each clip until the projector is
+    trained further (``projector_`` is a torch module a user can train).
+
+    Parameters
+    ----------
+    frames_per_clip : int, default=16
+        Frames ``F`` per clip (one second at 16 FPS).
+    hidden_dim : int, default=32
+        Output width ``H``; ignored when ``frame_projector`` is given.
+    pool_stride : int, default=2
+        Kernel and stride of the spatial pooling after projection; 1 disables pooling.
+    pool_mode : {"max", "avg"}, default="max"
+        Pooling operator (the paper: max).
+    pool_ceil : bool, default=False
+        Ceil instead of floor mode (the paper: floor, 27 x 27 -> 13 x 13).
+    frame_repeat : int, default=1
+        Repeat each input frame this many times along time before grouping: frames given
+        at ``16 / r`` FPS then fill the 16 slots of a one-second clip (section 3.5).
+    pad_mode : {"zeros", "edge"}, default="zeros"
+        How the trailing partial clip is filled: all-zero frames (the paper) or copies of
+        the last frame. A partial clip is never dropped, and no all-zero clip is added
+        when ``T`` is a multiple of ``F``.
+    frame_projector : torch.nn.Sequential or None, default=None
+        A per-frame projector ``Linear(C, H), GELU, Linear(H, H)`` to split-initialise
+        from (for instance one trained on single frames); None draws a fresh one.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the fresh per-frame projector.
+
+    Attributes
+    ----------
+    projector_ : MultiFrameProjector
+        The split-initialised aligner.
+    grid_size_ : int
+        Side ``g`` of the token grid (``N = g*g``).
+    n_tokens_per_clip_ : int
+        Tokens per clip after pooling (``N'``), the same at every frame rate.
+    n_features_in_ : int
+        Channels ``C`` of the input tokens.
+
+    See Also
+    --------
+    MultiFrameProjector : the torch module.
+    F16VideoClassifier : the end-to-end classifier built on the same aligner.
+
+    References
+    ----------
+    .. [1] Y. Li, C. Tang, J. Zhuang, Y. Yang, G. Sun, W. Li, Z. Ma and C. Zhang,
+       "Improving LLM Video Understanding with 16 Frames Per Second", ICML 2025,
+       arXiv:2503.13956.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.video import F16ClipCompressor
+    >>> X = np.random.RandomState(0).rand(3, 33, 16, 4)   # 33 frames of 4 x 4 tokens
+    >>> F16ClipCompressor(hidden_dim=8, random_state=0).fit_transform(X).shape
+    (3, 3, 4, 8)
+    """
+
+    _parameter_constraints = {
+        "frames_per_clip": [Interval(numbers.Integral, 1, None, closed="left")],
+        "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "pool_stride": [Interval(numbers.Integral, 1, None, closed="left")],
+        "pool_mode": [StrOptions({"max", "avg"})],
+        "pool_ceil": ["boolean"],
+        "frame_repeat": [Interval(numbers.Integral, 1, None, closed="left")],
+        "pad_mode": [StrOptions({"zeros", "edge"})],
+        "frame_projector": "no_validation",  # checked in fit
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        *,
+        frames_per_clip=16,
+        hidden_dim=32,
+        pool_stride=2,
+        pool_mode="max",
+        pool_ceil=False,
+        frame_repeat=1,
+        pad_mode="zeros",
+        frame_projector=None,
+        random_state=None,
+    ):
+        self.frames_per_clip = frames_per_clip
+        self.hidden_dim = hidden_dim
+        self.pool_stride = pool_stride
+        self.pool_mode = pool_mode
+        self.pool_ceil = pool_ceil
+        self.frame_repeat = frame_repeat
+        self.pad_mode = pad_mode
+        self.frame_projector = frame_projector
+        self.random_state = random_state
+
+    def _check_features(self, X):
+        X = check_array(
+            X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
+            ensure_min_samples=1,
+        )
+        if X.ndim != 4:
+            raise ValueError(
+                f"X must be 4-D frame features (n_videos, n_frames, n_tokens, n_channels); "
+                f"got an array of shape {X.shape} instead."
+            )
+        if X.shape[1] == 0:
+            raise ValueError(f"X holds empty videos (0 frames); got shape {X.shape} instead.")
+        if X.shape[2] == 0 or X.shape[3] == 0:
+            raise ValueError(f"X holds frames without tokens; got shape {X.shape} instead.")
+        return X
+
+    def fit(self, X, y=None):
+        """Check the token grid and build the split-initialised projector.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_videos, n_frames, n_tokens, n_channels)
+            Encoded frames; ``n_tokens`` must be a perfect square when ``pool_stride > 1``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X = self._check_features(X)
+        n_tokens, channels = X.shape[2], X.shape[3]
+        if self.pool_stride > 1:
+            g = check_square_grid(n_tokens)
+            gh, gw = pooled_grid_shape((g, g), self.pool_stride, self.pool_ceil)
+            if gh * gw == 0:
+                raise ValueError(
+                    f"pool_stride={self.pool_stride} is larger than the {g} x {g} token grid "
+                    "(floor mode leaves no token); lower pool_stride."
+                )
+        else:
+            g = math.isqrt(n_tokens)
+            g = g if g * g == n_tokens else None
+            gh, gw = n_tokens, 1
+        if self.frame_projector is not None:
+            proj = copy.deepcopy(self.frame_projector)
+            first = next(iter(proj), None) if isinstance(proj, torch.nn.Sequential) else None
+            if isinstance(first, torch.nn.Linear) and first.in_features != channels:
+                raise ValueError(
+                    f"frame_projector expects {first.in_features} input channels but X has "
+                    f"{channels}; got X of shape {X.shape} instead."
+                )
+        else:
+            with seeded(torch_seed(self.random_state)):
+                proj = make_frame_projector(channels, self.hidden_dim)
+        self.projector_ = MultiFrameProjector.from_frame_projector(proj, self.frames_per_clip)
+        self.projector_.eval()
+        self.grid_size_ = g
+        self.n_tokens_per_clip_ = int(gh * gw)
+        self.n_features_in_ = int(channels)
+        self._n_tokens = int(n_tokens)
+        return self
+
+    def transform(self, X):
+        """Compress each clip of ``frames_per_clip`` frames to ``n_tokens_per_clip_`` tokens.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_videos, n_frames, n_tokens, n_channels)
+            Same ``n_tokens`` and ``n_channels`` as in ``fit``; any number of frames.
+
+        Returns
+        -------
+        tokens : ndarray of shape (n_videos, n_clips, n_tokens_per_clip_, hidden_dim)
+            ``n_clips = ceil(n_frames * frame_repeat / frames_per_clip)``; float32.
+        """
+        check_is_fitted(self)
+        X = self._check_features(X)
+        if X.shape[2] != self._n_tokens or X.shape[3] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[2]} tokens of {X.shape[3]} channels per frame, but "
+                f"F16ClipCompressor was fitted with {self._n_tokens} tokens of "
+                f"{self.n_features_in_} channels; got shape {X.shape} instead."
+            )
+        z = X.astype(np.float32)
+        if self.frame_repeat > 1:
+            z = np.repeat(z, self.frame_repeat, axis=1)
+        z = pad_to_clips(z, self.frames_per_clip, self.pad_mode)
+        with torch.no_grad():
+            y = self.projector_(torch.from_numpy(np.ascontiguousarray(z)))
+            if self.pool_stride > 1:
+                g = self.grid_size_
+                y = pool_tokens(y, (g, g), self.pool_stride, self.pool_mode, self.pool_ceil)
+        return y.numpy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # 4-D videos / frame features, not 2-D tables: scikit-learn's data checks do not
+        # apply (tests/video runs the API checks that need no data)
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = True
+        return tags

@@ -1,0 +1,165 @@
+"""Frame sampling, the frozen patch encoder and frame repetition (numpy, no learning)."""
+
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+
+def frame_step(native_fps, fps):
+    """Step between kept frames: ``max(round(native_fps / fps), 1)``.
+
+    As in the authors' data loader, so a 30-FPS video sampled "at 16 FPS" keeps every 2nd
+    frame, i.e. 15 effective frames per second.
+
+    Examples
+    --------
+    >>> from sklearn_icml.video._frames import frame_step
+    >>> frame_step(30, 16), frame_step(16, 4)
+    (2, 4)
+    """
+    return max(int(round(native_fps / fps)), 1)
+
+
+def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
+    """Indices of the frames kept when sampling a video at ``fps``.
+
+    Keep frames ``0, k, 2k, ...`` with ``k = frame_step(native_fps, fps)``; if more than
+    ``max_time * fps`` remain, take ``linspace(0, n_frames - 1, max_time * fps)`` cast to
+    int instead (uniform subsampling, the reference's rule for long videos).
+
+    Parameters
+    ----------
+    n_frames : int
+        Frames of the native video.
+    native_fps : float
+        Native frame rate.
+    fps : float
+        Target frame rate; must not exceed ``native_fps`` (no upsampling).
+    max_time : float or None, default=None
+        Maximum number of seconds kept; None keeps everything.
+
+    Returns
+    -------
+    indices : ndarray of int64
+
+    Examples
+    --------
+    >>> from sklearn_icml.video import sample_frame_indices
+    >>> sample_frame_indices(16, 16, 4)
+    array([ 0,  4,  8, 12])
+    """
+    check_fps(native_fps, fps, "native_fps", "fps")
+    step = frame_step(native_fps, fps)
+    indices = np.arange(0, int(n_frames), step, dtype=np.int64)
+    if max_time is not None:
+        limit = int(max_time * fps)
+        if indices.shape[0] > limit:
+            indices = np.linspace(0, n_frames - 1, limit).astype(np.int64)
+    return indices
+
+
+def check_fps(native_fps, fps, native_name="native_fps", fps_name="fps"):
+    """Raise ValueError unless both rates are positive and ``native_fps >= fps``."""
+    for name, value in ((native_name, native_fps), (fps_name, fps)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not np.isfinite(value)
+            or value <= 0
+        ):
+            raise ValueError(f"{name} must be a positive number; got {value!r} instead.")
+    if native_fps < fps:
+        raise ValueError(
+            f"{native_name}={native_fps!r} is below {fps_name}={fps!r}: videos cannot be "
+            f"upsampled in time (no interpolation); give videos recorded at >= {fps!r} FPS "
+            f"or lower {fps_name}."
+        )
+
+
+def check_videos(X, name="X"):
+    """Validate raw videos: 4-D grayscale ``(n, T, h, w)`` or 5-D colour ``(n, T, h, w, 3)``.
+
+    Returns a float32 array (a copy when the dtype changes; the caller's array is never
+    modified). Values outside [0, 1] are accepted (generator noise); NaN/inf are not.
+    """
+    X = check_array(
+        X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
+        input_name=name, ensure_min_samples=1,
+    )
+    if X.ndim not in (4, 5):
+        raise ValueError(
+            f"{name} must hold videos of shape (n_videos, n_frames, height, width) "
+            f"(grayscale) or (n_videos, n_frames, height, width, 3) (colour); got an array "
+            f"of shape {X.shape} instead."
+        )
+    if X.ndim == 5 and X.shape[-1] != 3:
+        raise ValueError(
+            f"{name} is 5-D, so its last axis must be the 3 colour channels; got shape "
+            f"{X.shape} instead."
+        )
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} holds empty videos (0 frames); got shape {X.shape} instead.")
+    if X.shape[2] == 0 or X.shape[3] == 0:
+        raise ValueError(f"{name} holds empty frames; got shape {X.shape} instead.")
+    return np.asarray(X, dtype=np.float32)
+
+
+def patch_encode(frames, patch_size, *, colour=False):
+    """The frozen frame encoder: cut frames into ``p x p`` patches and flatten them.
+
+    Parameters
+    ----------
+    frames : ndarray of shape (..., h, w), or (..., h, w, 3) when ``colour``
+        The frames.
+    patch_size : int
+        ``p``; must divide ``h`` and ``w``.
+    colour : bool, default=False
+        Whether the last axis holds the 3 colour channels.
+
+    Returns
+    -------
+    tokens : ndarray of shape (..., (h/p) * (w/p), p * p * channels)
+        Tokens in row-major order of the patch grid; each token is its patch in row-major
+        pixel order (channels last).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.video import patch_encode
+    >>> patch_encode(np.arange(16.0).reshape(1, 4, 4), 2)[0, 1]
+    array([2., 3., 6., 7.])
+    """
+    frames = np.asarray(frames)
+    if not colour:
+        frames = frames[..., None]
+    *lead, h, w, ch = frames.shape
+    p = int(patch_size)
+    gh, gw = h // p, w // p
+    x = frames.reshape(*lead, gh, p, gw, p, ch)
+    n = len(lead)
+    axes = list(range(n)) + [n, n + 2, n + 1, n + 3, n + 4]
+    x = x.transpose(axes)  # (..., gh, gw, p, p, ch)
+    return np.ascontiguousarray(x.reshape(*lead, gh * gw, p * p * ch))
+
+
+def encode_videos(X, *, patch_size, native_fps, fps, frames_per_clip):
+    """Sample, encode and repeat frames so that every clip covers one second.
+
+    Frames are sampled at ``fps`` (:func:`sample_frame_indices`), encoded once each
+    (:func:`patch_encode`), and each encoded frame is repeated ``frames_per_clip / fps``
+    times along time, so each group of ``frames_per_clip`` slots is one second of video
+    whatever the rate (section 3.5 of the spec).
+
+    Returns
+    -------
+    slots : ndarray of shape (n, n_slots, N, C), float32
+        ``n_slots = n_sampled * frames_per_clip / fps`` (not yet padded to whole clips).
+    """
+    indices = sample_frame_indices(X.shape[1], native_fps, fps)
+    tokens = patch_encode(X[:, indices], patch_size, colour=X.ndim == 5)
+    tokens = tokens.astype(np.float32, copy=False)
+    repeat = int(frames_per_clip // fps)
+    if repeat > 1:
+        tokens = np.repeat(tokens, repeat, axis=1)
+    return tokens
