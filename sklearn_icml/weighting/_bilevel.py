@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..utils import optional_import
-from ._hypergradient import one_step_hypergradient
+from ._hypergradient import one_step_hypergradient, weighted_sgd_step
 from ._weighting_model import WeightingMLP, effective_sample_size
 
 skorch = optional_import("skorch", "neural")
@@ -144,6 +144,10 @@ class BilevelState:
     share_features : Tensor of shape (n, m) or None
         Per-sample features whose weighted mean is logged per stage (user
         ``sample_features``: with one-hot sources, the weight share of each source).
+    online : bool
+        The online variant (spec 3.3): each DWM update also commits the look-ahead step
+        ``theta <- theta'`` to the learner (SGD with ``lookahead_lr`` and the weights of
+        the DWM before that update).
     """
 
     def __init__(
@@ -169,6 +173,7 @@ class BilevelState:
         val_batch_size,
         warm_start=None,
         share_features=None,
+        online=False,
         verbose=0,
     ):
         self.X = X
@@ -191,6 +196,7 @@ class BilevelState:
         self.val_batch_size = int(val_batch_size)
         self.warm_start = warm_start
         self.share_features = share_features
+        self.online = bool(online)
         self.verbose = int(verbose)
         self.n = int(X.shape[0])
 
@@ -215,6 +221,7 @@ class BilevelState:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.dwm_lr)
         self.stage = 0
         self.step = 0
+        self.online_steps = 0
         n_stages = len(self.stage_steps)
         self.weight_sums = np.zeros((n_stages, self.n))
         self.counts = np.zeros((n_stages, self.n), dtype=np.int64)
@@ -244,7 +251,7 @@ class BilevelState:
         )
         return self.X_val[idx], self.y_val[idx]
 
-    # -- (a) DWM phase: learner frozen
+    # -- (a) DWM phase: learner frozen (moved by the look-ahead steps if online)
     def dwm_phase(self, net):
         module = net.module_
         losses_log = []
@@ -274,6 +281,10 @@ class BilevelState:
             self.optimizer.zero_grad()
             w.backward(hyper.to(w.dtype))
             self.optimizer.step()
+            if self.online:
+                # theta <- theta'(w): the step the hypergradient was taken through
+                weighted_sgd_step(module, self.loss_fn, (xb, yb), w.detach(), self.lookahead_lr)
+                self.online_steps += 1
             losses_log.append(val_loss)
         self._dwm_val_losses = losses_log
         net.history.record("dwm_val_loss", losses_log[-1] if losses_log else float("nan"))

@@ -5,6 +5,7 @@ import functools
 import numbers
 
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.utils import check_random_state
@@ -88,6 +89,7 @@ class _DWMFitMixin(SkorchEstimatorMixin):
         "lookahead_lr": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "hypergradient": [StrOptions({"exact", "first_order"})],
         "use_batch_context": ["boolean"],
+        "online": ["boolean"],
         "loss_feature": [StrOptions({"auto", "raw", "log1p"})],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "val_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -175,6 +177,7 @@ class _DWMFitMixin(SkorchEstimatorMixin):
             val_batch_size=self.val_batch_size,
             warm_start=self._warm_start_model(n_dwm_features),
             share_features=share_features,
+            online=self.online,
             verbose=self.verbose,
         )
         optimizer = getattr(torch.optim, OPTIMIZERS[self.optimizer])
@@ -204,6 +207,7 @@ class _DWMFitMixin(SkorchEstimatorMixin):
         self.stage_weight_sums_ = sums
         self.stage_sample_counts_ = counts
         self.n_steps_ = int(state.step)
+        self.n_online_steps_ = int(state.online_steps)
         state.release_data()
         self.net_.bilevel = None
         return self
@@ -266,6 +270,7 @@ class _TabularDWM(_DWMFitMixin, BaseEstimator):
         lookahead_lr=None,
         hypergradient="exact",
         use_batch_context=True,
+        online=False,
         loss_feature="auto",
         validation_fraction=0.1,
         val_batch_size=256,
@@ -291,6 +296,7 @@ class _TabularDWM(_DWMFitMixin, BaseEstimator):
         self.lookahead_lr = lookahead_lr
         self.hypergradient = hypergradient
         self.use_batch_context = use_batch_context
+        self.online = online
         self.loss_feature = loss_feature
         self.validation_fraction = validation_fraction
         self.val_batch_size = val_batch_size
@@ -543,6 +549,12 @@ _PARAMS_DOC = """
         gradients. Both give the same value for the one-step SGD surrogate.
     use_batch_context : bool, default=True
         Give the DWM the batch mean of its inputs (interactions within a batch).
+    online : bool, default=False
+        The online variant of the schedule (spec section 3.3): every DWM update also
+        commits its look-ahead step to the learner (``theta <- theta'``, an SGD step of
+        ``lookahead_lr`` on the weighted batch, outside the learner's optimiser). The
+        learner then also moves during DWM phases, ``dwm_steps_per_stage`` extra steps
+        per stage (counted in ``n_online_steps_``, not in ``n_steps_``).
     loss_feature : {"auto", "raw", "log1p"}, default="auto"
         How the learner's current loss enters the DWM: ``"raw"`` or ``log(1 + loss)``.
         ``"auto"`` is ``"raw"`` for classifiers (cross-entropy) and ``"log1p"`` for
@@ -605,7 +617,10 @@ _ATTRIBUTES_DOC = """
     loss_feature_ : {"raw", "log1p"}
         The loss transform used.
     n_steps_ : int
-        Learner updates done.
+        Learner updates done by its optimiser (the learner phases).
+    n_online_steps_ : int
+        Look-ahead steps committed to the learner during DWM phases (0 unless
+        ``online=True``).
 """
 
 _NOTES_DOC = """
@@ -615,7 +630,7 @@ _NOTES_DOC = """
     with ``w = DWM(u)`` computed per batch; at the start of each stage the DWM is updated
     ``dwm_steps_per_stage`` times with Adam on the hypergradient of the validation loss
     after one look-ahead SGD step of the learner. The learner is unchanged during a DWM
-    phase and the DWM during a learner phase.
+    phase (unless ``online=True``) and the DWM during a learner phase.
 
     The paper's DWM reads raw text with an LM-style encoder; here it reads
     ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample features,
@@ -693,10 +708,7 @@ class DWMClassifier(ClassifierMixin, _TabularDWM):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        out = self._outputs(X)
-        out = out - out.max(axis=1, keepdims=True)
-        proba = np.exp(out)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return softmax(self._outputs(X), axis=1)
 
     def predict(self, X):
         """Most probable class of each row.

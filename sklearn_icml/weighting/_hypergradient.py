@@ -207,3 +207,39 @@ def _first_order(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr
         if gv is not None:
             hyper = hyper + G[k].reshape(n, -1) @ gv.reshape(-1)
     return (-lr / n) * hyper.detach(), float(val_loss.detach())
+
+
+def weighted_sgd_step(model, loss_fn, batch, weights, lr):
+    """Commit the look-ahead step in place: ``theta <- theta - lr * grad mean(w * l(theta))``.
+
+    The parameters become the ``theta'`` that :func:`one_step_hypergradient` differentiates
+    through (same batch, same weights, same ``lr``); this is the "online" variant of the
+    DWM schedule, where each DWM update also moves the learner. ``.grad`` is left alone.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    loss_fn : callable
+        ``loss_fn(outputs, y) -> Tensor of shape (n,)``.
+    batch : tuple of (X, y) tensors
+    weights : Tensor of shape (n,)
+        Used detached.
+    lr : float
+
+    Returns
+    -------
+    loss : float
+        The weighted mean loss before the step.
+    """
+    X, y = batch
+    params = [p for p in model.parameters() if p.requires_grad]
+    with torch.enable_grad():
+        losses = _check_losses(loss_fn(model(X), y), X.shape[0], "training batch")
+        w = torch.as_tensor(weights).detach().to(device=losses.device, dtype=losses.dtype)
+        inner = (w * losses).mean()
+        grads = torch.autograd.grad(inner, params, allow_unused=True)
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            if g is not None:
+                p.sub_(float(lr) * g)
+    return float(inner.detach())
