@@ -4,6 +4,11 @@ Nothing here downloads anything: every set is generated from a seed. One import 
 method, tagged with its spec slug (a trailing comment survives import sorting).
 """
 
+from ._cellflux import (  # cellflux-flow-matching
+    make_batch_shift_1d,
+    make_digits_screen,
+    make_gaussian_perturbations,
+)
 from ._continual import load_split_digits  # lwi-continual-learning
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
@@ -20,6 +25,9 @@ __all__ = [
     "make_additive_classification",
     "make_additive_regression",
     "make_arithmetic_queries",
+    "make_batch_shift_1d",
+    "make_digits_screen",
+    "make_gaussian_perturbations",
     "make_lidar_sweep",
     "make_lora_collection",
     "make_markov_languages",

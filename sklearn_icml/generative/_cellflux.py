@@ -1,0 +1,708 @@
+"""CellFlux: conditional flow matching from same-batch controls to perturbed cells."""
+
+import copy
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ..utils._optional import optional_import
+from ..utils._skorch import check_device, seeded, torch_seed, torch_threads
+from ._flow import (
+    TIME_GRIDS,
+    TIME_SAMPLERS,
+    conditional_path,
+    draw_same_batch_controls,
+    ema_decay,
+    ema_update,
+    frechet_distance,
+    guided_velocity,
+    integrate,
+)
+from ._networks import FiLMMLPVelocity, SmallUNetVelocity
+
+torch = optional_import("torch", "neural")
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+class CellFlux(BaseEstimator):
+    """Flow matching from control samples of a batch to perturbed samples of that batch.
+
+    CellFlux learns a velocity field ``v(x, t, e(c))`` whose flow carries a *control* sample
+    (an unperturbed cell, say) to a sample of the *treated* distribution of perturbation
+    ``c``. The source of every training pair is a control drawn from the **same batch**
+    (plate) as the treated row, so batch artefacts travel with the sample instead of being
+    learned: the flow only learns the perturbation effect. Training is conditional flow
+    matching on the straight path ``x_t = (1 - t) x0 + t x1`` with target ``x1 - x0``,
+    optional Gaussian noise on the source, and condition dropout for classifier-free
+    guidance; sampling integrates the EMA network with Heun's method on the EDM time grid.
+    It works on feature vectors (a FiLM MLP) and on small images (a small FiLM U-Net).
+
+    Parameters
+    ----------
+    hidden_dims : tuple of int, default=(256, 256, 256)
+        Widths of the FiLM MLP (vector inputs).
+    embedding_dim : int, default=64
+        Size of the learnable perturbation embedding (ignored when
+        ``perturbation_embeddings`` is given).
+    perturbation_embeddings : dict, array-like of shape (n_rows, E) or None, default=None
+        Fixed (frozen) perturbation embeddings. A dict maps each label to its vector; an
+        array is indexed by integer labels (label ``k`` uses row ``k``). With fixed
+        embeddings, :meth:`sample` also accepts labels not seen in ``fit`` (the
+        out-of-distribution use) as long as they have an embedding. ``None`` learns an
+        ``nn.Embedding`` of the perturbations seen in ``fit``.
+    control_label : object, default="control"
+        The value of ``y`` that marks control rows.
+    source : {"control", "noise"}, default="control"
+        ``"control"`` is CellFlux. ``"noise"`` is the noise-to-data ablation: the source is
+        ``N(0, I)`` (in standardised units) and the control rows only give the number and
+        shape of the samples.
+    architecture : {"auto", "mlp", "unet"}, default="auto"
+        Velocity network. ``"auto"`` is the MLP for 2-D ``X`` and the U-Net for images.
+    unet_channels : int, default=32
+        Channels of the U-Net at full resolution (twice that at half resolution).
+    time_sampler : {"skewed", "uniform"}, default="skewed"
+        Training times: the authors' skewed sampler (median 0.768) or ``U(0, 1)``.
+    noise_level : float, default=1.0
+        Standard deviation of the noise added to the source, in standardised units. At
+        sampling time the noise is always added.
+    noise_prob : float, default=0.5
+        Probability, drawn once per minibatch, that training adds the noise.
+    cond_drop_prob : float, default=0.2
+        Probability of dropping the condition (for classifier-free guidance).
+    cond_drop_mode : {"batch", "sample"}, default="batch"
+        Drop the condition for the whole minibatch (the reference) or per row.
+    cfg_scale : float, default=0.2
+        Guidance weight ``w`` of ``(1 + w) v(x, t, c) - w v(x, t, None)``; 0 is purely
+        conditional (one network pass). ``cfg_scale > 0`` with ``cond_drop_prob == 0``
+        raises ValueError, because the unconditional branch would be untrained.
+    ode_method : {"heun", "euler", "midpoint"}, default="heun"
+        Fixed-step ODE solver.
+    n_steps : int, default=50
+        Points of the time grid before the final ``t = 1`` (50 gives a 51-point grid).
+    time_grid : {"edm", "uniform"}, default="edm"
+        The EDM grid (starts at ``t = 1/81``) or a uniform grid from 0.
+    ema_decay : float, default=0.999
+        Cap of the EMA decay ``min(ema_decay, (1 + k) / (10 + k))`` after update ``k``.
+        Sampling uses the EMA weights.
+    lr : float, default=1e-4
+        AdamW learning rate (constant).
+    betas : tuple of float, default=(0.9, 0.95)
+        AdamW betas.
+    weight_decay : float, default=0.01
+        AdamW weight decay.
+    batch_size : int, default=32
+        Treated rows per minibatch.
+    max_epochs : int, default=200
+        Passes over the treated rows.
+    standardize : bool, default=True
+        Standardise with the training mean and scale of all rows (per feature for vectors,
+        per channel for images) and sample in standardised space.
+    n_threads : int or None, default=1
+        Torch intra-op threads during fit and sampling (None leaves torch's setting).
+    device : str, default="cpu"
+        Torch device.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network, the control draws, the noise and the times.
+    verbose : int, default=0
+        Print the mean loss of each epoch when positive.
+
+    Attributes
+    ----------
+    perturbations_ : ndarray
+        Sorted perturbation labels seen in ``fit`` (control excluded).
+    batches_ : ndarray
+        Sorted batch ids of the training rows.
+    controls_by_batch_ : dict
+        Batch id -> indices (rows of ``X`` in ``fit``) of its controls.
+    n_features_in_ : int
+        Number of features (the product of ``feature_shape_``).
+    feature_shape_ : tuple of int
+        Shape of one sample.
+    feature_names_in_ : ndarray of str
+        Column names, when ``X`` was a DataFrame with string column names.
+    scaler_mean_, scaler_scale_ : ndarray
+        Standardisation statistics (zeros and ones when ``standardize=False``).
+    velocity_model_ : torch.nn.Module
+        The trained network (raw weights).
+    ema_model_ : torch.nn.Module
+        The EMA of its weights, used for sampling.
+    loss_curve_ : list of float
+        Mean flow-matching MSE of each epoch.
+    n_iter_ : int
+        Epochs run.
+    n_updates_ : int
+        Optimiser steps run.
+
+    See Also
+    --------
+    sklearn_icml.generative._flow.edm_time_grid : the sampling time grid.
+
+    References
+    ----------
+    .. [1] Y. Zhang, Y. Su, C. Wang, T. Li, Z. Wefers, J. Nirschl, J. Burgess, D. Ding,
+       A. Lozano, E. Lundberg, S. Yeung-Levy. "CellFlux: Simulating Cellular Morphology
+       Changes via Flow Matching". ICML 2025. arXiv:2502.09775.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.generative import CellFlux
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.r_[rng.normal(0, 1, (200, 2)), rng.normal(3, 1, (200, 2))]
+    >>> y = np.r_[["control"] * 200, ["drug"] * 200]
+    >>> model = CellFlux(hidden_dims=(32, 32), noise_level=0.0, cfg_scale=0.0,
+    ...                  cond_drop_prob=0.0, lr=3e-3, max_epochs=15, n_steps=10,
+    ...                  random_state=0).fit(X, y)
+    >>> out = model.predict(rng.normal(0, 1, (100, 2)), "drug")
+    >>> out.shape, bool(np.all(np.abs(out.mean(axis=0) - 3) < 0.5))
+    ((100, 2), True)
+    """
+
+    _parameter_constraints = {
+        "hidden_dims": [tuple, list],
+        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "perturbation_embeddings": [dict, "array-like", None],
+        "control_label": "no_validation",
+        "source": [StrOptions({"control", "noise"})],
+        "architecture": [StrOptions({"auto", "mlp", "unet"})],
+        "unet_channels": [Interval(numbers.Integral, 1, None, closed="left")],
+        "time_sampler": [StrOptions(set(TIME_SAMPLERS))],
+        "noise_level": [Interval(numbers.Real, 0, None, closed="left")],
+        "noise_prob": [Interval(numbers.Real, 0, 1, closed="both")],
+        "cond_drop_prob": [Interval(numbers.Real, 0, 1, closed="both")],
+        "cond_drop_mode": [StrOptions({"batch", "sample"})],
+        "cfg_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "ode_method": [StrOptions({"heun", "euler", "midpoint"})],
+        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "time_grid": [StrOptions(set(TIME_GRIDS))],
+        "ema_decay": [Interval(numbers.Real, 0, 1, closed="both")],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "betas": [tuple, list],
+        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "standardize": ["boolean"],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_dims=(256, 256, 256),
+        embedding_dim=64,
+        perturbation_embeddings=None,
+        control_label="control",
+        source="control",
+        architecture="auto",
+        unet_channels=32,
+        time_sampler="skewed",
+        noise_level=1.0,
+        noise_prob=0.5,
+        cond_drop_prob=0.2,
+        cond_drop_mode="batch",
+        cfg_scale=0.2,
+        ode_method="heun",
+        n_steps=50,
+        time_grid="edm",
+        ema_decay=0.999,
+        lr=1e-4,
+        betas=(0.9, 0.95),
+        weight_decay=0.01,
+        batch_size=32,
+        max_epochs=200,
+        standardize=True,
+        n_threads=1,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_dims = hidden_dims
+        self.embedding_dim = embedding_dim
+        self.perturbation_embeddings = perturbation_embeddings
+        self.control_label = control_label
+        self.source = source
+        self.architecture = architecture
+        self.unet_channels = unet_channels
+        self.time_sampler = time_sampler
+        self.noise_level = noise_level
+        self.noise_prob = noise_prob
+        self.cond_drop_prob = cond_drop_prob
+        self.cond_drop_mode = cond_drop_mode
+        self.cfg_scale = cfg_scale
+        self.ode_method = ode_method
+        self.n_steps = n_steps
+        self.time_grid = time_grid
+        self.ema_decay = ema_decay
+        self.lr = lr
+        self.betas = betas
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.standardize = standardize
+        self.n_threads = n_threads
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    # ------------------------------------------------------------------ validation
+    def _check_hyper(self):
+        dims = tuple(self.hidden_dims)
+        if not dims or not all(_is_int(d) and d >= 1 for d in dims):
+            raise ValueError(
+                "hidden_dims must be a non-empty tuple of positive integers; "
+                f"got {self.hidden_dims!r} instead."
+            )
+        betas = tuple(self.betas)
+        if len(betas) != 2 or not all(isinstance(b, numbers.Real) and 0 <= b < 1 for b in betas):
+            raise ValueError(
+                f"betas must be two numbers in [0, 1); got {self.betas!r} instead."
+            )
+        self._check_guidance(self.cfg_scale)
+        return dims, betas
+
+    def _check_guidance(self, cfg_scale):
+        if not isinstance(cfg_scale, numbers.Real) or isinstance(cfg_scale, bool) or not (
+            np.isfinite(cfg_scale) and cfg_scale >= 0
+        ):
+            raise ValueError(f"cfg_scale must be a number >= 0; got {cfg_scale!r} instead.")
+        if cfg_scale > 0 and self.cond_drop_prob == 0:
+            raise ValueError(
+                f"cfg_scale={cfg_scale!r} > 0 needs an unconditional branch, but "
+                "cond_drop_prob=0 never trains it; set cond_drop_prob > 0 or cfg_scale=0. "
+                f"Got cond_drop_prob={self.cond_drop_prob!r} instead."
+            )
+
+    def _embedding_lookup(self):
+        """Return ``label -> vector`` for fixed embeddings (or None when learnable)."""
+        emb = self.perturbation_embeddings
+        if emb is None:
+            return None
+        if isinstance(emb, dict):
+            if not emb:
+                raise ValueError("perturbation_embeddings must not be an empty dict.")
+            vectors = {}
+            for key, vec in emb.items():
+                vec = check_array(np.asarray(vec, dtype=np.float64).reshape(1, -1),
+                                  input_name="perturbation_embeddings")[0]
+                vectors[key] = vec
+            sizes = {v.shape[0] for v in vectors.values()}
+            if len(sizes) != 1:
+                raise ValueError(
+                    "perturbation_embeddings vectors must all have the same length; got "
+                    f"lengths {sorted(sizes)!r} instead."
+                )
+            return vectors
+        table = check_array(emb, dtype=np.float64, input_name="perturbation_embeddings")
+        return {k: table[k] for k in range(table.shape[0])}
+
+    def _embedding_for(self, label, lookup, where):
+        key = label
+        if key not in lookup and isinstance(label, np.integer | np.floating):
+            key = label.item()
+        if key not in lookup:
+            raise ValueError(
+                f"{where}: perturbation {label!r} has no row in perturbation_embeddings "
+                f"(dict keys, or integer row indices for an array). Got {label!r} instead."
+            )
+        return lookup[key]
+
+    def _validate_X(self, X, *, reset):
+        if reset:
+            X = validate_data(self, X, allow_nd=True, dtype=np.float64)
+            if X.ndim not in (2, 3, 4):
+                raise ValueError(
+                    "X must be 2-D (n_samples, n_features), 3-D (n, H, W) or 4-D "
+                    f"(n, C, H, W); got an array of shape {X.shape} instead."
+                )
+            self.feature_shape_ = tuple(int(s) for s in X.shape[1:])
+            if X.ndim > 2:
+                self.n_features_in_ = int(np.prod(self.feature_shape_))
+            return X
+        if len(self.feature_shape_) == 1:
+            return validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_array(X, allow_nd=True, dtype=np.float64, input_name="X_control")
+        if tuple(X.shape[1:]) != self.feature_shape_:
+            raise ValueError(
+                f"X_control must have samples of shape {self.feature_shape_} as in fit; "
+                f"got samples of shape {tuple(X.shape[1:])} instead."
+            )
+        return X
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, *, batch=None):
+        """Learn the flow from same-batch controls to each perturbation's treated rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, [C,] H, W)
+            Controls and treated rows together.
+        y : array-like of shape (n_samples,)
+            Perturbation label of each row; ``control_label`` marks the controls.
+        batch : array-like of shape (n_samples,) or None, default=None
+            Batch (plate) id of each row; None puts all rows in one batch. Every batch
+            with treated rows must have controls.
+
+        Returns
+        -------
+        self : CellFlux
+        """
+        self._validate_params()
+        dims, betas = self._check_hyper()
+        device = check_device(self.device)
+        if y is None:
+            raise ValueError(
+                "CellFlux requires y to be passed, but the target y is None: y holds the "
+                "perturbation label of each row (control_label for controls)."
+            )
+        X = self._validate_X(X, reset=True)
+        n = X.shape[0]
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D; got an array of shape {y.shape} instead.")
+        if y.shape[0] != n:
+            raise ValueError(
+                f"y must have one label per row of X ({n}); got {y.shape[0]} instead."
+            )
+        if batch is None:
+            batch = np.zeros(n, dtype=np.int64)
+        else:
+            batch = np.asarray(batch)
+            if batch.ndim != 1 or batch.shape[0] != n:
+                raise ValueError(
+                    f"batch must be 1-D with one id per row of X ({n}); got shape "
+                    f"{batch.shape} instead."
+                )
+        is_control = np.asarray(y == self.control_label, dtype=bool).reshape(n)
+        if not is_control.any():
+            raise ValueError(
+                f"y has no control rows: no label equals control_label="
+                f"{self.control_label!r}. Got labels {np.unique(y)[:10].tolist()!r} instead."
+            )
+        if is_control.all():
+            raise ValueError(
+                "y has only control rows; fit needs treated rows (labels other than "
+                f"control_label={self.control_label!r})."
+            )
+        self.perturbations_ = np.unique(y[~is_control])
+        self.batches_, batch_codes = np.unique(batch, return_inverse=True)
+        ctrl_rows = np.flatnonzero(is_control)
+        treat_rows = np.flatnonzero(~is_control)
+        ctrl_codes = batch_codes[ctrl_rows]
+        counts = np.bincount(ctrl_codes, minlength=self.batches_.shape[0])
+        missing = np.unique(batch_codes[treat_rows][counts[batch_codes[treat_rows]] == 0])
+        if missing.size:
+            raise ValueError(
+                "every batch with treated rows needs control rows; batch "
+                f"{self.batches_[missing[0]].item()!r} has none. Got batches without controls "
+                f"{self.batches_[missing].tolist()!r} instead."
+            )
+        self.controls_by_batch_ = {
+            self.batches_[b]: ctrl_rows[ctrl_codes == b] for b in range(self.batches_.shape[0])
+        }
+        order = ctrl_rows[np.argsort(ctrl_codes, kind="stable")]
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+        lookup = self._embedding_lookup()
+        if lookup is not None:
+            fixed = np.stack([self._embedding_for(p, lookup, "fit") for p in self.perturbations_])
+            cond_dim = fixed.shape[1]
+        else:
+            fixed, cond_dim = None, int(self.embedding_dim)
+        pert_index = np.searchsorted(self.perturbations_, y[treat_rows])
+
+        # standardisation on all rows (controls and treated together)
+        self._set_scaler(X)
+        Xs = self._standardize(X)
+        self._arch = self.architecture
+        if self._arch == "auto":
+            self._arch = "mlp" if X.ndim == 2 else "unet"
+        self._net_shape = self._network_shape()
+        self.data_min_, self.data_max_ = float(X.min()), float(X.max())
+
+        seed = torch_seed(self.random_state)
+        self._predict_seed = seed
+        rng = np.random.default_rng(seed)
+        with seeded(seed, device), torch_threads(self.n_threads):
+            model = self._build_network(dims, cond_dim, fixed).to(device)
+            ema = copy.deepcopy(model)
+            for p in ema.parameters():
+                p.requires_grad_(False)
+            params, ema_params = list(model.parameters()), list(ema.parameters())
+            optimizer = torch.optim.AdamW(
+                model.parameters(), lr=float(self.lr), betas=betas,
+                weight_decay=float(self.weight_decay), foreach=True,
+            )
+            data = torch.as_tensor(Xs.reshape((n,) + self._net_shape), dtype=torch.float32,
+                                   device=device)
+            pidx = torch.as_tensor(pert_index, dtype=torch.long, device=device)
+            gen = torch.Generator(device=device).manual_seed(seed)
+            sample_time = TIME_SAMPLERS[self.time_sampler]
+            m = treat_rows.shape[0]
+            bs = int(self.batch_size)
+            self.loss_curve_ = []
+            k = 0
+            for epoch in range(int(self.max_epochs)):
+                perm = rng.permutation(m)
+                total = 0.0
+                for start in range(0, m, bs):
+                    chunk = perm[start:start + bs]
+                    x1 = data[treat_rows[chunk]]
+                    x0 = self._training_source(rng, gen, data, x1, batch_codes[treat_rows[chunk]],
+                                               order, starts, counts)
+                    t = sample_time(chunk.shape[0], gen, device)
+                    xt, ut = conditional_path(x0, x1, t)
+                    e, keep = self._training_condition(rng, gen, model, pidx[chunk])
+                    loss = torch.mean((model(xt, t, e, keep) - ut) ** 2)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    k += 1
+                    ema_update(ema_params, params, ema_decay(k, self.ema_decay))
+                    total += float(loss.detach()) * chunk.shape[0]
+                epoch_loss = total / m
+                if not np.isfinite(epoch_loss):
+                    raise ValueError(
+                        f"training diverged: the flow-matching loss became {epoch_loss!r} "
+                        f"at epoch {epoch + 1}. Lower lr."
+                    )
+                self.loss_curve_.append(epoch_loss)
+                if self.verbose:
+                    print(f"[CellFlux] epoch {epoch + 1}/{self.max_epochs} loss {epoch_loss:.5f}")
+        self.velocity_model_ = model.eval()
+        self.ema_model_ = ema.eval()
+        self.n_iter_ = len(self.loss_curve_)
+        self.n_updates_ = k
+        return self
+
+    def _training_source(self, rng, gen, data, x1, codes, order, starts, counts):
+        if self.source == "noise":
+            return torch.randn(x1.shape, generator=gen, device=x1.device)
+        rows = draw_same_batch_controls(rng, codes, order, starts, counts)
+        x0 = data[torch.as_tensor(rows, device=x1.device)]
+        if self.noise_level > 0 and rng.random() <= self.noise_prob:
+            x0 = x0 + self.noise_level * torch.randn(x0.shape, generator=gen, device=x0.device)
+        return x0
+
+    def _training_condition(self, rng, gen, model, index):
+        p = float(self.cond_drop_prob)
+        if self.cond_drop_mode == "batch":
+            if p > 0 and rng.random() < p:
+                return None, None
+            return model.perturbation_table(index), None
+        keep = (torch.rand(index.shape[0], generator=gen, device=index.device) >= p).float()
+        return model.perturbation_table(index), keep
+
+    def _build_network(self, dims, cond_dim, fixed):
+        fixed_t = None if fixed is None else torch.as_tensor(fixed, dtype=torch.float32)
+        k = self.perturbations_.shape[0]
+        if self._arch == "mlp":
+            return FiLMMLPVelocity(self.n_features_in_, dims, cond_dim, k, fixed_t)
+        if len(self._net_shape) != 3:
+            raise ValueError(
+                "architecture='unet' needs images X of shape (n, H, W) or (n, C, H, W); got "
+                f"samples of shape {self.feature_shape_} instead."
+            )
+        return SmallUNetVelocity(self._net_shape[0], self.unet_channels, cond_dim, k, fixed_t)
+
+    def _network_shape(self):
+        shape = self.feature_shape_
+        if self._arch == "mlp":
+            return (int(np.prod(shape)),)
+        return (1, *shape) if len(shape) == 2 else shape
+
+    def _set_scaler(self, X):
+        shape = self.feature_shape_
+        if not self.standardize:
+            self.scaler_mean_ = np.zeros((1,) * len(shape))
+            self.scaler_scale_ = np.ones((1,) * len(shape))
+            return
+        if X.ndim == 2:
+            axes = (0,)
+        elif X.ndim == 3:
+            axes = (0, 1, 2)
+        else:
+            axes = (0, 2, 3)
+        mean = X.mean(axis=axes, keepdims=True)[0]
+        scale = X.std(axis=axes, keepdims=True)[0]
+        scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+        self.scaler_mean_, self.scaler_scale_ = mean, scale
+
+    def _standardize(self, X):
+        return (X - self.scaler_mean_) / self.scaler_scale_
+
+    def _unstandardize(self, Z):
+        return Z * self.scaler_scale_ + self.scaler_mean_
+
+    # ------------------------------------------------------------------ sampling
+    def _condition_vectors(self, perturbation, n):
+        """Embedding vectors (tensor (n, E)) for ``perturbation``, on the EMA model."""
+        labels = np.asarray(perturbation)
+        if labels.ndim == 0:
+            labels = np.full(n, labels.item(), dtype=object)
+        elif labels.ndim != 1 or labels.shape[0] != n:
+            raise ValueError(
+                "perturbation must be one label or one label per row of X_control "
+                f"({n}); got an array of shape {labels.shape} instead."
+            )
+        model = self.ema_model_
+        device = next(model.parameters()).device
+        lookup = self._embedding_lookup()
+        if lookup is None:
+            seen = np.isin(labels, self.perturbations_)
+            if not seen.all():
+                bad = labels[~seen][0]
+                bad = bad.item() if isinstance(bad, np.generic) else bad
+                raise ValueError(
+                    f"perturbation {bad!r} was not seen in fit (perturbations: "
+                    f"{self.perturbations_.tolist()!r}); pass perturbation_embeddings to "
+                    f"sample unseen ones. Got {bad!r} instead."
+                )
+            index = np.searchsorted(self.perturbations_, labels.astype(self.perturbations_.dtype))
+            with torch.no_grad():
+                return model.perturbation_table(torch.as_tensor(index, device=device))
+        vectors = np.stack([self._embedding_for(lab, lookup, "sample") for lab in labels])
+        if vectors.shape[1] != model.embed.cond_proj.in_features:
+            raise ValueError(
+                f"perturbation embeddings must have {model.embed.cond_proj.in_features} "
+                f"values as in fit; got {vectors.shape[1]} instead."
+            )
+        return torch.as_tensor(vectors, dtype=torch.float32, device=device)
+
+    def sample(self, X_control, perturbation=None, *, batch=None, cfg_scale=None,
+               n_steps=None, return_trajectory=False, random_state=None):
+        """Transport control rows to ``perturbation``.
+
+        Parameters
+        ----------
+        X_control : array-like of shape (n, n_features) or (n, [C,] H, W)
+            Control samples (ideally from the batch whose treated cells are wanted). Row
+            ``i`` of the output is the transport of row ``i``.
+        perturbation : label or array-like of shape (n,), default=None
+            Target perturbation, one for all rows or one per row. None is allowed when
+            ``fit`` saw a single perturbation.
+        batch : array-like of shape (n,) or None, default=None
+            Batch ids of the rows. Only checked for length: the batch travels with the
+            control sample itself, the network does not take it as input.
+        cfg_scale : float or None, default=None
+            Guidance weight; None uses the estimator's ``cfg_scale``.
+        n_steps : int or None, default=None
+            Grid size; None uses the estimator's ``n_steps``.
+        return_trajectory : bool, default=False
+            Also return the states at every grid time.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the source noise. None draws fresh noise on each call.
+
+        Returns
+        -------
+        samples : ndarray of shape like X_control
+            Or ``(trajectory, times)`` with ``trajectory`` of shape ``(n_grid, n, ...)``
+            (its first state is the noised control, its last the samples) and ``times`` of
+            shape ``(n_grid,)`` when ``return_trajectory``.
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X_control, reset=False)
+        n = X.shape[0]
+        if batch is not None and np.asarray(batch).shape != (n,):
+            raise ValueError(
+                f"batch must be 1-D with one id per row of X_control ({n}); got shape "
+                f"{np.asarray(batch).shape} instead."
+            )
+        if perturbation is None:
+            if self.perturbations_.shape[0] != 1:
+                raise ValueError(
+                    "perturbation is required when fit saw several perturbations "
+                    f"({self.perturbations_.tolist()!r}); got None instead."
+                )
+            perturbation = self.perturbations_[0]
+        w = self.cfg_scale if cfg_scale is None else cfg_scale
+        self._check_guidance(w)
+        steps = self.n_steps if n_steps is None else n_steps
+        if not _is_int(steps) or steps < 1:
+            raise ValueError(f"n_steps must be an integer >= 1; got {steps!r} instead.")
+        seed = torch_seed(random_state)
+        model = self.ema_model_
+        device = next(model.parameters()).device
+        grid = TIME_GRIDS[self.time_grid](steps)
+        Z = self._standardize(X).reshape((n,) + self._net_shape)
+        with seeded(seed, device), torch_threads(self.n_threads), torch.no_grad():
+            e = self._condition_vectors(perturbation, n)
+            gen = torch.Generator(device=device).manual_seed(seed)
+            z = torch.as_tensor(Z, dtype=torch.float32, device=device)
+            noise = torch.randn(z.shape, generator=gen, device=device)
+            x = z + float(self.noise_level) * noise if self.source == "control" else noise
+
+            def field(x, t):
+                return guided_velocity(lambda x_, t_, c: model(x_, t_, c), x, t, e, float(w))
+
+            out = integrate(field, x, grid, self.ode_method, return_trajectory)
+        if return_trajectory:
+            traj = out[1].cpu().numpy().astype(np.float64)
+            traj = np.stack([self._to_data(s, n) for s in traj])
+            return traj, np.asarray(grid, dtype=np.float64)
+        return self._to_data(out.cpu().numpy().astype(np.float64), n)
+
+    def _to_data(self, Z, n):
+        X = self._unstandardize(Z.reshape((n,) + self.feature_shape_))
+        if len(self.feature_shape_) > 1:
+            X = np.clip(X, self.data_min_, self.data_max_)
+        return X
+
+    def predict(self, X_control, perturbation=None):
+        """Transport control rows to ``perturbation`` with a fixed seed (deterministic).
+
+        Same as :meth:`sample` with a noise seed fixed at fit time.
+
+        Parameters
+        ----------
+        X_control : array-like of shape (n, n_features) or (n, [C,] H, W)
+        perturbation : label or array-like of shape (n,), default=None
+
+        Returns
+        -------
+        samples : ndarray of shape like X_control
+        """
+        check_is_fitted(self)
+        return self.sample(X_control, perturbation, random_state=self._predict_seed)
+
+    def score(self, X_control, X_treated, perturbation=None):
+        """Negative Fréchet distance between predicted and real treated samples.
+
+        Parameters
+        ----------
+        X_control : array-like of shape (n, ...)
+            Controls to transport.
+        X_treated : array-like of shape (m, ...)
+            Real treated samples of ``perturbation``.
+        perturbation : label, default=None
+
+        Returns
+        -------
+        score : float
+            ``-FD(predict(X_control, perturbation), X_treated)`` on flattened features;
+            higher is better.
+        """
+        generated = self.predict(X_control, perturbation)
+        X_treated = check_array(X_treated, allow_nd=True, dtype=np.float64,
+                                input_name="X_treated")
+        if tuple(X_treated.shape[1:]) != self.feature_shape_:
+            raise ValueError(
+                f"X_treated must have samples of shape {self.feature_shape_}; got "
+                f"{tuple(X_treated.shape[1:])} instead."
+            )
+        return -frechet_distance(generated, X_treated)
