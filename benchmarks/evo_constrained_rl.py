@@ -8,9 +8,13 @@ no prioritisation) side by side and save one figure of their training curves.
     .venv/bin/python benchmarks/evo_constrained_rl.py [--quick]
 """
 
+import collections
+import os
 import pathlib
+import pickle
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from scipy import stats
@@ -63,76 +67,330 @@ def e1(report, quick):
     )
 
 
-def train_pair(env_factory, cost_limit, epochs, steps, seed):
-    runs = {}
-    for name, kw in (("EVO", {}),
-                     ("expectation baseline", {"constraint": "expectation",
-                                               "prioritize": False})):
-        t0 = time.perf_counter()
-        agent = EVOAgent(env=env_factory(), cost_limit=cost_limit, base="ppo_lag",
-                         steps_per_epoch=steps, random_state=np.random.default_rng(seed),
-                         **kw).learn(epochs * steps)
-        runs[name] = (agent, time.perf_counter() - t0)
-    return runs
+BUDGET = {
+    # E2: (epochs, steps_per_epoch, seeds, metric window)
+    # E3: a list of (epochs, steps_per_epoch, metric window, evaluation episodes)
+    # The E2 budget is REDUCED from the spec's (50 x 2000 steps, 2 seeds) to finish on the
+    # loaded shared 2-core machine; E3's 50-epoch runs resume the 20-epoch ones.
+    "quick": {"E2": (5, 400, (0,), 3), "E3": [(5, 400, 3, 50)]},
+    "full": {"E2": (30, 1000, (0, 1), 10), "E3": [(20, 2000, 10, 200), (50, 2000, 10, 200)]},
+}
+AGENTS = {
+    "EVO": {},
+    "expectation baseline": {"constraint": "expectation", "prioritize": False},
+}
 
 
-def last(agent, key, k):
-    vals = [h[key] for h in agent.history_[-k:]]
-    return float(np.nanmean(vals))
+def _cache_path(job):
+    cache = os.environ.get("EVO_BENCH_CACHE")
+    if not cache:
+        return None
+    return pathlib.Path(cache) / ("_".join(map(str, job)).replace(" ", "-") + ".pkl")
 
 
-def e2(report, quick, curves):
-    epochs, steps, window = (6, 500, 3) if quick else (30, 1000, 5)
-    runs = train_pair(RiskyShortcutEnv, 10.0, epochs, steps, seed=0)
-    curves["E2 RiskyShortcutEnv (d=10)"] = runs
-    evo, t_evo = runs["EVO"]
-    base, t_base = runs["expectation baseline"]
-    v_evo, v_base = last(evo, "violation_rate", window), last(base, "violation_rate", window)
+def _or_missing(func):
+    """A table cell: ``func``'s value, or "not finished" where a run is missing."""
+
+    def cell(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (KeyError, TypeError):
+            return "not finished"
+
+    return cell
+
+
+def _train(job):
+    """One training run (a process-pool job): histories, multiplier, evaluation, wall time.
+
+    With the environment variable ``EVO_BENCH_CACHE`` set to a folder, each result is
+    pickled there and reused, so the long runs can be split over several processes; the
+    agent is also pickled after every epoch (``*.partial.pkl``) so that an interrupted
+    run can be reported for the epochs it finished, or resumed.
+    """
+    exp, base, name, seed, epochs, steps, n_eval = job
+    path = _cache_path(job)
+    if path is not None and path.exists():
+        return job, pickle.loads(path.read_bytes())
+    env, d = (RiskyShortcutEnv(), 10.0) if exp == "E2" else (HeavyTailPointEnv(), 5.0)
+    agent, wall0 = _load_partial(path)
+    if agent is None:
+        agent = EVOAgent(env=env, cost_limit=d, base=base, steps_per_epoch=steps,
+                         random_state=np.random.default_rng(seed), **AGENTS[name])
+    t0 = time.perf_counter()
+    for _ in range(epochs - len(getattr(agent, "history_", []))):
+        agent.learn(steps)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.with_suffix(".partial.pkl").write_bytes(pickle.dumps(
+                {"agent": agent, "wall": wall0 + time.perf_counter() - t0}))
+    wall = wall0 + time.perf_counter() - t0
+    result = _result(agent, n_eval, wall)
+    if path is not None:
+        path.write_bytes(pickle.dumps(result))
+    return job, result
+
+
+def _result(agent, n_eval, wall):
+    ev = agent.evaluate(n_episodes=n_eval, deterministic=False) if n_eval else None
+    return {"history": agent.history_, "lagrange": agent.lagrange_, "eval": ev, "wall": wall}
+
+
+def _load_partial(path):
+    """``(agent, wall seconds so far)`` of an interrupted run, or ``(None, 0.0)``."""
+    partial = None if path is None else path.with_suffix(".partial.pkl")
+    if partial is None or not partial.exists():
+        return None, 0.0
+    obj = pickle.loads(partial.read_bytes())
+    return (obj["agent"], obj["wall"]) if isinstance(obj, dict) else (obj, float("nan"))
+
+
+def _assemble(job):
+    """A finished run from the cache, or the last epoch of an interrupted one, or None."""
+    path = _cache_path(job)
+    if path is None:
+        return None
+    agent, wall = _load_partial(path)
+    if path.exists():
+        result = pickle.loads(path.read_bytes())
+    elif agent is None:
+        return None
+    else:
+        result = _result(agent, job[-1], wall)
+        result["partial"] = f"{len(agent.history_)} of {job[4]} epochs"
+    if job[-1] and agent is not None and len(agent.history_) == len(result["history"]):
+        # the deterministic policy (the Gaussian mean) as well as the stochastic one
+        result["eval_det"] = agent.evaluate(n_episodes=job[-1], deterministic=True)
+        # 10x more episodes: a violation rate near 0.036 has a 200-episode sd of 0.013
+        result["eval_det_long"] = agent.evaluate(n_episodes=10 * job[-1], deterministic=True)
+    return result
+
+
+def jobs_of(quick):
+    """The training runs of E2 and E3, most important (E3) first."""
+    budget = BUDGET["quick" if quick else "full"]
+    jobs = [("E3", base, name, 0, epochs, steps, n_eval)
+            for epochs, steps, _, n_eval in budget["E3"]
+            for base in ("ppo_lag", "cpo") for name in AGENTS]
+    epochs, steps, seeds, _ = budget["E2"]
+    jobs += [("E2", "ppo_lag", name, s, epochs, steps, 0) for s in seeds for name in AGENTS]
+    jobs += [("E2", "cpo", name, seeds[0], epochs, steps, 0) for name in AGENTS]
+    return jobs
+
+
+def run_all(quick, n_jobs=2):
+    """All E2 / E3 training runs, two at a time (each single-threaded).
+
+    With ``EVO_BENCH_ASSEMBLE`` set, only the runs already in ``EVO_BENCH_CACHE`` are
+    used, and the cells of the others read "not finished".
+    """
+    if os.environ.get("EVO_BENCH_ASSEMBLE"):
+        out = {j: r for j in jobs_of(quick) if (r := _assemble(j)) is not None}
+    else:
+        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+            out = dict(pool.map(_train, jobs_of(quick)))
+    return {j[:5]: r for j, r in out.items()}
+
+
+def last(run, key, k):
+    return float(np.nanmean([h[key] for h in run["history"][-k:]]))
+
+
+def e2(report, quick, runs, curves):
+    epochs, steps, seeds, window = BUDGET["quick" if quick else "full"]["E2"]
+    runs = {k[:4]: r for k, r in runs.items() if k[0] == "E2" and k[4] == epochs}
+
+    @_or_missing
+    def per_seed(base, name, key, transform=float):
+        seeds_b = seeds if base == "ppo_lag" else seeds[:1]
+        vals = [transform(last(runs["E2", base, name, s], key, window)) for s in seeds_b]
+        return " / ".join(f"{v:.4g}" for v in vals)
+
+    @_or_missing
+    def ratio(base):
+        seeds_b = seeds if base == "ppo_lag" else seeds[:1]
+        vals = []
+        for s in seeds_b:
+            ve = last(runs["E2", base, "EVO", s], "violation_rate", window)
+            vb = last(runs["E2", base, "expectation baseline", s], "violation_rate", window)
+            vals.append(ve / vb if vb > 0 else float("nan"))
+        return " / ".join(f"{v:.4g}" for v in vals)
+
+    @_or_missing
+    def all_epochs(base):
+        seeds_b = seeds if base == "ppo_lag" else seeds[:1]
+        return " / ".join(
+            f"{np.nanmean([h['violation_rate'] for h in runs['E2', base, 'EVO', s]['history']]):.4g}"
+            for s in seeds_b)
+
+    @_or_missing
+    def lam(base):
+        seeds_b = seeds if base == "ppo_lag" else seeds[:1]
+        return " / ".join(f"{runs['E2', base, 'EVO', s]['lagrange']:.3g}" for s in seeds_b)
+
+    @_or_missing
+    def wall(base):
+        e = np.mean([runs["E2", base, "EVO", s]["wall"] for s in seeds[:1]])
+        b = np.mean([runs["E2", base, "expectation baseline", s]["wall"] for s in seeds[:1]])
+        return f"{e:.0f} s / {b:.0f} s ({e / b:.2f}x)"
+
+    B, E = "expectation baseline", "EVO"
     rows = [
-        ["baseline P(shortcut)", ">= 0.9", last(base, "mean_action", window)],
-        ["baseline return", "9.3-9.6", last(base, "ep_ret", window)],
-        ["baseline violation rate P(C > 10)", "0.096 +- 0.02", v_base],
-        ["EVO P(safe)", ">= 0.75", 1 - last(evo, "mean_action", window)],
-        ["EVO return", "6.0-7.0", last(evo, "ep_ret", window)],
-        ["EVO violation rate", "<= 0.03", v_evo],
-        ["EVO / baseline violation", "<= 1/3", v_evo / v_base if v_base > 0 else float("nan")],
-        ["EVO violation rate, all epochs", "~0.018 (prototype)",
-         float(np.nanmean([h["violation_rate"] for h in evo.history_]))],
-        ["EVO final multiplier", "rising (20-40 after 50-100 epochs)", evo.lagrange_],
-        ["wall time (EVO / baseline)", "-", f"{t_evo:.0f} s / {t_base:.0f} s "
-         f"({t_evo / t_base:.2f}x)"],
+        ["baseline P(shortcut)", ">= 0.9", per_seed("ppo_lag", B, "mean_action"),
+         per_seed("cpo", B, "mean_action")],
+        ["baseline return", "9.3-9.6", per_seed("ppo_lag", B, "ep_ret"),
+         per_seed("cpo", B, "ep_ret")],
+        ["baseline violation rate P(C > 10)", "0.096 +- 0.02",
+         per_seed("ppo_lag", B, "violation_rate"), per_seed("cpo", B, "violation_rate")],
+        ["EVO P(safe)", ">= 0.75", per_seed("ppo_lag", E, "mean_action", lambda v: 1 - v),
+         per_seed("cpo", E, "mean_action", lambda v: 1 - v)],
+        ["EVO return", "6.0-7.0", per_seed("ppo_lag", E, "ep_ret"), per_seed("cpo", E, "ep_ret")],
+        ["EVO violation rate", "<= 0.03", per_seed("ppo_lag", E, "violation_rate"),
+         per_seed("cpo", E, "violation_rate")],
+        ["EVO / baseline violation", "<= 1/3", ratio("ppo_lag"), ratio("cpo")],
+        ["EVO violation rate, all epochs", "~0.018 (prototype, ppo_lag)", all_epochs("ppo_lag"),
+         all_epochs("cpo")],
+        ["EVO final multiplier", "rising (20-40 after 50-100 epochs, ppo_lag)", lam("ppo_lag"),
+         "- (CPO has none)"],
+        ["EVO CPO cases over the run (0 = infeasible recovery)", "-", "-",
+         _or_missing(lambda: str(dict(sorted(collections.Counter(
+             h["case"] for h in runs["E2", "cpo", "EVO", seeds[0]]["history"]).items()))))()],
+        ["wall time, seed 0 (EVO / baseline)", "-", wall("ppo_lag"), wall("cpo")],
+    ]
+    n_seeds = len(seeds)
+    report.add_table(
+        f"E2: RiskyShortcutEnv, d = 10, {epochs} epochs x {steps} steps (metrics over the "
+        f"last {window} epochs of training episodes; ppo_lag: seeds "
+        f"{' / '.join(map(str, seeds))}, cpo: seed {seeds[0]})",
+        ["quantity", "target (ppo_lag calibration)", f"measured, ppo_lag ({n_seeds} seeds)",
+         "measured, cpo (1 seed)"], rows,
+        note=("P(shortcut) is the fraction of shortcut actions among the training steps. The "
+              "spec's E2 targets were calibrated on the ppo_lag base; the CPO column (the "
+              "paper's base) is run with the same targets for comparison."),
+    )
+    for base in ("ppo_lag", "cpo"):
+        curves[f"E2 RiskyShortcutEnv (d=10), {base}"] = {
+            n: runs[k] for n in AGENTS if (k := ("E2", base, n, seeds[0])) in runs}
+
+
+def heavy_tail_floor(n=400_000, seed=0):
+    """Monte Carlo of HeavyTailPointEnv's episode cost under a constant action.
+
+    Vectorised copy of the environment's cost law (horizon 50, rate
+    ``0.002 + 0.02 max(a, 0)**2``, size ``10 Lomax(2.5)``), to show which E3 targets any
+    policy can reach.
+    """
+    rng = np.random.default_rng(seed)
+    out = {}
+    for a in (0.0, 0.2, 0.5, 0.806, 1.0):
+        k = rng.binomial(50, 0.002 + 0.02 * a**2, size=n)
+        tot = np.zeros(n)
+        for j in range(1, k.max() + 1):
+            idx = k >= j
+            tot[idx] += 10 * ((1 - rng.random(idx.sum())) ** (-1 / 2.5) - 1)
+        out[a] = ((tot > 5).mean(), np.quantile(tot, 0.99), tot.mean(), 50 * a)
+    return out
+
+
+def e3(report, quick, runs, curves, budget, feasibility=True):
+    epochs, steps, window, n_eval = budget
+    runs = {k[:4]: r for k, r in runs.items() if k[0] == "E3" and k[4] == epochs}
+    ev = {(b, n, key): runs.get(("E3", b, n, 0), {}).get(key)
+          for b in ("ppo_lag", "cpo") for n in AGENTS
+          for key in ("eval", "eval_det", "eval_det_long")}
+
+    @_or_missing
+    def col(base, f, key):
+        return f(ev[base, "EVO", key], ev[base, "expectation baseline", key])
+
+    def cols(f, key="eval"):
+        return [col("ppo_lag", f, key), col("cpo", f, key)]
+
+    @_or_missing
+    def lam_hist(base):
+        h = runs["E3", base, "EVO", 0]["history"]
+        return f"{h[len(h) // 2]['lagrange']:.3g} -> {h[-1]['lagrange']:.3g}"
+
+    @_or_missing
+    def mean_actions(base):
+        e = last(runs["E3", base, "EVO", 0], "mean_action", window)
+        b = last(runs["E3", base, "expectation baseline", 0], "mean_action", window)
+        return f"{e:.3f} / {b:.3f}"
+
+    floor = heavy_tail_floor(n=50_000 if quick else 400_000)
+    v0, q0, _, _ = floor[0.0]
+    rows = [
+        ["EVO eval violation rate P(C > 5), stochastic policy", "<= 0.02",
+         *cols(lambda e, b: e["violation_rate"]), f"{v0:.4f} (any policy, a <= 0)"],
+        ["baseline eval violation rate, stochastic", ">= 2x EVO's",
+         *cols(lambda e, b: b["violation_rate"]), f"{floor[0.806][0]:.3f} (a = 0.806, E[C] = 5)"],
+        ["baseline / EVO violation rate", ">= 2",
+         *cols(lambda e, b: b["violation_rate"] / e["violation_rate"]
+               if e["violation_rate"] > 0 else float("inf")), "-"],
+        ["EVO return / baseline return, stochastic", ">= 0.5",
+         *cols(lambda e, b: e["mean_return"] / b["mean_return"]
+               if b["mean_return"] > 0 else float("nan")),
+         "~0 (EVO's constraint is infeasible, see below)"],
+        ["EVO eval violation rate, deterministic policy (the Gaussian mean)", "<= 0.02",
+         *cols(lambda e, b: e["violation_rate"], "eval_det"), f"{v0:.4f}"],
+        [f"EVO / baseline violation rate, deterministic, {10 * n_eval} episodes (precision)",
+         "-", *cols(lambda e, b: f"{e['violation_rate']:.4f} / {b['violation_rate']:.4f}",
+                    "eval_det_long"), f"{v0:.4f}"],
+        ["baseline / EVO violation rate, deterministic", ">= 2",
+         *cols(lambda e, b: b["violation_rate"] / e["violation_rate"]
+               if e["violation_rate"] > 0 else float("inf"), "eval_det"), "-"],
+        ["EVO return / baseline return, deterministic", ">= 0.5",
+         *cols(lambda e, b: e["mean_return"] / b["mean_return"]
+               if b["mean_return"] > 0 else float("nan"), "eval_det"), "~0"],
+        ["EVO / baseline mean return", "-",
+         *cols(lambda e, b: f"{e['mean_return']:.2f} / {b['mean_return']:.2f}"),
+         "0 at a = 0, 40.3 at a = 0.806"],
+        ["EVO / baseline q99 episode cost (the constrained statistic, d = 5)", "-",
+         *cols(lambda e, b: f"{e['q99_cost']:.2f} / {b['q99_cost']:.2f}"),
+         f"{q0:.2f} (minimum over all policies)"],
+        [f"EVO / baseline mean action, last {window} epochs (training)", "-",
+         *[mean_actions(b) for b in ("ppo_lag", "cpo")], "a <= 0 / a <= 0.806"],
+        ["EVO q_hat, last epoch (training)", "-",
+         *[_or_missing(lambda b: f"{runs['E3', b, 'EVO', 0]['history'][-1]['q_hat']:.3g}")(b)
+           for b in ("ppo_lag", "cpo")], "-"],
+        ["EVO multiplier, mid-run -> end", "-", lam_hist("ppo_lag"), "- (CPO has none)", "-"],
+        ["EVO CPO cases over the run (0 = infeasible recovery)", "-", "-",
+         _or_missing(lambda: str(dict(sorted(collections.Counter(
+             h["case"] for h in runs["E3", "cpo", "EVO", 0]["history"]).items()))))(), "-"],
+        ["wall time (EVO / baseline)", "-",
+         *[_or_missing(lambda b: f"{runs['E3', b, 'EVO', 0]['wall']:.0f} s / "
+                       f"{runs['E3', b, 'expectation baseline', 0]['wall']:.0f} s")(b)
+           for b in ("ppo_lag", "cpo")],
+         "-"],
     ]
     report.add_table(
-        f"E2: RiskyShortcutEnv, d = 10, ppo_lag, {epochs} epochs x {steps} steps, 1 seed "
-        f"(metrics over the last {window} epochs of training episodes)",
-        ["quantity", "target", "measured"], rows,
-        note=("REDUCED from the spec's 50 epochs x 2000 steps x 2 seeds to fit the shared, "
-              "loaded 2-core machine; P(shortcut) is the fraction of shortcut actions among "
-              "the training steps."),
+        f"E3: HeavyTailPointEnv, d = 5, {epochs} epochs x {steps} steps, seed 0, "
+        f"{n_eval} stochastic evaluation episodes after training",
+        ["quantity", "target (INFERRED)", "measured, ppo_lag", "measured, cpo",
+         "reachable by any policy (Monte Carlo of the env)"], rows,
+        note=("The spec gives E3 no budget beyond 'about 5 minutes'. Last column: a vectorised Monte Carlo of the environment's cost law "
+              "under a constant action a."),
     )
-
-
-def e3(report, quick, curves):
-    epochs, steps, n_eval = (4, 500, 50) if quick else (15, 1000, 200)
-    runs = train_pair(HeavyTailPointEnv, 5.0, epochs, steps, seed=0)
-    curves["E3 HeavyTailPointEnv (d=5)"] = runs
-    ev = {name: agent.evaluate(n_episodes=n_eval, deterministic=False)
-          for name, (agent, _) in runs.items()}
-    e, b = ev["EVO"], ev["expectation baseline"]
-    rows = [
-        ["EVO eval violation rate P(C > 5)", "<= 0.02", e["violation_rate"]],
-        ["baseline eval violation rate", ">= 2x EVO's", b["violation_rate"]],
-        ["EVO return / baseline return", ">= 0.5", e["mean_return"] / b["mean_return"]
-         if b["mean_return"] > 0 else float("nan")],
-        ["EVO / baseline mean return", "-", f"{e['mean_return']:.2f} / {b['mean_return']:.2f}"],
-        ["EVO / baseline q99 episode cost", "-", f"{e['q99_cost']:.2f} / {b['q99_cost']:.2f}"],
-    ]
-    report.add_table(
-        f"E3: HeavyTailPointEnv, d = 5, ppo_lag, {epochs} epochs x {steps} steps, "
-        f"{n_eval} stochastic evaluation episodes",
-        ["quantity", "target (INFERRED)", "measured"], rows,
-        note="REDUCED training budget (the spec gives none beyond 'about 5 minutes').",
-    )
+    rows = [[f"{a:g}", f"{r:.1f}", f"{v:.4f}", f"{q:.2f}", f"{m:.3f}"]
+            for a, (v, q, m, r) in floor.items()]
+    if feasibility:
+        report.add_table(
+            "E3 feasibility: HeavyTailPointEnv episode cost under a constant action "
+            f"({'50,000' if quick else '400,000'} simulated episodes each)",
+            ["action a", "return 50a", "P(C > 5)", "0.99-quantile of C", "E[C]"], rows,
+            note=("Any action a <= 0 still pays the base rate 0.002 per step: P(C > 5) >= 0.036 "
+                  "and the 0.99-quantile >= 15.5 for every policy (the observation carries no "
+                  "cost information, so no policy can do better than a <= 0). EVO's constraint "
+                  "q_0.99 <= d = 5 is therefore infeasible, its multiplier (ppo_lag) grows "
+                  "without bound and CPO stays in its recovery branch, both drive the policy "
+                  "to a <= 0 (return ~0); the targets 'EVO violation <= 0.02' and 'EVO return "
+                  ">= 50% of the baseline's' cannot both be reached by any implementation (the "
+                  "first by no policy at all). The expectation constraint E[C] <= 5 is met up "
+                  "to a = 0.806 (return 40.3, P(C > 5) = 0.26)."),
+        )
+    for base in ("ppo_lag", "cpo"):
+        curves[f"E3 HeavyTailPointEnv (d=5), {base}"] = {
+            n: runs[k] for n in AGENTS if (k := ("E3", base, n, 0)) in runs}
 
 
 def plot(curves, path):
@@ -146,8 +404,8 @@ def plot(curves, path):
     fig, axes = plt.subplots(len(curves), 3, figsize=(12, 3.2 * len(curves)), squeeze=False)
     for row, (title, runs) in zip(axes, curves.items()):
         for ax, (key, label) in zip(row, keys):
-            for name, (agent, _) in runs.items():
-                ax.plot([h[key] for h in agent.history_], label=name)
+            for name, run in runs.items():
+                ax.plot([h[key] for h in run["history"]], label=name)
             ax.set_title(f"{title}: {label}", fontsize=9)
             ax.set_xlabel("epoch")
         row[0].legend(fontsize=8)
@@ -156,14 +414,34 @@ def plot(curves, path):
 
 
 NOTES = (
-    "E1 reproduces the calibrated spec numbers exactly (seeds are default_rng). E2 meets "
-    "every target at a reduced budget (30 x 1000 steps, 1 seed; the spec's 50 x 2000 x 2 "
-    "did not fit the loaded shared machine). E3 (INFERRED targets) is not met at this "
-    "budget: after 15 epochs EVO's multiplier is still rising, its evaluation violation "
-    "rate is about half the baseline's but above 0.02, and it keeps under 50% of the "
-    "baseline's return. Nothing was tuned to hit a number. Both agents use the ppo_lag "
-    "base (the spec allows it for E2; the CPO base is implemented and unit-tested but not "
-    "benchmarked here). The baseline also turns prioritisation off."
+    "E1 reproduces the calibrated spec numbers exactly (seeds are default_rng). E2 is "
+    "REDUCED to 30 epochs x 1000 steps (spec: 50 x 2000) on seeds 0 and 1 for ppo_lag "
+    "and seed 0 for CPO, to fit the shared 2-core machine (load 10-20 during the run); "
+    "E3 runs 20 and 50 epochs x 2000 steps (the 50-epoch runs resume the 20-epoch ones; "
+    "the spec gives 'about 5 minutes'). Both bases run: ppo_lag (the spec's calibration) "
+    "and CPO (the paper's). Each run is single-threaded, up to eight at a time, under "
+    "nice, so wall times are inflated and vary with the load; only ratios within a row "
+    "mean much. ppo_lag EVO meets every E2 target on both seeds; with the CPO base "
+    "(q_hat = 50 > d: 25 of 30 epochs are CPO's KL-limited infeasible-recovery step) "
+    "EVO moves more slowly and misses P(safe), the violation rate and the ratio at this "
+    "budget. "
+    "E3's INFERRED targets are not reachable in this environment by any policy: the base "
+    "cost rate 0.002 per step is paid whatever the action, so P(C > 5) >= 0.036 and the "
+    "0.99-quantile of the episode cost >= 15.5 > d = 5 (feasibility table). EVO's "
+    "quantile constraint is infeasible there, so the PPO-Lag multiplier grows without "
+    "bound and CPO stays in its infeasible-recovery case; both drive the mean action "
+    "towards a <= 0 (CPO's recovery keeps lowering the Gaussian mean, to -1.3 after 50 "
+    "epochs, because that lowers P(a > 0)), which rules out 'EVO keeps >= 50% of the "
+    "baseline's return'. After 50 epochs the 200-episode violation rates of EVO (0.015 "
+    "to 0.04) read at or below the 0.02 target only through evaluation noise: the sd of "
+    "a 200-episode rate near the 0.036 floor is 0.013, and the 2000-episode row gives "
+    "the precise value. "
+    "The implementation was checked against the spec and against OmniSafe's CPO (case "
+    "analysis, raw 'c = q_hat - d' without division by the episode length, as in the "
+    "released EVO code, line search, KL bound): no bug was found, and nothing was tuned "
+    "to hit a number. OmniSafe's PPOLag moves its multiplier with Adam (lr 0.035) where "
+    "the spec's calibrated default is plain ascent; lagrangian_optimizer='adam' offers "
+    "OmniSafe's rule. The baseline also turns prioritisation off."
 )
 
 
@@ -177,9 +455,17 @@ def main(argv=None):
                "empirical quantile (E1) and the expectation-constrained baseline (same agent "
                "code, mean episode cost in the constraint, no prioritisation; E2, E3).")
     e1(report, args.quick)
+    runs = run_all(args.quick)
+    partial = [f"{' '.join(map(str, k))}: {r['partial']}" for k, r in runs.items()
+               if "partial" in r]
+    if partial:
+        report.add("Interrupted runs", "Reported at the last epoch they finished (their "
+                   "evaluation is of that policy): " + "; ".join(partial) + ".")
     curves = {}
-    e2(report, args.quick, curves)
-    e3(report, args.quick, curves)
+    e2(report, args.quick, runs, curves)
+    budgets = BUDGET["quick" if args.quick else "full"]["E3"]
+    for k, budget in enumerate(budgets):
+        e3(report, args.quick, runs, curves, budget, feasibility=k == len(budgets) - 1)
     out = pathlib.Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     name = "evo_constrained_rl_curves" + (".quick" if args.quick else "") + ".png"

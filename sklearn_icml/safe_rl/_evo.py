@@ -206,6 +206,11 @@ class EVOAgent:
         Step ``eta`` of the multiplier ascent ``lambda <- max(0, lambda + eta (c - d))``.
     lagrangian_init : float, default=0.001
         Initial multiplier.
+    lagrangian_optimizer : {"sgd", "adam"}, default="sgd"
+        How the multiplier ascends: "sgd" is the plain projected step above (the spec's
+        calibrated default); "adam" is OmniSafe's ``Lagrange`` class (``torch.optim.Adam``
+        with lr ``lagrangian_lr`` on the loss ``-lambda (c - d)``, then clamped at 0), whose
+        steps are about ``lagrangian_lr`` whatever the size of the violation.
     cg_damping : float, default=0.1
         Damping of the Fisher-vector products (CPO).
     n_threads : int or None, default=1
@@ -237,6 +242,15 @@ class EVOAgent:
     GPDTailQuantile : The extreme-quantile estimator of the constraint.
     RiskyShortcutEnv, HeavyTailPointEnv : Test environments with black-swan costs.
 
+    Notes
+    -----
+    The CPO step follows OmniSafe's current ``CPO`` (case analysis, conjugate gradient,
+    backtracking line search with decay 0.8 and the KL bound ``target_kl``) with the
+    constraint value ``c = q_hat - cost_limit`` used as is, as in the released EVO code
+    (older OmniSafe versions divided ``c`` by the mean episode length). When no policy
+    can meet the constraint (``q_hat > cost_limit`` whatever the actions), CPO stays in
+    its infeasible-recovery case and the PPO-Lag multiplier grows without bound.
+
     References
     ----------
     .. [1] S. Gao, Y. Zhou, S. Shao, H. Luo, Y. Bing, J. Ding, L. Fu and X. Wang,
@@ -263,7 +277,8 @@ class EVOAgent:
                  reward_buffer_size=None, reward_buffer_percentile=90,
                  reward_tail_quantile=0.9, oversample_factor=1, free_loc=False,
                  double_threshold=False, actor_lr=3e-4, clip_ratio=0.2, ppo_kl_stop=0.02,
-                 lagrangian_lr=0.035, lagrangian_init=0.001, cg_damping=0.1, n_threads=1,
+                 lagrangian_lr=0.035, lagrangian_init=0.001,
+                 lagrangian_optimizer="sgd", cg_damping=0.1, n_threads=1,
                  device="cpu", random_state=None, verbose=0):
         self.env = env
         self.cost_limit = cost_limit
@@ -297,6 +312,7 @@ class EVOAgent:
         self.ppo_kl_stop = ppo_kl_stop
         self.lagrangian_lr = lagrangian_lr
         self.lagrangian_init = lagrangian_init
+        self.lagrangian_optimizer = lagrangian_optimizer
         self.cg_damping = cg_damping
         self.n_threads = n_threads
         self.device = device
@@ -346,6 +362,11 @@ class EVOAgent:
             integer("reward_buffer_size", 1)
         if self.base not in ("cpo", "ppo_lag"):
             raise ValueError(f"base must be 'cpo' or 'ppo_lag'. Got {self.base!r} instead.")
+        if self.lagrangian_optimizer not in ("sgd", "adam"):
+            raise ValueError(
+                "lagrangian_optimizer must be 'sgd' or 'adam'. "
+                f"Got {self.lagrangian_optimizer!r} instead."
+            )
         if self.constraint not in ("quantile", "expectation"):
             raise ValueError(
                 "constraint must be 'quantile' or 'expectation'. "
@@ -439,6 +460,10 @@ class EVOAgent:
         size = self.reward_buffer_size or 2 * self.steps_per_epoch
         self._adv_buffer = collections.deque(maxlen=size)
         self.lagrange_ = float(self.lagrangian_init) if self.base == "ppo_lag" else 0.0
+        self._lambda_param = self._lambda_opt = None
+        if self.base == "ppo_lag" and self.lagrangian_optimizer == "adam":
+            self._lambda_param = nn.Parameter(torch.tensor(self.lagrange_, dtype=torch.float64))
+            self._lambda_opt = torch.optim.Adam([self._lambda_param], lr=self.lagrangian_lr)
         self.history_ = []
         self.n_steps_ = 0
         self._obs = None
@@ -697,7 +722,16 @@ class EVOAgent:
         return case, kl_val
 
     def _ppo_lag_update(self, t, c_stat):
-        self.lagrange_ = max(0.0, self.lagrange_ + self.lagrangian_lr * (c_stat - self.cost_limit))
+        if self._lambda_opt is None:  # plain projected ascent
+            self.lagrange_ = max(
+                0.0, self.lagrange_ + self.lagrangian_lr * (c_stat - self.cost_limit))
+        else:  # OmniSafe's Lagrange: Adam on -lambda (c - d), clamped at 0
+            self._lambda_opt.zero_grad()
+            (-self._lambda_param * float(c_stat - self.cost_limit)).backward()
+            self._lambda_opt.step()
+            with torch.no_grad():
+                self._lambda_param.clamp_(min=0.0)
+            self.lagrange_ = float(self._lambda_param.detach())
         lam = self.lagrange_
         adv = (t["adv"] - lam * t["adv_c"]) / (1.0 + lam)
         n = adv.shape[0]

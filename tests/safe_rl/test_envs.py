@@ -64,6 +64,33 @@ def test_heavy_tail_costs():
     assert costs.max() > 10 * costs.mean()
 
 
+
+def test_heavy_tail_base_rate_floor_makes_e3_constraint_infeasible():
+    # The base rate 0.002 is paid whatever the action (a <= 0 included), so every policy
+    # has P(C > 5) >= P(N >= 1) P(10 Lomax(2.5) > 5) = (1 - 0.998**50) 1.5**-2.5 = 0.0346
+    # (0.036 with sums of events): the spec's INFERRED E3 target "EVO violation <= 0.02"
+    # at d = 5 is below what any policy reaches, and the 0.99-quantile of C exceeds d.
+    lower = (1 - 0.998**50) * 1.5**-2.5
+    assert lower == pytest.approx(0.0346, abs=5e-4)
+    env = HeavyTailPointEnv()
+    env.reset(seed=0)
+    costs = []
+    for i in range(1500):
+        env.reset()
+        c = 0.0
+        for _ in range(50):
+            _, _, _, _, info = env.step(np.array([0.0 if i % 2 else -1.0]))
+            c += info["cost"]
+        costs.append(c)
+    costs = np.asarray(costs)
+    viol = np.mean(costs > 5)
+    se = np.sqrt(0.036 * 0.964 / costs.size)
+    assert viol == pytest.approx(0.036, abs=4 * se)
+    assert viol > 0.02
+    # the same rate at a = -1 and a = 0 (odd / even episodes)
+    assert np.mean(costs[1::2] > 0) == pytest.approx(np.mean(costs[::2] > 0), abs=0.03)
+    assert np.mean(costs > 0) == pytest.approx(1 - 0.998**50, abs=4 * np.sqrt(0.095 / 1500))
+
 def test_registered_with_gymnasium():
     import gymnasium as gym
 

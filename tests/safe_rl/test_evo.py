@@ -14,6 +14,16 @@ from sklearn_icml.safe_rl._evo import (  # noqa: E402
     discounted_cumsum,
     importance_weights,
 )
+from sklearn_icml.utils._skorch import torch_threads  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    # tests that call the agent's internals directly (outside learn) run single-threaded
+    # too: torch's spinning intra-op threads are many times slower on a busy machine
+    with torch_threads(1):
+        yield
+
 
 FAST = dict(steps_per_epoch=100, actor_hidden=(8,), critic_hidden=(8,),
             critic_update_iters=1, cg_iters=5, line_search_steps=5)
@@ -215,3 +225,39 @@ def test_evo_avoids_shortcut_baseline_takes_it():
                     constraint="expectation", prioritize=False).learn(8000)
     assert base.history_[-1]["mean_action"] > 0.7
     assert evo.history_[-1]["mean_action"] < base.history_[-1]["mean_action"] - 0.3
+
+
+def test_ppo_lag_multiplier_is_projected_plain_ascent():
+    # lambda <- max(0, lambda + eta (c - d)) once per update (spec section 4 note)
+    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", cost_limit=10.0,
+                     lagrangian_lr=0.5, lagrangian_init=0.25, random_state=0, **FAST)
+    agent._validate()
+    agent._setup()
+    batch, _ = agent._rollout(100)
+    t = agent._tensors(batch)
+    assert agent.lagrange_ == 0.25
+    agent._ppo_lag_update(t, c_stat=12.0)
+    assert agent.lagrange_ == pytest.approx(0.25 + 0.5 * 2.0)
+    agent._ppo_lag_update(t, c_stat=9.0)
+    assert agent.lagrange_ == pytest.approx(0.75)
+    agent._ppo_lag_update(t, c_stat=0.0)
+    assert agent.lagrange_ == 0.0
+
+
+def test_ppo_lag_adam_multiplier_steps_by_its_learning_rate():
+    # OmniSafe's Lagrange (Adam): the first step is lr whatever the size of c - d
+    for c_stat in (500.0, 12.0):
+        agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", cost_limit=10.0,
+                         lagrangian_optimizer="adam", random_state=0, **FAST)
+        agent._validate()
+        agent._setup()
+        t = agent._tensors(agent._rollout(100)[0])
+        agent._ppo_lag_update(t, c_stat=c_stat)
+        assert agent.lagrange_ == pytest.approx(0.001 + 0.035, rel=1e-6)
+    lams = []
+    for _ in range(25):  # below the limit: descends (after Adam's momentum), clamped at 0
+        agent._ppo_lag_update(t, c_stat=0.0)
+        lams.append(agent.lagrange_)
+    assert lams[-1] == 0.0 and max(lams) < 0.1
+    with pytest.raises(ValueError, match="lagrangian_optimizer"):
+        EVOAgent(env=RiskyShortcutEnv(), lagrangian_optimizer="rmsprop", **FAST).learn(10)
