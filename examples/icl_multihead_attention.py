@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from sklearn_icml.neural import (
+    BayesRidgeICLPredictor,
+    GDICLPredictor,
     LinearICLTaskSampler,
     MultiHeadSoftmaxICLRegressor,
-    bayes_ridge_predict,
-    gd_predict,
-    softmax_kernel_predict,
+    SoftmaxKernelICLPredictor,
 )
 
 torch.set_num_threads(1)
@@ -51,22 +51,25 @@ print(
     round(pats["zero_sum"], 4),
 )
 
-lengths = [5, 10, 20, 40, 80]
-curves = {
-    "trained 2-head attention": [],
-    "kernel at learned (omega, mu)": [],
-    "debiased GD (eta = 2 omega mu)": [],
-    "Bayes ridge": [],
+# the closed-form predictors share the trained model's predict / icl_mse API; their fit
+# only validates the prompts (the prompt length may differ at predict time)
+X_fit, _ = LinearICLTaskSampler(n_features=d, n_context=L, random_state=99).sample(10)
+models = {
+    "trained 2-head attention": model,
+    "kernel at learned (omega, mu)": SoftmaxKernelICLPredictor(
+        omegas=pats["omega"], mus=pats["mu"]
+    ).fit(X_fit),
+    "debiased GD (eta = 2 omega mu)": GDICLPredictor(eta=pats["eta_eff"], debiased=True).fit(
+        X_fit
+    ),
+    "Bayes ridge": BayesRidgeICLPredictor().fit(X_fit),
 }
+lengths = [5, 10, 20, 40, 80]
+curves = {name: [] for name in models}
 for i, n_ctx in enumerate(lengths):
     X, y = LinearICLTaskSampler(n_features=d, n_context=n_ctx, random_state=i).sample(5000)
-    curves["trained 2-head attention"].append(model.icl_mse(X, y))
-    for name, pred in [
-        ("kernel at learned (omega, mu)", softmax_kernel_predict(X, pats["omega"], pats["mu"])),
-        ("debiased GD (eta = 2 omega mu)", gd_predict(X, pats["eta_eff"], debiased=True)),
-        ("Bayes ridge", bayes_ridge_predict(X)),
-    ]:
-        curves[name].append(float(np.mean((pred - y) ** 2)))
+    for name, est in models.items():
+        curves[name].append(est.icl_mse(X, y))
 for name, vals in curves.items():
     print(f"{name:32s}", " ".join(f"{v:.3f}" for v in vals))
 

@@ -49,7 +49,7 @@ TEST_PARAMS = {
         "dwm_steps_per_stage": 2, "batch_size": 8, "random_state": 0,
     },
     # --- icl-multihead-attention ---
-    # 4 Adam steps on batches of 8 prompts
+    # 4 Adam steps on batches of 8 prompts; the closed-form ICL predictors' defaults are fast
     "MultiHeadSoftmaxICLRegressor": {
         "n_steps": 4, "batch_size": 8, "steps_per_epoch": 2, "random_state": 0,
     },
@@ -128,24 +128,32 @@ EXPECTED_FAILED_CHECKS = {
     # --- icl-multihead-attention ---
     # X is a 3-D batch of prompts (n_prompts, L + 1, d + 1) by nature: every check that fits
     # on 2-D data fails on input validation; these are re-run on prompts in
-    # tests/neural/test_icl_attention.py (pickle, idempotence, nan/inf, dtypes, ...)
-    "MultiHeadSoftmaxICLRegressor": dict.fromkeys(
-        [
-            "check_fit_score_takes_y", "check_estimators_overwrite_params",
-            "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
-            "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-            "check_positive_only_tag_during_fit", "check_estimators_dtypes",
-            "check_dtype_object", "check_pipeline_consistency", "check_estimators_nan_inf",
-            "check_estimators_pickle", "check_f_contiguous_array_estimator",
-            "check_regressors_train", "check_regressor_data_not_an_array",
-            "check_regressors_no_decision_function", "check_supervised_y_2d",
-            "check_regressors_int", "check_methods_sample_order_invariance",
-            "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
-            "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
-            "check_n_features_in", "check_fit2d_predict1d", "check_requires_y_none",
-        ],
-        "fit/predict take 3-D prompts (n_prompts, L + 1, d + 1), not 2-D X",
-    ),
+    # tests/neural/test_icl_attention.py and test_icl_predictors.py (pickle, idempotence,
+    # nan/inf, dtypes, ...). The same 28 checks for the trained model and the three
+    # closed-form predictors.
+    **{
+        name: dict.fromkeys(
+            [
+                "check_fit_score_takes_y", "check_estimators_overwrite_params",
+                "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
+                "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+                "check_positive_only_tag_during_fit", "check_estimators_dtypes",
+                "check_dtype_object", "check_pipeline_consistency", "check_estimators_nan_inf",
+                "check_estimators_pickle", "check_f_contiguous_array_estimator",
+                "check_regressors_train", "check_regressor_data_not_an_array",
+                "check_regressors_no_decision_function", "check_supervised_y_2d",
+                "check_regressors_int", "check_methods_sample_order_invariance",
+                "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
+                "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
+                "check_n_features_in", "check_fit2d_predict1d", "check_requires_y_none",
+            ],
+            "fit/predict take 3-D prompts (n_prompts, L + 1, d + 1), not 2-D X",
+        )
+        for name in (
+            "MultiHeadSoftmaxICLRegressor", "SoftmaxKernelICLPredictor", "GDICLPredictor",
+            "BayesRidgeICLPredictor",
+        )
+    },
     # --- evo-constrained-rl ---
     "GPDTailQuantile": {
         "check_fit1d": "fit takes a 1-D vector of costs by design (the spec's API)",

@@ -27,6 +27,11 @@ from ._icl_attention import (  # noqa: E402
     OnlinePromptLoader,
     plot_attention_patterns,
 )
+from ._icl_predictors import (  # noqa: E402
+    BayesRidgeICLPredictor,
+    GDICLPredictor,
+    SoftmaxKernelICLPredictor,
+)
 from ._icl_tasks import (  # noqa: E402
     LinearICLTaskSampler,
     approx_icl_loss,
@@ -44,6 +49,8 @@ from ._icl_tasks import (  # noqa: E402
 )
 
 __all__ += [
+    "BayesRidgeICLPredictor",
+    "GDICLPredictor",
     "LinearICLTaskSampler",
     "MultiHeadAttentionICLModule",
     "MultiHeadSoftmaxICLRegressor",
@@ -59,6 +66,7 @@ __all__ += [
     "gd_risk_finite",
     "optimal_mu",
     "plot_attention_patterns",
+    "SoftmaxKernelICLPredictor",
     "single_head_optimum",
     "softmax_kernel_predict",
 ]

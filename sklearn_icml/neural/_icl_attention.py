@@ -26,6 +26,7 @@ skorch = optional_import("skorch", "neural")
 nn = torch.nn
 
 _INITS = ("random", "small_id", "small_id_qk", "oppo_small_id")
+_ATTENTIONS = ("softmax", "linear", "linear_unnormalized")
 # prompts per forward call at prediction time (bounds memory, not results)
 _PREDICT_CHUNK = 1 << 14
 
@@ -34,7 +35,8 @@ class MultiHeadAttentionICLModule(nn.Module):
     """H heads of (softmax or linear) attention; the query attends to the context only.
 
     ``s_{h,l} = (K_h z_l)^T (Q_h z_q) / sqrt(d+1)``, ``a_h = softmax_l(s_h)`` (or
-    ``s_h / L`` for ``attention="linear"``), ``yhat = sum_h O_h V_h sum_l a_{h,l} z_l``. The
+    ``s_h / L`` for ``attention="linear"``, ``s_h / n_context`` for
+    ``attention="linear_unnormalized"``), ``yhat = sum_h O_h V_h sum_l a_{h,l} z_l``. The
     per-head ``Q_h, K_h, V_h`` are packed in bias-free ``nn.Linear(D, H D)`` layers and
     ``O`` is ``nn.Linear(H D, 1, bias=False)``, as in the authors' module.
 
@@ -50,7 +52,15 @@ class MultiHeadAttentionICLModule(nn.Module):
         half of the heads; even ``n_heads``), ``V`` and ``O`` random. These follow the
         authors' ``src/models.py`` (``O`` keeps its random init as their 1-output module
         does).
-    attention : {"softmax", "linear"}, default="softmax"
+    attention : {"softmax", "linear", "linear_unnormalized"}, default="softmax"
+        ``"linear"`` divides the scores by the prompt's own context length ``L`` (a
+        length-normalised linear attention: one GD step whose ``1/L`` follows the prompt);
+        ``"linear_unnormalized"`` divides them by the fixed ``n_context`` instead, so the
+        sum over tokens is not renormalised when a prompt is longer or shorter than in
+        training (equivalently an unnormalised linear attention whose weights absorb
+        ``1/n_context``).
+    n_context : int or None, default=None
+        The training context length; required by ``attention="linear_unnormalized"``.
 
     Examples
     --------
@@ -60,7 +70,9 @@ class MultiHeadAttentionICLModule(nn.Module):
     torch.Size([3])
     """
 
-    def __init__(self, n_features_in, n_heads=2, init="random", attention="softmax"):
+    def __init__(
+        self, n_features_in, n_heads=2, init="random", attention="softmax", n_context=None
+    ):
         super().__init__()
         D, H = int(n_features_in), int(n_heads)
         if init not in _INITS:
@@ -69,11 +81,15 @@ class MultiHeadAttentionICLModule(nn.Module):
             raise ValueError(
                 f"init='oppo_small_id' needs an even n_heads; got n_heads={H} instead."
             )
-        if attention not in ("softmax", "linear"):
+        if attention not in _ATTENTIONS:
+            raise ValueError(f"attention must be one of {_ATTENTIONS}; got {attention!r} instead.")
+        if attention == "linear_unnormalized" and (n_context is None or int(n_context) < 1):
             raise ValueError(
-                f"attention must be 'softmax' or 'linear'; got {attention!r} instead."
+                "attention='linear_unnormalized' needs the training context length "
+                f"n_context >= 1; got n_context={n_context!r} instead."
             )
         self.D, self.H, self.attention = D, H, attention
+        self.n_context = None if n_context is None else int(n_context)
         self.q = nn.Linear(D, H * D, bias=False)
         self.k = nn.Linear(D, H * D, bias=False)
         self.v = nn.Linear(D, H * D, bias=False)
@@ -104,8 +120,10 @@ class MultiHeadAttentionICLModule(nn.Module):
         s = torch.einsum("blhd,bhd->bhl", k, q) / math.sqrt(D)
         if self.attention == "softmax":
             a = torch.softmax(s, dim=-1)  # stable: torch subtracts the max
-        else:
+        elif self.attention == "linear":
             a = s / L
+        else:  # fixed normalisation: the training length, whatever this prompt's L
+            a = s / self.n_context
         out = torch.einsum("bhl,blhd->bhd", a, v).reshape(B, H * D)
         return self.o(out).squeeze(-1)
 
@@ -242,8 +260,14 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     init : {"random", "small_id", "small_id_qk", "oppo_small_id"}, default="random"
         Weight initialisation (see :class:`MultiHeadAttentionICLModule`); ``"oppo_small_id"``
         needs an even ``n_heads``.
-    attention : {"softmax", "linear"}, default="softmax"
-        ``"linear"`` replaces the softmax by ``scores / L`` (the linear-attention ablation).
+    attention : {"softmax", "linear", "linear_unnormalized"}, default="softmax"
+        The linear-attention ablations: ``"linear"`` replaces the softmax by
+        ``scores / L`` with ``L`` the context length of each prompt (one plain GD step;
+        it adapts to the prompt length like the softmax does); ``"linear_unnormalized"``
+        by ``scores / n_context_`` with the fixed training length, i.e. an unnormalised
+        linear attention, the "linear transformer" whose weak length generalisation the
+        paper contrasts with softmax attention (our reading; the authors' code ships no
+        linear attention).
     optimizer : {"adam", "sgd"}, default="adam"
         Adam (betas 0.9/0.999, no weight decay) as in the paper, or plain SGD.
     lr : float, default=1e-3
@@ -291,7 +315,9 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     See Also
     --------
     LinearICLTaskSampler : the prompts.
-    softmax_kernel_predict, gd_predict, bayes_ridge_predict : closed-form predictors.
+    SoftmaxKernelICLPredictor, GDICLPredictor, BayesRidgeICLPredictor : the closed-form
+        predictors as estimators with the same ``predict`` / ``icl_mse`` API.
+    softmax_kernel_predict, gd_predict, bayes_ridge_predict : the same as functions.
     attention_pattern_metrics : the structure diagnostics.
 
     Notes
@@ -323,7 +349,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     _parameter_constraints = {
         "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
         "init": [StrOptions(set(_INITS))],
-        "attention": [StrOptions({"softmax", "linear"})],
+        "attention": [StrOptions(set(_ATTENTIONS))],
         "optimizer": [StrOptions({"adam", "sgd"})],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -428,6 +454,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
             module__n_heads=self.n_heads,
             module__init=self.init,
             module__attention=self.attention,
+            module__n_context=L,
             criterion=nn.MSELoss,
             optimizer=optimizer,
             lr=self.lr,

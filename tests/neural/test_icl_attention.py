@@ -282,3 +282,28 @@ def test_short_training_learns_in_context():
     assert m2.loss_curve_[-1] < 0.7 * m2.loss_curve_[0]
     assert mse2 < 0.6 * np.mean(y**2)
     assert mse2 < mse1
+
+
+def test_unnormalized_linear_attention_keeps_the_training_length():
+    # "linear_unnormalized" divides by the fixed training length: at another prompt length
+    # it is plain GD with the step rescaled by L / n_context (no length renormalisation),
+    # whereas "linear" renormalises by each prompt's own L
+    X12, _ = prompts(60, L=12)
+    X30, _ = prompts(60, L=30, seed=1)
+    fixed = module64(5, 1, attention="linear_unnormalized", n_context=12).set_effective(
+        [0.3], [2.0]
+    )
+    norm = module64(5, 1, attention="linear").set_effective([0.3], [2.0])
+    np.testing.assert_allclose(module_predict(fixed, X12), gd_predict(X12, 0.6), atol=1e-12)
+    np.testing.assert_allclose(
+        module_predict(fixed, X30), gd_predict(X30, 0.6 * 30 / 12), atol=1e-12
+    )
+    np.testing.assert_allclose(module_predict(norm, X30), gd_predict(X30, 0.6), atol=1e-12)
+    with pytest.raises(ValueError, match="n_context >= 1"):
+        MultiHeadAttentionICLModule(5, 1, attention="linear_unnormalized")
+    with pytest.raises(ValueError, match="attention must be one of"):
+        MultiHeadAttentionICLModule(5, 1, attention="relu")
+    X, y = prompts(20, d=3, L=5)
+    model = MultiHeadSoftmaxICLRegressor(attention="linear_unnormalized", **TINY).fit(X, y)
+    assert model.module_.n_context == 5
+    assert model.predict(prompts(4, d=3, L=9)[0]).shape == (4,)

@@ -1,0 +1,369 @@
+"""Closed-form in-context predictors as estimators (He et al., ICML 2025, spec section 4).
+
+The reduced predictors that the trained multi-head softmax attention is compared with:
+the softmax-kernel predictor at given per-head ``(omega_h, mu_h)``, plain and debiased
+one-step gradient descent, and the Bayes-optimal ridge. Each is a small regressor on the
+prompt format of :class:`MultiHeadSoftmaxICLRegressor` (3-D ``X`` of shape
+``(n_prompts, L + 1, d + 1)``), with the same ``predict(X)`` / ``icl_mse(X, y)`` API, so
+they sit next to the trained model in a benchmark, a pipeline or ``cross_val_score``.
+``fit`` only validates the prompts (and, for :class:`GDICLPredictor` with ``eta=None``,
+fits the MSE-optimal step by 1-D least squares). numpy only, float64.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ._icl_tasks import (
+    bayes_ridge_predict,
+    check_prompts,
+    fit_gd_eta,
+    gd_predict,
+    softmax_kernel_predict,
+)
+
+__all__ = ["BayesRidgeICLPredictor", "GDICLPredictor", "SoftmaxKernelICLPredictor"]
+
+
+class _ClosedFormICLPredictor(RegressorMixin, BaseEstimator):
+    """Shared prompt validation, ``fit`` bookkeeping, ``icl_mse`` and tags."""
+
+    def _check_y(self, X, y, *, required):
+        if y is None:
+            if required:
+                raise ValueError(
+                    f"{type(self).__name__}.fit needs the query labels y here; got None."
+                )
+            return None
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.shape != (X.shape[0],):
+            raise ValueError(
+                f"y must have shape ({X.shape[0]},) (one label per prompt); got {y.shape} instead."
+            )
+        return y
+
+    def _fit_prompts(self, X, y, *, y_required=False):
+        self._validate_params()
+        X = check_prompts(X, allow_query_label=self.allow_query_label)
+        y = self._check_y(X, y, required=y_required)
+        self.n_features_in_ = X.shape[2]
+        self.n_context_ = X.shape[1] - 1
+        return X, y
+
+    def _validate_X(self, X):
+        check_is_fitted(self)
+        return check_prompts(
+            X, allow_query_label=self.allow_query_label, n_features_in=self.n_features_in_
+        )
+
+    def icl_mse(self, X, y):
+        """Mean squared error of :meth:`predict` against the query labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        y : array-like of shape (n_prompts,)
+
+        Returns
+        -------
+        mse : float
+        """
+        pred = self.predict(X)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.shape != pred.shape:
+            raise ValueError(f"y must have shape {pred.shape}; got {y.shape} instead.")
+        return float(np.mean((pred - y) ** 2))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
+    """The softmax-kernel predictor ``sum_h mu_h sum_l y_l softmax_l(omega_h x_l^T x_q)``.
+
+    What a multi-head softmax attention with ``KQ_h = diag(omega_h I_d, 0)`` and
+    ``OV_h = (0, .., 0, mu_h)`` computes (spec equation (*)); pass a trained model's
+    ``omega_`` and ``mu_`` to read it as this kernel. Two opposite heads with small
+    ``omega`` are debiased gradient descent with step ``2 omega mu``.
+
+    Parameters
+    ----------
+    omegas : array-like of shape (n_heads,), default=(0.13, -0.13)
+        Per-head key-query scale (absorbing the ``1/sqrt(d+1)``).
+    mus : array-like of shape (n_heads,), default=(3.45, -3.45)
+        Per-head weight on the labels.
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
+
+    Attributes
+    ----------
+    omegas_, mus_ : ndarray of shape (n_heads,)
+        The validated parameters.
+    n_features_in_ : int
+        Token width ``d + 1``.
+    n_context_ : int
+        Context length of the prompts seen in ``fit`` (any length is accepted later).
+
+    See Also
+    --------
+    softmax_kernel_predict : the function behind ``predict``.
+    MultiHeadSoftmaxICLRegressor : the trained attention this kernel describes.
+    GDICLPredictor : its small-``omega`` limit.
+
+    References
+    ----------
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
+       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
+       Attention", ICML 2025, arXiv:2503.12734.
+
+    Examples
+    --------
+    >>> from sklearn_icml.neural import LinearICLTaskSampler, SoftmaxKernelICLPredictor
+    >>> X, y = LinearICLTaskSampler(random_state=0).sample(2000)
+    >>> kernel = SoftmaxKernelICLPredictor().fit(X, y)
+    >>> round(kernel.icl_mse(X, y), 1)
+    0.2
+    """
+
+    _parameter_constraints = {
+        "omegas": ["array-like"],
+        "mus": ["array-like"],
+        "allow_query_label": ["boolean"],
+    }
+
+    def __init__(self, *, omegas=(0.13, -0.13), mus=(3.45, -3.45), allow_query_label=False):
+        self.omegas = omegas
+        self.mus = mus
+        self.allow_query_label = allow_query_label
+
+    def fit(self, X, y=None):
+        """Validate the prompts and the per-head parameters.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        y : array-like of shape (n_prompts,) or None
+            Ignored apart from validation.
+
+        Returns
+        -------
+        self : object
+        """
+        self._fit_prompts(X, y)
+        omegas = np.atleast_1d(np.asarray(self.omegas, dtype=np.float64))
+        mus = np.atleast_1d(np.asarray(self.mus, dtype=np.float64))
+        if omegas.ndim != 1 or omegas.shape != mus.shape or omegas.size == 0:
+            raise ValueError(
+                "omegas and mus must be 1-D of the same non-zero length (one per head); got "
+                f"shapes {omegas.shape} and {mus.shape} instead."
+            )
+        if not (np.all(np.isfinite(omegas)) and np.all(np.isfinite(mus))):
+            raise ValueError(
+                f"omegas and mus must be finite; got {self.omegas!r} and {self.mus!r} instead."
+            )
+        self.omegas_, self.mus_ = omegas, mus
+        return self
+
+    def predict(self, X):
+        """Kernel prediction of each prompt's query label.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_prompts,)
+        """
+        X = self._validate_X(X)
+        return softmax_kernel_predict(X, self.omegas_, self.mus_, allow_query_label=True)
+
+
+class GDICLPredictor(_ClosedFormICLPredictor):
+    """One gradient-descent step from 0: ``(eta/L) sum_l y_l (x_l - [xbar])^T x_q``.
+
+    With ``debiased=True`` the context covariates are centred: the debiased GD that two
+    opposite softmax heads implement. With ``eta=None`` ``fit`` learns the MSE-optimal step
+    by 1-D least squares of the labels on the GD feature (the spec's ``eta*``; about 0.86
+    for plain and 0.88 for debiased GD at d=5, L=40, sigma^2=0.1).
+
+    Parameters
+    ----------
+    eta : float or None, default=None
+        Step size; None fits it on ``(X, y)`` (``y`` then required).
+    debiased : bool, default=False
+        Centre the context covariates (``x_l - xbar``).
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
+
+    Attributes
+    ----------
+    eta_ : float
+        The step used by ``predict`` (``eta`` or the fitted one).
+    n_features_in_ : int
+        Token width ``d + 1``.
+    n_context_ : int
+        Context length of the prompts seen in ``fit``.
+
+    See Also
+    --------
+    gd_predict, fit_gd_eta : the functions behind ``predict`` and ``fit``.
+    debiased_gd_optimum, gd_risk_finite : the optimal steps in closed form.
+
+    References
+    ----------
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
+       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
+       Attention", ICML 2025, arXiv:2503.12734.
+
+    Examples
+    --------
+    >>> from sklearn_icml.neural import GDICLPredictor, LinearICLTaskSampler
+    >>> X, y = LinearICLTaskSampler(random_state=0).sample(20000)
+    >>> gd = GDICLPredictor(debiased=True).fit(X, y)
+    >>> round(gd.eta_, 1), round(gd.icl_mse(X, y), 1)
+    (0.9, 0.2)
+    """
+
+    _parameter_constraints = {
+        "eta": [Interval(numbers.Real, None, None, closed="neither"), None],
+        "debiased": ["boolean"],
+        "allow_query_label": ["boolean"],
+    }
+
+    def __init__(self, *, eta=None, debiased=False, allow_query_label=False):
+        self.eta = eta
+        self.debiased = debiased
+        self.allow_query_label = allow_query_label
+
+    def fit(self, X, y=None):
+        """Validate the prompts; fit the step when ``eta`` is None.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        y : array-like of shape (n_prompts,) or None
+            Query labels; required when ``eta`` is None.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = self._fit_prompts(X, y, y_required=self.eta is None)
+        if self.eta is None:
+            self.eta_ = fit_gd_eta(X, y, debiased=self.debiased, allow_query_label=True)
+        else:
+            if not np.isfinite(self.eta):
+                raise ValueError(f"eta must be a finite real number; got {self.eta!r} instead.")
+            self.eta_ = float(self.eta)
+        return self
+
+    def predict(self, X):
+        """One-step GD prediction of each prompt's query label.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_prompts,)
+        """
+        X = self._validate_X(X)
+        return gd_predict(X, self.eta_, debiased=self.debiased, allow_query_label=True)
+
+
+class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
+    """Bayes-optimal in-context prediction: per-prompt ridge, ``lambda = noise_var / prior_var``.
+
+    With the default prior ``1/d`` this is ``sklearn.linear_model.Ridge(alpha=sigma^2 d,
+    fit_intercept=False)`` fitted on each prompt's context and applied to its query, for all
+    prompts at once (one batched solve). The lower bound the trained attention is compared
+    with (about 2.1x below its MSE at d=5, L=40, sigma^2=0.1).
+
+    Parameters
+    ----------
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2`` of the prompts.
+    prior_var : "1/d" or float, default="1/d"
+        Prior variance of each task coefficient.
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
+
+    Attributes
+    ----------
+    prior_var_ : float
+        The prior variance used (``1/d`` resolved).
+    n_features_in_ : int
+        Token width ``d + 1``.
+    n_context_ : int
+        Context length of the prompts seen in ``fit``.
+
+    See Also
+    --------
+    bayes_ridge_predict : the function behind ``predict``.
+    bayes_risk_asymptotic : its large-``L`` risk.
+
+    References
+    ----------
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
+       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
+       Attention", ICML 2025, arXiv:2503.12734.
+
+    Examples
+    --------
+    >>> from sklearn_icml.neural import BayesRidgeICLPredictor, LinearICLTaskSampler
+    >>> X, y = LinearICLTaskSampler(random_state=0).sample(2000)
+    >>> round(BayesRidgeICLPredictor().fit(X, y).icl_mse(X, y), 2)
+    0.11
+    """
+
+    _parameter_constraints = {
+        "noise_var": [Interval(numbers.Real, 0, None, closed="left")],
+        "prior_var": [StrOptions({"1/d"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "allow_query_label": ["boolean"],
+    }
+
+    def __init__(self, *, noise_var=0.1, prior_var="1/d", allow_query_label=False):
+        self.noise_var = noise_var
+        self.prior_var = prior_var
+        self.allow_query_label = allow_query_label
+
+    def fit(self, X, y=None):
+        """Validate the prompts and resolve the prior variance.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        y : array-like of shape (n_prompts,) or None
+            Ignored apart from validation.
+
+        Returns
+        -------
+        self : object
+        """
+        X, _ = self._fit_prompts(X, y)
+        d = X.shape[2] - 1
+        self.prior_var_ = 1.0 / d if self.prior_var == "1/d" else float(self.prior_var)
+        return self
+
+    def predict(self, X):
+        """Posterior-mean prediction of each prompt's query label.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_prompts,)
+        """
+        X = self._validate_X(X)
+        return bayes_ridge_predict(
+            X, float(self.noise_var), self.prior_var_, allow_query_label=True
+        )
