@@ -1,8 +1,9 @@
 """In-context linear regression with multi-head softmax attention (He et al., ICML 2025).
 
-Run: python benchmarks/icl_multihead_attention.py [--quick] [--part all|heads|ext]
+Run: python benchmarks/icl_multihead_attention.py [--quick] [--part all|heads|ext|multitask]
 
-``--part heads`` runs only E2 for H = 4, 8 and ``--part ext`` only E4 and E5, each into
+``--part heads`` runs only E2 for H = 4, 8, ``--part ext`` only E4 and E5 and
+``--part multitask`` only E6, each into
 ``results/icl_multihead_attention.<part>.md``, so that on a loaded machine the parts can run
 in separate processes next to the main one; their sections are then appended to the main
 results file.
@@ -19,6 +20,10 @@ E3  length generalisation (L = 10 .. 100) of the H=2 model, next to the kernel p
 E4  anisotropic covariates (Sigma_ij = 0.5^|i-j|, spec 3.6): H=2 model vs isotropic and
     pre-conditioned debiased GD; is the learned KQ block a pre-conditioner?
 E5  a longer H=2 run (seed 0): do the numbers change with more steps?
+E6  multi-task extension (spec 3.6): two outputs y1 = beta1^T x[:3], y2 = beta2^T x[1:],
+    token (x, y1, y2); H = 1, 2, 4 trained briefly; per-output MSE and per-head task
+    allocation (KQ mass on each task's own coordinates, OV weight on each label).
+    Only with ``--part multitask`` (not part of ``all``).
 Peers in the same run: sklearn Ridge(alpha=sigma^2 d) and LinearRegression fitted per prompt,
 the linear-attention ablations, and a plain-torch training loop (the cost of skorch).
 
@@ -40,6 +45,7 @@ from sklearn_icml.neural import (
     LinearICLTaskSampler,
     MultiHeadAttentionICLModule,
     MultiHeadSoftmaxICLRegressor,
+    MultiTaskLinearICLTaskSampler,
     OnlinePromptLoader,
     SoftmaxKernelICLPredictor,
     bayes_ridge_predict,
@@ -464,8 +470,8 @@ def e4(report, n_steps, n_eval, m_iso):
             + "; ".join(" ".join(f"{v:+.2f}" for v in r) for r in gamma_eff)
             + ". Gamma_fit = "
             + "; ".join(" ".join(f"{v:+.2f}" for v in r) for r in gamma)
-            + ". The multi-task extension of 3.6 (two outputs, token (x, y1, y2)) is not run: "
-            "the estimator has one output."
+            + ". The multi-task extension of 3.6 (two outputs, token (x, y1, y2)) is E6 "
+            "(--part multitask)."
         ),
     )
     report.write()
@@ -524,6 +530,102 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
     return m_long
 
 
+def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
+    """Multi-task extension (spec 3.6): two outputs on overlapping supports, H = 1, 2, 4."""
+    sampler = MultiTaskLinearICLTaskSampler()  # d=5, dx=(3, 4), beta ~ N(0, I), L=40
+    d, _, s2, _, (d1, d2) = sampler.params()
+    gen = MultiTaskLinearICLTaskSampler(random_state=30)
+    X, y = gen.sample(n_eval)
+    # references: zero predictor and the per-task Bayes ridge that knows each support
+    ref = np.empty_like(y)
+    for k, idx in enumerate(sampler.supports()):
+        Xk = np.concatenate([X[:, :, idx], X[:, :, d + k : d + k + 1]], axis=2)
+        ref[:, k] = bayes_ridge_predict(Xk, s2 * len(idx), 1.0)
+    rows = [
+        ["zero predictor", "-", mse(0 * y[:, 0], y[:, 0]), mse(0 * y[:, 1], y[:, 1]), "-", "-"],
+        [
+            "Bayes ridge per task on its own support (oracle)",
+            "-",
+            mse(ref[:, 0], y[:, 0]),
+            mse(ref[:, 1], y[:, 1]),
+            "-",
+            "-",
+        ],
+    ]
+    head_rows = []
+    for H, seed in [(H, seed) for H in heads for seed in seeds]:
+        model, t = train(H, n_steps, sampler=sampler, seed=seed)
+        pred = model.predict(X)
+        p = model.attention_patterns()
+        rows.append(
+            [
+                f"trained H={H}, seed {seed}",
+                f"{n_steps:,}",
+                mse(pred[:, 0], y[:, 0]),
+                mse(pred[:, 1], y[:, 1]),
+                f"{np.mean(np.abs(p['kq_allocation'])):.2f} / "
+                f"{np.mean(np.abs(p['ov_allocation'])):.2f}",
+                f"{t:.0f}",
+            ]
+        )
+        KQ = p["KQ_"]
+        for h in range(H):
+            # KQ rows d, d+1: the context token's y1 / y2 slot entering the score with x_q
+            y_mass = [float(np.mean(KQ[h, d + k, :d] ** 2)) for k in range(2)]
+            head_rows.append(
+                [
+                    f"H={H}, seed {seed}",
+                    h,
+                    f"{p['omega'][h]:+.3f}",
+                    f"{p['mu'][h, 0]:+.2f} / {p['mu'][h, 1]:+.2f}",
+                    f"{p['kq_mass'][h, 0]:.4f} / {p['kq_mass'][h, 1]:.4f}",
+                    f"{p['kq_allocation'][h]:+.2f}",
+                    f"{p['ov_allocation'][h]:+.2f}",
+                    f"{y_mass[0]:.1e} / {y_mass[1]:.1e}",
+                ]
+            )
+    report.add_table(
+        f"E6a. Multi-task extension (spec 3.6; no numeric targets): d=5, y1 on x[:3], y2 on "
+        f"x[1:], beta ~ N(0, I), noise var 0.1 dx, L=40, Adam 1e-3, batch 256, per-output "
+        f"MSE on {n_eval:,} fresh prompts",
+        [
+            "predictor",
+            "steps",
+            "MSE y1",
+            "MSE y2",
+            "mean over heads of abs(KQ allocation) / abs(OV allocation) "
+            "(0 superposed, 1 allocated)",
+            "train s",
+        ],
+        rows,
+        note=(
+            f"Zero-predictor risk is dx (1 + 0.1) = {d1 * (1 + s2):.1f} / {d2 * (1 + s2):.1f}. "
+            "Training is brief (spec 3.6 gives no step count); the models are not converged."
+        ),
+    )
+    report.add_table(
+        "E6b. Per-head task allocation (multitask_pattern_metrics)",
+        [
+            "model",
+            "head",
+            "omega (mean x-diag of KQ)",
+            "mu1 / mu2 (OV: y1->out1 / y2->out2)",
+            "KQ mass on task-1-only x[0] / task-2-only x[3:5]",
+            "KQ allocation",
+            "OV allocation",
+            "KQ mass on key y1 / y2 slots",
+        ],
+        head_rows,
+        note=(
+            "KQ mass: for the x-coordinates only that task reads, the mean of the squared norms "
+            "of their key row and query column in the x-block of KQ_h; allocation = (m1 - m2) / (m1 + m2): +1 = the head serves "
+            "task 1 only, -1 task 2 only, ~0 both (superposition). OV allocation uses mu1^2 "
+            "and mu2^2 the same way."
+        ),
+    )
+    report.write()
+
+
 def main():
     argv = sys.argv[1:]
     part = "all"
@@ -531,8 +633,8 @@ def main():
         i = argv.index("--part")
         part = argv[i + 1]
         del argv[i : i + 2]
-        if part not in ("all", "heads", "ext"):
-            raise SystemExit(f"--part must be all, heads or ext; got {part!r} instead.")
+        if part not in ("all", "heads", "ext", "multitask"):
+            raise SystemExit(f"--part must be all, heads, ext or multitask; got {part!r} instead.")
     args = parse_args(__doc__, argv)
     report = Report(
         "icl_multihead_attention" + ("" if part == "all" else f".{part}"),
@@ -559,6 +661,9 @@ def main():
     )
     if part == "heads":
         e2(GridState(report, n_eval), {4: steps[4], 8: steps[8]})
+        return
+    if part == "multitask":
+        e6(report, 30 if args.quick else 2_000, n_eval)
         return
     if part == "ext":
         e4(report, steps_aniso, n_eval, None)

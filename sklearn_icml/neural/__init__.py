@@ -34,6 +34,7 @@ from ._icl_predictors import (  # noqa: E402
 )
 from ._icl_tasks import (  # noqa: E402
     LinearICLTaskSampler,
+    MultiTaskLinearICLTaskSampler,
     approx_icl_loss,
     attention_pattern_metrics,
     bayes_ridge_predict,
@@ -43,6 +44,7 @@ from ._icl_tasks import (  # noqa: E402
     fit_gd_eta,
     gd_predict,
     gd_risk_finite,
+    multitask_pattern_metrics,
     optimal_mu,
     single_head_optimum,
     softmax_kernel_predict,
@@ -54,6 +56,7 @@ __all__ += [
     "LinearICLTaskSampler",
     "MultiHeadAttentionICLModule",
     "MultiHeadSoftmaxICLRegressor",
+    "MultiTaskLinearICLTaskSampler",
     "OnlinePromptLoader",
     "approx_icl_loss",
     "attention_pattern_metrics",
@@ -64,6 +67,7 @@ __all__ += [
     "fit_gd_eta",
     "gd_predict",
     "gd_risk_finite",
+    "multitask_pattern_metrics",
     "optimal_mu",
     "plot_attention_patterns",
     "SoftmaxKernelICLPredictor",

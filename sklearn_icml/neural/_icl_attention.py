@@ -19,7 +19,13 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..utils import optional_import
 from ..utils._skorch import SkorchEstimatorMixin, torch_threads
-from ._icl_tasks import LinearICLTaskSampler, attention_pattern_metrics, check_prompts
+from ._icl_tasks import (
+    LinearICLTaskSampler,
+    MultiTaskLinearICLTaskSampler,
+    attention_pattern_metrics,
+    check_prompts,
+    multitask_pattern_metrics,
+)
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
@@ -61,6 +67,10 @@ class MultiHeadAttentionICLModule(nn.Module):
         ``1/n_context``).
     n_context : int or None, default=None
         The training context length; required by ``attention="linear_unnormalized"``.
+    n_outputs : int, default=1
+        Labels per token (the last ``n_outputs`` slots; ``D = d + n_outputs``) and outputs
+        per prompt: ``O`` becomes ``nn.Linear(H D, n_outputs)`` and ``forward`` returns
+        (batch, n_outputs) when ``n_outputs > 1`` (the multi-task extension, spec 3.6).
 
     Examples
     --------
@@ -71,10 +81,21 @@ class MultiHeadAttentionICLModule(nn.Module):
     """
 
     def __init__(
-        self, n_features_in, n_heads=2, init="random", attention="softmax", n_context=None
+        self,
+        n_features_in,
+        n_heads=2,
+        init="random",
+        attention="softmax",
+        n_context=None,
+        n_outputs=1,
     ):
         super().__init__()
-        D, H = int(n_features_in), int(n_heads)
+        D, H, K = int(n_features_in), int(n_heads), int(n_outputs)
+        if K < 1 or D < K + 1:
+            raise ValueError(
+                f"n_outputs must be >= 1 and below the token width n_features_in={D}; got "
+                f"n_outputs={n_outputs!r} instead."
+            )
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}; got {init!r} instead.")
         if init == "oppo_small_id" and H % 2:
@@ -88,12 +109,12 @@ class MultiHeadAttentionICLModule(nn.Module):
                 "attention='linear_unnormalized' needs the training context length "
                 f"n_context >= 1; got n_context={n_context!r} instead."
             )
-        self.D, self.H, self.attention = D, H, attention
+        self.D, self.H, self.K, self.attention = D, H, K, attention
         self.n_context = None if n_context is None else int(n_context)
         self.q = nn.Linear(D, H * D, bias=False)
         self.k = nn.Linear(D, H * D, bias=False)
         self.v = nn.Linear(D, H * D, bias=False)
-        self.o = nn.Linear(H * D, 1, bias=False)
+        self.o = nn.Linear(H * D, K, bias=False)
         if init != "random":
             eye = torch.eye(D).repeat(H, 1)
             with torch.no_grad():
@@ -110,7 +131,10 @@ class MultiHeadAttentionICLModule(nn.Module):
                         self.v.weight.copy_(1e-6 * eye)
 
     def forward(self, X):
-        """Prediction for each prompt of ``X`` (batch, L + 1, D); the last token is the query."""
+        """Prediction(s) for each prompt of ``X`` (batch, L + 1, D); the last token is the query.
+
+        Returns (batch,) for one output, (batch, n_outputs) otherwise.
+        """
         B, T, D = X.shape
         H, L = self.H, T - 1
         ctx, zq = X[:, :-1], X[:, -1]
@@ -125,19 +149,23 @@ class MultiHeadAttentionICLModule(nn.Module):
         else:  # fixed normalisation: the training length, whatever this prompt's L
             a = s / self.n_context
         out = torch.einsum("bhl,blhd->bhd", a, v).reshape(B, H * D)
-        return self.o(out).squeeze(-1)
+        out = self.o(out)
+        return out.squeeze(-1) if self.K == 1 else out
 
     def effective_weights(self):
-        """``KQ`` (H, D, D) = ``K_h^T Q_h / sqrt(D)`` and ``OV`` (H, D) = ``O_h V_h``, float64."""
-        D, H = self.D, self.H
+        """``KQ`` (H, D, D) = ``K_h^T Q_h / sqrt(D)`` and ``OV`` = ``O_h V_h``, float64.
+
+        ``OV`` has shape (H, D) for one output and (H, n_outputs, D) otherwise.
+        """
+        D, H, K_out = self.D, self.H, self.K
         with torch.no_grad():
             Q = self.q.weight.detach().double().cpu().view(H, D, D)
             K = self.k.weight.detach().double().cpu().view(H, D, D)
             V = self.v.weight.detach().double().cpu().view(H, D, D)
-            O = self.o.weight.detach().double().cpu().view(H, 1, D)
+            O = self.o.weight.detach().double().cpu().view(K_out, H, D).permute(1, 0, 2)
             KQ = torch.einsum("hji,hjk->hik", K, Q) / math.sqrt(D)
-            OV = torch.einsum("hij,hjk->hik", O, V)[:, 0]
-        return KQ.numpy(), OV.numpy()
+            OV = torch.einsum("hij,hjk->hik", O, V)
+        return KQ.numpy(), (OV[:, 0] if K_out == 1 else OV).numpy()
 
     def set_effective(self, omegas, mus, *, scale_qk=None):
         """Hand-set ``KQ_h = diag(omega_h I_d, 0)`` and ``OV_h = (0, .., 0, mu_h)``.
@@ -146,6 +174,10 @@ class MultiHeadAttentionICLModule(nn.Module):
         ``O_h = mu_h e_D``. For tests and for reading the kernel predictor as a model.
         """
         D, H = self.D, self.H
+        if self.K != 1:
+            raise ValueError(
+                f"set_effective hand-sets a one-output module; this one has n_outputs={self.K}."
+            )
         omegas = np.broadcast_to(np.asarray(omegas, dtype=np.float64), (H,))
         mus = np.broadcast_to(np.asarray(mus, dtype=np.float64), (H,))
         dtype = self.q.weight.dtype
@@ -168,7 +200,8 @@ class OnlinePromptLoader:
     """skorch ``iterator_train``: ``steps_per_epoch`` mini-batches per epoch.
 
     Online mode (``sampler`` given): every step draws a fresh batch of prompts in torch
-    from the sampler's distribution (the paper's setting). Offline mode: mini-batches of
+    from the sampler's distribution (the paper's setting; a
+    :class:`MultiTaskLinearICLTaskSampler` gives two-label prompts). Offline mode: mini-batches of
     the stored prompts, reshuffled each pass. Seeded from torch's RNG when built, so it
     follows the estimator's ``random_state``.
     """
@@ -186,15 +219,36 @@ class OnlinePromptLoader:
             self.y = torch.as_tensor(np.asarray(dataset.y), dtype=torch.float32)
             self.perm, self.pos = None, 0
         else:
-            d, L, noise_var, beta_var, chol = sampler.params()
+            d, L, noise_var, beta_var, extra = sampler.params()
             self.d, self.L = d, L
             self.noise_std, self.beta_std = math.sqrt(noise_var), math.sqrt(beta_var)
-            self.chol = None if chol is None else torch.as_tensor(chol.T, dtype=torch.float32)
+            self.task_dims, self.chol = None, None
+            if isinstance(sampler, MultiTaskLinearICLTaskSampler):
+                self.task_dims = extra
+            elif extra is not None:
+                self.chol = torch.as_tensor(extra.T, dtype=torch.float32)
 
     def __len__(self):
         return self.steps_per_epoch
 
+    def _multitask_batch(self):
+        n, d, L, g = self.batch_size, self.d, self.L, self.gen
+        d1, d2 = self.task_dims
+        beta1 = torch.randn(n, d1, generator=g) * self.beta_std
+        beta2 = torch.randn(n, d2, generator=g) * self.beta_std
+        x = torch.randn(n, L + 1, d, generator=g)
+        scale = self.noise_std * torch.sqrt(torch.tensor([float(d1), float(d2)]))
+        noise = torch.randn(n, L + 1, 2, generator=g) * scale
+        y1 = torch.einsum("nld,nd->nl", x[:, :, :d1], beta1)
+        y2 = torch.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2)
+        y = torch.stack([y1, y2], dim=2) + noise
+        X = torch.cat([x, y], dim=2)
+        X[:, -1, d:] = 0.0
+        return X, y[:, -1].contiguous()
+
     def _online_batch(self):
+        if self.task_dims is not None:
+            return self._multitask_batch()
         n, d, L, g = self.batch_size, self.d, self.L, self.gen
         beta = torch.randn(n, d, generator=g) * self.beta_std
         x = torch.randn(n, L + 1, d, generator=g)
@@ -278,10 +332,12 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     steps_per_epoch : int, default=1000
         Steps per skorch epoch: one entry of ``loss_curve_`` is the mean training loss
         over that many steps.
-    sampler : LinearICLTaskSampler or None, default=None
+    sampler : LinearICLTaskSampler, MultiTaskLinearICLTaskSampler or None, default=None
         Prompt distribution for online training (``X=None``); None means
         ``LinearICLTaskSampler()`` (d=5, L=40, sigma^2=0.1). Its ``random_state`` is not
         used: online batches are drawn in torch from this estimator's ``random_state``.
+        A :class:`MultiTaskLinearICLTaskSampler` trains the two-output model of the
+        multi-task extension (tokens ``(x, y1, y2)``, ``predict`` of shape (n, 2)).
     allow_query_label : bool, default=False
         Accept prompts whose query token has a non-zero y-slot (the slot then enters the
         query projection like any coordinate); by default such prompts are refused.
@@ -295,7 +351,10 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     Attributes
     ----------
     n_features_in_ : int
-        Token width ``d + 1``.
+        Token width ``d + 1`` (``d + n_outputs_`` with several outputs).
+    n_outputs_ : int
+        Labels per prompt: 1, or the columns of a 2-D ``y`` / 2 for a
+        :class:`MultiTaskLinearICLTaskSampler`; the last ``n_outputs_`` token slots.
     n_context_ : int
         Context length ``L`` seen in ``fit``.
     net_ : skorch.NeuralNetRegressor
@@ -305,12 +364,13 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         Mean training loss of each block of ``steps_per_epoch`` steps.
     KQ_ : ndarray of shape (n_heads, d + 1, d + 1)
         Effective key-query matrices ``K_h^T Q_h / sqrt(d+1)``.
-    OV_ : ndarray of shape (n_heads, d + 1)
-        Effective output-value rows ``O_h V_h``.
+    OV_ : ndarray of shape (n_heads, d + 1) or (n_heads, n_outputs_, D)
+        Effective output-value rows ``O_h V_h`` (one row per output when several).
     omega_ : ndarray of shape (n_heads,)
         Mean of the first ``d`` diagonal entries of each ``KQ_h``.
-    mu_ : ndarray of shape (n_heads,)
-        ``OV_h[d]``, the weight on the y-coordinate.
+    mu_ : ndarray of shape (n_heads,) or (n_heads, n_outputs_)
+        ``OV_h[d]``, the weight on the y-coordinate (``OV_h[k, d + k]``, output ``k``
+        reading label ``k``, with several outputs).
 
     See Also
     --------
@@ -355,7 +415,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
-        "sampler": [LinearICLTaskSampler, None],
+        "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
         "device": "no_validation",  # checked by check_device in fit
         "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -401,10 +461,11 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1) or None
+        X : array-like of shape (n_prompts, n_context + 1, n_features + n_outputs) or None
             Training prompts; None trains online on fresh prompts from ``sampler``.
-        y : array-like of shape (n_prompts,) or None
-            Query labels (required with ``X``).
+        y : array-like of shape (n_prompts,) or (n_prompts, n_outputs), or None
+            Query labels (required with ``X``); a 2-D ``y`` trains a multi-output model
+            whose tokens end with ``n_outputs`` label slots.
 
         Returns
         -------
@@ -424,24 +485,32 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
                 )
             sampler = self.sampler if self.sampler is not None else LinearICLTaskSampler()
             d, L, *_ = sampler.params()
-            D = d + 1
+            K = getattr(sampler, "n_outputs", 1)
+            D = d + K
             X_fit = np.zeros((1, L + 1, D), dtype=np.float32)
-            y_fit = np.zeros(1, dtype=np.float32)
+            y_fit = np.zeros(1 if K == 1 else (1, K), dtype=np.float32)
             loader_sampler = sampler
         else:
             if y is None:
                 raise ValueError("y is required when X is given (the query labels); got None.")
-            Xv = check_prompts(X, allow_query_label=self.allow_query_label)
             yv = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-            if yv.ndim != 1 or yv.shape[0] != Xv.shape[0]:
+            if yv.ndim == 2 and yv.shape[1] == 1:
                 raise ValueError(
-                    f"y must have shape ({Xv.shape[0]},) (one label per prompt); got "
-                    f"{yv.shape} instead."
+                    "y must be 1-D for one output or 2-D with >= 2 columns (one per output); "
+                    f"got shape {yv.shape} instead."
+                )
+            K = 1 if yv.ndim == 1 else yv.shape[1]
+            Xv = check_prompts(X, allow_query_label=self.allow_query_label, n_outputs=K)
+            if yv.ndim not in (1, 2) or yv.shape[0] != Xv.shape[0]:
+                raise ValueError(
+                    f"y must have shape ({Xv.shape[0]},) or ({Xv.shape[0]}, n_outputs) (one "
+                    f"label or one row of labels per prompt); got {yv.shape} instead."
                 )
             L, D = Xv.shape[1] - 1, Xv.shape[2]
             X_fit, y_fit = Xv.astype(np.float32), yv.astype(np.float32)
             loader_sampler = None
         self.n_features_in_ = D
+        self.n_outputs_ = K
         self.n_context_ = L
         n_epochs = -(-self.n_steps // self.steps_per_epoch)
         optimizer = torch.optim.Adam if self.optimizer == "adam" else torch.optim.SGD
@@ -455,6 +524,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
             module__init=self.init,
             module__attention=self.attention,
             module__n_context=L,
+            module__n_outputs=K,
             criterion=nn.MSELoss,
             optimizer=optimizer,
             lr=self.lr,
@@ -467,14 +537,22 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         )
         self.loss_curve_ = np.asarray(self.history_[:, "train_loss"], dtype=np.float64)
         self.KQ_, self.OV_ = self.module_.effective_weights()
-        metrics = attention_pattern_metrics(self.KQ_, self.OV_)
-        self.omega_, self.mu_ = metrics["omega"], metrics["mu"]
+        if K == 1:
+            metrics = attention_pattern_metrics(self.KQ_, self.OV_)
+            self.omega_, self.mu_ = metrics["omega"], metrics["mu"]
+        else:
+            d = D - K
+            self.omega_ = np.diagonal(self.KQ_[:, :d, :d], axis1=1, axis2=2).mean(axis=1)
+            self.mu_ = np.stack([self.OV_[:, k, d + k] for k in range(K)], axis=1)
         return self
 
     def _validate_X(self, X):
         check_is_fitted(self)
         return check_prompts(
-            X, allow_query_label=self.allow_query_label, n_features_in=self.n_features_in_
+            X,
+            allow_query_label=self.allow_query_label,
+            n_features_in=self.n_features_in_,
+            n_outputs=getattr(self, "n_outputs_", 1),
         )
 
     def predict(self, X):
@@ -482,12 +560,12 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        X : array-like of shape (n_prompts, n_context + 1, n_features + n_outputs_)
             Any context length ``n_context >= 1``.
 
         Returns
         -------
-        y_pred : ndarray of shape (n_prompts,)
+        y_pred : ndarray of shape (n_prompts,) or (n_prompts, n_outputs_)
         """
         X = self._validate_X(X)
         with torch_threads(self.n_threads):
@@ -498,12 +576,13 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
 
         Parameters
         ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-        y : array-like of shape (n_prompts,)
+        X : array-like of shape (n_prompts, n_context + 1, n_features + n_outputs_)
+        y : array-like of shape (n_prompts,) or (n_prompts, n_outputs_)
 
         Returns
         -------
         mse : float
+            Mean over prompts (and over outputs when several).
         """
         pred = self.predict(X)
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
@@ -519,15 +598,29 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         patterns : dict
             ``KQ_`` (H, d+1, d+1), ``OV_`` (H, d+1), and the entries of
             :func:`attention_pattern_metrics` (``omega``, ``mu``, ``diag_ratio``,
-            ``homogeneity``, ``last_entry_ratio``, ``zero_sum``, ``eta_eff``).
+            ``homogeneity``, ``last_entry_ratio``, ``zero_sum``, ``eta_eff``). For a model
+            trained with a :class:`MultiTaskLinearICLTaskSampler`, the entries of
+            :func:`multitask_pattern_metrics` instead (per-head task allocation); for
+            another multi-output model only ``KQ_``, ``OV_``, ``omega`` and ``mu``.
         """
         check_is_fitted(self)
         out = {"KQ_": self.KQ_.copy(), "OV_": self.OV_.copy()}
-        out.update(attention_pattern_metrics(self.KQ_, self.OV_))
+        if getattr(self, "n_outputs_", 1) == 1:
+            out.update(attention_pattern_metrics(self.KQ_, self.OV_))
+        elif (
+            isinstance(self.sampler, MultiTaskLinearICLTaskSampler)
+            and self.n_features_in_ == self.sampler.params()[0] + 2
+        ):
+            d, _, _, _, dims = self.sampler.params()
+            out.update(multitask_pattern_metrics(self.KQ_, self.OV_, d, dims))
+        else:
+            out.update({"omega": self.omega_.copy(), "mu": self.mu_.copy()})
         return out
 
     def plot_attention_patterns(self, fig=None):
         """Heat maps of each head's ``KQ_h`` and ``OV_h`` (matplotlib).
+
+        With several outputs the ``OV_h`` row drawn is the sum of its per-output rows.
 
         Parameters
         ----------
@@ -539,7 +632,8 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         fig : matplotlib Figure
         """
         check_is_fitted(self)
-        return plot_attention_patterns(self.KQ_, self.OV_, fig=fig)
+        OV = self.OV_ if self.OV_.ndim == 2 else self.OV_.sum(axis=1)
+        return plot_attention_patterns(self.KQ_, OV, fig=fig)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

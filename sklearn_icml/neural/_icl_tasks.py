@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_array
 
 __all__ = [
     "LinearICLTaskSampler",
+    "MultiTaskLinearICLTaskSampler",
     "approx_icl_loss",
     "attention_pattern_metrics",
     "bayes_ridge_predict",
@@ -28,6 +29,7 @@ __all__ = [
     "fit_gd_eta",
     "gd_predict",
     "gd_risk_finite",
+    "multitask_pattern_metrics",
     "optimal_mu",
     "single_head_optimum",
     "softmax_kernel_predict",
@@ -52,7 +54,7 @@ def _check_real(value, name, *, low=0.0, strict=False):
     return float(value)
 
 
-def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X"):
+def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X", n_outputs=1):
     """Validate a batch of prompts and return it as a float64 array (a copy if needed).
 
     Parameters
@@ -65,6 +67,10 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X"):
         Required token width ``d + 1`` (from a fitted model), or None.
     name : str, default="X"
         Name for error messages.
+    n_outputs : int, default=1
+        Number of label slots at the end of each token (the multi-task prompts of
+        :class:`MultiTaskLinearICLTaskSampler` carry ``(x, y1, y2)``): the token width must
+        be at least ``n_outputs + 1`` and the query's last ``n_outputs`` slots must be 0.
 
     Returns
     -------
@@ -102,23 +108,38 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X"):
             f"{name} must hold at least one context token before the query (n_context >= 1); "
             f"got {X.shape[1]} token(s) per prompt instead."
         )
-    if X.shape[2] < 2:
+    if X.shape[2] < n_outputs + 1:
+        if n_outputs == 1:
+            raise ValueError(
+                f"{name} tokens must have width n_features + 1 >= 2 (x then y); got width "
+                f"{X.shape[2]} instead."
+            )
         raise ValueError(
-            f"{name} tokens must have width n_features + 1 >= 2 (x then y); got width "
-            f"{X.shape[2]} instead."
+            f"{name} tokens must have width n_features + n_outputs >= {n_outputs + 1} (x then "
+            f"{n_outputs} labels); got width {X.shape[2]} instead."
         )
     if n_features_in is not None and X.shape[2] != n_features_in:
         raise ValueError(
             f"{name} has tokens of width {X.shape[2]}, but the model was fitted on width "
             f"{n_features_in} (n_features + 1). Got shape {X.shape} instead."
         )
-    if not allow_query_label and np.any(X[:, -1, -1] != 0):
-        bad = int(np.flatnonzero(X[:, -1, -1] != 0)[0])
-        raise ValueError(
-            f"the query token (last row of each prompt) must carry y = 0 in its last slot; "
-            f"prompt {bad} has {X[bad, -1, -1]!r} instead. Pass allow_query_label=True to "
-            "accept (and ignore) it."
-        )
+    if n_outputs == 1:
+        if not allow_query_label and np.any(X[:, -1, -1] != 0):
+            bad = int(np.flatnonzero(X[:, -1, -1] != 0)[0])
+            raise ValueError(
+                f"the query token (last row of each prompt) must carry y = 0 in its last slot; "
+                f"prompt {bad} has {X[bad, -1, -1]!r} instead. Pass allow_query_label=True to "
+                "accept (and ignore) it."
+            )
+    elif not allow_query_label:
+        slots = X[:, -1, -n_outputs:]
+        if np.any(slots != 0):
+            bad = int(np.flatnonzero(np.any(slots != 0, axis=1))[0])
+            raise ValueError(
+                f"the query token (last row of each prompt) must carry 0 in its last "
+                f"{n_outputs} label slots; prompt {bad} has {slots[bad].tolist()!r} instead. "
+                "Pass allow_query_label=True to accept it."
+            )
     return X
 
 
@@ -255,6 +276,215 @@ class LinearICLTaskSampler:
         X[:, -1, -1] = 0.0
         self.beta_ = beta
         return X, y[:, -1].copy()
+
+
+class MultiTaskLinearICLTaskSampler:
+    """Prompts of two in-context linear regression tasks sharing covariates (spec 3.6).
+
+    Each prompt has two tasks on overlapping coordinate supports: ``y1 = beta1^T x[:dx1] +
+    e1`` and ``y2 = beta2^T x[d - dx2:] + e2`` with ``beta_k ~ N(0, beta_var I_{dx_k})``,
+    ``x ~ N(0, I_d)`` and ``e_k ~ N(0, noise_var dx_k)`` (noise std scaled by
+    ``sqrt(dx_k)``, as in the authors' code). Tokens are ``(x, y1, y2)`` (width ``d + 2``);
+    the query token is ``(x_q, 0, 0)`` and the targets are its two noisy labels.
+
+    Parameters
+    ----------
+    n_features : int, default=5
+        Covariate dimension ``d``.
+    n_context : int, default=40
+        Context tokens per prompt ``L``.
+    task_dims : tuple of two int, default=(3, 4)
+        ``(dx1, dx2)``, each in ``[1, d]``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
+    noise_var : float, default=0.1
+        Label noise variance per coordinate of the support (task ``k`` gets
+        ``noise_var * dx_k``).
+    beta_var : float, default=1.0
+        Prior variance of each task coefficient (the authors' multi-task code draws
+        ``beta ~ N(0, I)``).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
+
+    Attributes
+    ----------
+    n_outputs : int
+        Always 2 (the labels per token).
+    beta1_ : ndarray of shape (n_prompts, dx1)
+    beta2_ : ndarray of shape (n_prompts, dx2)
+        The tasks of the last :meth:`sample` call.
+
+    See Also
+    --------
+    LinearICLTaskSampler : the single-task prompts.
+    MultiHeadSoftmaxICLRegressor : trained on these prompts it predicts both labels.
+    multitask_pattern_metrics : which head serves which task.
+
+    References
+    ----------
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
+       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
+       Attention", ICML 2025, arXiv:2503.12734.
+
+    Examples
+    --------
+    >>> from sklearn_icml.neural import MultiTaskLinearICLTaskSampler
+    >>> X, y = MultiTaskLinearICLTaskSampler(n_context=10, random_state=0).sample(4)
+    >>> X.shape, y.shape
+    ((4, 11, 7), (4, 2))
+    >>> X[0, -1, -2:].tolist()
+    [0.0, 0.0]
+    """
+
+    n_outputs = 2
+
+    def __init__(
+        self,
+        n_features=5,
+        n_context=40,
+        task_dims=(3, 4),
+        noise_var=0.1,
+        beta_var=1.0,
+        random_state=None,
+    ):
+        self.n_features = n_features
+        self.n_context = n_context
+        self.task_dims = task_dims
+        self.noise_var = noise_var
+        self.beta_var = beta_var
+        self.random_state = random_state
+
+    def params(self):
+        """Validated ``(n_features, n_context, noise_var, beta_var, (dx1, dx2))``."""
+        d = _check_int(self.n_features, "n_features", 1)
+        L = _check_int(self.n_context, "n_context", 1)
+        noise_var = _check_real(self.noise_var, "noise_var")
+        beta_var = _check_real(self.beta_var, "beta_var", strict=True)
+        dims = self.task_dims
+        if (
+            not isinstance(dims, tuple | list)
+            or len(dims) != 2
+            or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in dims)
+            or not all(1 <= v <= d for v in dims)
+        ):
+            raise ValueError(
+                f"task_dims must be two ints (dx1, dx2), each in [1, n_features={d}]; got "
+                f"{dims!r} instead."
+            )
+        return d, L, noise_var, beta_var, (int(dims[0]), int(dims[1]))
+
+    def supports(self):
+        """The coordinates each task reads: ``[arange(dx1), arange(d - dx2, d)]``."""
+        d, _, _, _, (d1, d2) = self.params()
+        return [np.arange(d1), np.arange(d - d2, d)]
+
+    def sample(self, n_prompts):
+        """Draw ``n_prompts`` prompts and their two query labels.
+
+        Parameters
+        ----------
+        n_prompts : int
+            Number of prompts (each with its own pair of tasks).
+
+        Returns
+        -------
+        X : ndarray of shape (n_prompts, n_context + 1, n_features + 2)
+            Context tokens ``(x_l, y1_l, y2_l)``, then the query token ``(x_q, 0, 0)``.
+        y : ndarray of shape (n_prompts, 2)
+            The noisy query labels ``(y1_q, y2_q)``.
+        """
+        n = _check_int(n_prompts, "n_prompts", 1)
+        d, L, noise_var, beta_var, (d1, d2) = self.params()
+        if not hasattr(self, "_rng"):
+            self._rng = check_random_state(self.random_state)
+        rng = self._rng
+        beta1 = rng.standard_normal((n, d1)) * np.sqrt(beta_var)
+        beta2 = rng.standard_normal((n, d2)) * np.sqrt(beta_var)
+        x = rng.standard_normal((n, L + 1, d))
+        e = rng.standard_normal((n, L + 1, 2)) * np.sqrt(noise_var * np.array([d1, d2]))
+        y1 = np.einsum("nld,nd->nl", x[:, :, :d1], beta1) + e[:, :, 0]
+        y2 = np.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2) + e[:, :, 1]
+        y = np.stack([y1, y2], axis=2)
+        X = np.concatenate([x, y], axis=2)
+        X[:, -1, d:] = 0.0
+        self.beta1_, self.beta2_ = beta1, beta2
+        return X, y[:, -1].copy()
+
+
+def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
+    """Which head serves which task in a two-output attention layer (allocation measures).
+
+    Parameters
+    ----------
+    KQ : array-like of shape (n_heads, d + 2, d + 2)
+        Effective key-query matrices.
+    OV : array-like of shape (n_heads, 2, d + 2)
+        Effective output-value maps (row ``k`` feeds output ``k``).
+    n_features : int
+        ``d``.
+    task_dims : tuple of two int, default=(3, 4)
+        ``(dx1, dx2)``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
+
+    Returns
+    -------
+    metrics : dict
+        Per head: ``omega`` (mean of the first d diagonal entries of ``KQ``), ``mu``
+        (n_heads, 2) with ``mu[h, k] = OV[h, k, d + k]`` (head h copying ``y_k`` into output
+        ``k``); ``kq_mass`` (n_heads, 2): for the coordinates only task ``k`` reads (task 1:
+        ``x[:d - dx2]``, task 2: ``x[dx1:]``), the mean over them of the squared norms of
+        their key row and query column in the x-block of ``KQ`` (averaged), so a head with
+        ``KQ ~ omega I`` on all of x gets equal masses;
+        ``ov_mass`` (n_heads, 2) = ``mu**2``; ``kq_allocation`` and ``ov_allocation``
+        (n_heads,) = ``(m1 - m2) / (m1 + m2)`` of those masses: +1 a head serving task 1
+        only, -1 task 2 only, ~0 a head superposing both (0 when both masses are 0).
+        ``kq_mass``/``kq_allocation`` are NaN when a task has no exclusive coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.neural import multitask_pattern_metrics
+    >>> KQ = np.zeros((1, 7, 7)); KQ[0, 0, 0] = 1.0
+    >>> OV = np.zeros((1, 2, 7)); OV[0, 0, 5] = 2.0
+    >>> m = multitask_pattern_metrics(KQ, OV, 5)
+    >>> m["kq_allocation"].tolist(), m["ov_allocation"].tolist()
+    ([1.0], [1.0])
+    """
+    KQ = np.asarray(KQ, dtype=np.float64)
+    OV = np.asarray(OV, dtype=np.float64)
+    d = _check_int(n_features, "n_features", 1)
+    d1, d2 = MultiTaskLinearICLTaskSampler(n_features=d, task_dims=task_dims).params()[-1]
+    D = d + 2
+    if KQ.ndim != 3 or KQ.shape[1:] != (D, D) or OV.shape != (KQ.shape[0], 2, D):
+        raise ValueError(
+            f"KQ must have shape (n_heads, {D}, {D}) and OV (n_heads, 2, {D}) for "
+            f"n_features={d}; got {KQ.shape} and {OV.shape} instead."
+        )
+    H = KQ.shape[0]
+    only = [np.arange(0, d - d2), np.arange(d1, d)]
+    kq_mass = np.full((H, 2), np.nan)
+    block = KQ[:, :d, :d]
+    # per x-coordinate: mean of its squared key row and query column in the x-block
+    coord = 0.5 * (np.sum(block**2, axis=2) + np.sum(block**2, axis=1))
+    for k, idx in enumerate(only):
+        if idx.size:
+            kq_mass[:, k] = coord[:, idx].mean(axis=1)
+    mu = np.stack([OV[:, 0, d], OV[:, 1, d + 1]], axis=1)
+    ov_mass = mu**2
+
+    def alloc(m):
+        tot = m[:, 0] + m[:, 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(tot > 0, (m[:, 0] - m[:, 1]) / np.where(tot > 0, tot, 1), 0.0)
+
+    kq_alloc = alloc(kq_mass)
+    if np.isnan(kq_mass).any():
+        kq_alloc = np.full(H, np.nan)
+    return {
+        "omega": np.diagonal(KQ[:, :d, :d], axis1=1, axis2=2).mean(axis=1),
+        "mu": mu,
+        "kq_mass": kq_mass,
+        "ov_mass": ov_mass,
+        "kq_allocation": kq_alloc,
+        "ov_allocation": alloc(ov_mass),
+    }
 
 
 def softmax_kernel_predict(X, omegas=(0.13, -0.13), mus=(3.45, -3.45), *, allow_query_label=False):

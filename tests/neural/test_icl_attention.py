@@ -12,7 +12,10 @@ from sklearn_icml.neural import (
     LinearICLTaskSampler,
     MultiHeadAttentionICLModule,
     MultiHeadSoftmaxICLRegressor,
+    MultiTaskLinearICLTaskSampler,
+    OnlinePromptLoader,
     gd_predict,
+    multitask_pattern_metrics,
     softmax_kernel_predict,
 )
 from sklearn_icml.neural._icl_attention import module_predict
@@ -307,3 +310,147 @@ def test_unnormalized_linear_attention_keeps_the_training_length():
     model = MultiHeadSoftmaxICLRegressor(attention="linear_unnormalized", **TINY).fit(X, y)
     assert model.module_.n_context == 5
     assert model.predict(prompts(4, d=3, L=9)[0]).shape == (4,)
+
+
+# --- multi-task extension (spec 3.6): tokens (x, y1, y2), two outputs ---
+
+
+def test_multitask_sampler_shapes_and_supports():
+    sampler = MultiTaskLinearICLTaskSampler(n_context=12, noise_var=0.0, random_state=0)
+    X, y = sampler.sample(300)
+    assert X.shape == (300, 13, 7) and y.shape == (300, 2)
+    assert sampler.beta1_.shape == (300, 3) and sampler.beta2_.shape == (300, 4)
+    np.testing.assert_array_equal(X[:, -1, 5:], 0.0)
+    x = X[:, :, :5]
+    labels = np.concatenate([X[:, :-1, 5:], y[:, None]], axis=1)
+    # noise-free: y1 is exactly beta1^T x[:3] and y2 exactly beta2^T x[1:]
+    np.testing.assert_allclose(
+        labels[..., 0], np.einsum("nld,nd->nl", x[:, :, :3], sampler.beta1_), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        labels[..., 1], np.einsum("nld,nd->nl", x[:, :, 1:], sampler.beta2_), atol=1e-12
+    )
+    # and per prompt, least squares on all 5 coordinates puts 0 outside each support
+    coef = np.stack([np.linalg.lstsq(x[i], labels[i], rcond=None)[0] for i in range(300)])
+    assert np.abs(coef[:, 3:, 0]).max() < 1e-10 and np.abs(coef[:, 0, 1]).max() < 1e-10
+    assert np.abs(coef[:, :3, 0]).min() > 0 and np.abs(coef[:, 1:, 1]).min() > 0
+    assert [s.tolist() for s in sampler.supports()] == [[0, 1, 2], [1, 2, 3, 4]]
+    assert MultiTaskLinearICLTaskSampler().supports()[1].tolist() == [1, 2, 3, 4]
+
+
+def test_multitask_sampler_noise_scales_with_support_size():
+    sampler = MultiTaskLinearICLTaskSampler(n_context=1, noise_var=0.2, random_state=1)
+    X, y = sampler.sample(100_000)
+    r1 = y[:, 0] - np.einsum("nd,nd->n", X[:, -1, :3], sampler.beta1_)
+    r2 = y[:, 1] - np.einsum("nd,nd->n", X[:, -1, 1:5], sampler.beta2_)
+    np.testing.assert_allclose([r1.var(), r2.var()], [0.2 * 3, 0.2 * 4], rtol=0.03)
+    np.testing.assert_allclose(sampler.beta1_.var(), 1.0, rtol=0.02)  # beta ~ N(0, I)
+
+
+def test_multitask_online_batches_respect_the_supports():
+    torch.manual_seed(0)
+    sampler = MultiTaskLinearICLTaskSampler(n_context=12, noise_var=0.0)
+    X, y = next(iter(OnlinePromptLoader(None, 64, sampler, steps_per_epoch=1)))
+    assert X.shape == (64, 13, 7) and y.shape == (64, 2)
+    assert torch.all(X[:, -1, 5:] == 0)
+    X = X.double().numpy()
+    coef = np.stack([np.linalg.lstsq(p[:-1, :5], p[:-1, 5:], rcond=None)[0] for p in X])
+    assert np.abs(coef[:, 3:, 0]).max() < 1e-4 and np.abs(coef[:, 0, 1]).max() < 1e-4
+    assert np.abs(coef[:, :3, 0]).max() > 0.1 and np.abs(coef[:, 1:, 1]).max() > 0.1
+
+
+def test_multi_output_module_matches_reference_per_output():
+    X, _ = MultiTaskLinearICLTaskSampler(n_context=9, random_state=2).sample(30)
+    torch.manual_seed(0)
+    module = MultiHeadAttentionICLModule(7, 3, n_outputs=2).double()
+    out = module_predict(module, X)
+    assert out.shape == (30, 2)
+    KQ, OV = module.effective_weights()
+    assert KQ.shape == (3, 7, 7) and OV.shape == (3, 2, 7)
+    ref = np.zeros((30, 2))
+    for h in range(3):
+        s = np.einsum("nli,ij,nj->nl", X[:, :-1], KQ[h], X[:, -1])
+        a = np.exp(s - s.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        ref += np.einsum("nl,nlj,kj->nk", a, X[:, :-1], OV[h])
+    np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-12)
+    # a one-output module keeps its (batch,) output and (H, D) OV
+    assert MultiHeadAttentionICLModule(7, 3)(torch.zeros(2, 4, 7)).shape == (2,)
+
+
+def test_multitask_training_beats_zero_on_both_outputs():
+    sampler = MultiTaskLinearICLTaskSampler(n_context=20)
+    model = MultiHeadSoftmaxICLRegressor(
+        n_heads=2,
+        n_steps=100,
+        steps_per_epoch=50,
+        batch_size=64,
+        lr=1e-2,
+        sampler=sampler,
+        random_state=0,
+    ).fit()
+    X, y = MultiTaskLinearICLTaskSampler(n_context=20, random_state=5).sample(2000)
+    pred = model.predict(X)
+    assert pred.shape == (2000, 2) and model.n_outputs_ == 2 and model.n_features_in_ == 7
+    mse = ((pred - y) ** 2).mean(axis=0)
+    zero = (y**2).mean(axis=0)  # ~ (3.3, 4.4)
+    assert np.all(mse < 0.8 * zero), (mse, zero)
+    assert model.icl_mse(X, y) == pytest.approx(mse.mean())
+    p = model.attention_patterns()
+    assert p["OV_"].shape == (2, 2, 7) and p["mu"].shape == (2, 2)
+    for key in ("kq_allocation", "ov_allocation"):
+        assert p[key].shape == (2,) and np.all(np.abs(p[key]) <= 1)
+    assert model.mu_.shape == (2, 2) and model.omega_.shape == (2,)
+    # offline: a 2-D y trains a two-output model on the given prompts
+    offline = MultiHeadSoftmaxICLRegressor(**TINY).fit(X[:40], y[:40])
+    assert offline.n_outputs_ == 2 and offline.predict(X[:5]).shape == (5, 2)
+    assert set(offline.attention_patterns()) == {"KQ_", "OV_", "omega", "mu"}
+
+
+def test_multitask_pattern_metrics_allocation():
+    KQ = np.zeros((3, 7, 7))
+    OV = np.zeros((3, 2, 7))
+    KQ[0, 0, 0], OV[0, 0, 5] = 0.3, 2.0  # task 1 only: x[0], y1 -> out1
+    KQ[1, 3:5, 3:5], OV[1, 1, 6] = 0.3 * np.eye(2), -2.0  # task 2 only
+    KQ[2, :5, :5], OV[2, 0, 5], OV[2, 1, 6] = 0.3 * np.eye(5), 1.0, 1.0  # superposed
+    m = multitask_pattern_metrics(KQ, OV, 5)
+    np.testing.assert_allclose(m["kq_allocation"], [1.0, -1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(m["ov_allocation"], [1.0, -1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(m["mu"], [[2.0, 0.0], [0.0, -2.0], [1.0, 1.0]])
+    # no exclusive coordinate for task 1 (dx2 = d): the KQ measure is undefined, not 0
+    assert np.isnan(multitask_pattern_metrics(KQ, OV, 5, (3, 5))["kq_allocation"]).all()
+
+
+def test_multitask_bad_input():
+    for dims in ((3,), (0, 4), (3, 6), (3.0, 4), (True, 4), "34"):
+        with pytest.raises(ValueError, match="task_dims"):
+            MultiTaskLinearICLTaskSampler(task_dims=dims).sample(2)
+    with pytest.raises(ValueError, match="n_context"):
+        MultiTaskLinearICLTaskSampler(n_context=0).sample(2)
+    with pytest.raises(ValueError, match="beta_var"):
+        MultiTaskLinearICLTaskSampler(beta_var=0.0).sample(2)
+    with pytest.raises(ValueError, match="n_outputs"):
+        MultiHeadAttentionICLModule(3, 2, n_outputs=3)
+    with pytest.raises(ValueError, match="n_outputs=2"):
+        MultiHeadAttentionICLModule(7, 2, n_outputs=2).set_effective(0.1, 1.0)
+    with pytest.raises(ValueError, match=r"shape \(n_heads, 7, 7\)"):
+        multitask_pattern_metrics(np.zeros((2, 6, 6)), np.zeros((2, 6)), 5)
+    X, y = MultiTaskLinearICLTaskSampler(n_context=5, random_state=0).sample(10)
+    model = MultiHeadSoftmaxICLRegressor(**TINY)
+    with pytest.raises(ValueError, match="2-D with >= 2 columns"):
+        model.fit(X, y[:, :1])
+    with pytest.raises(ValueError, match="n_features \\+ n_outputs >= 3"):
+        model.fit(X[:, :, 5:], y)
+    with pytest.raises(ValueError, match=r"y must have shape \(10,\) or \(10, n_outputs\)"):
+        model.fit(X, y[:4])
+    bad = X.copy()
+    bad[2, -1, 5] = 1.0  # y1 slot of the query
+    with pytest.raises(ValueError, match="last 2 label slots; prompt 2"):
+        model.fit(bad, y)
+    model.fit(X, y)
+    with pytest.raises(ValueError, match="last 2 label slots"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match="fitted on width 7"):
+        model.predict(prompts(3, d=4, L=5)[0])
+    with pytest.raises(ValueError, match="y must have shape"):
+        model.icl_mse(X, y[:, 0])
