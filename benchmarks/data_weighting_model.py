@@ -1,6 +1,8 @@
 """Data weighting model (DWM; Yu et al., ICML 2025): spec experiments E1-E3 and peers.
 
-Run: python benchmarks/data_weighting_model.py [--quick]
+Run: python benchmarks/data_weighting_model.py [--quick] [--only E1,E2,E3]
+     python benchmarks/data_weighting_model.py --e3-append --e3-steps 3000 --e3-dwm-steps 100
+         --e3-methods uniform,dwm,dwm_online   (E3 alone at another schedule, appended)
 
 E1  mixed-source linear regression: sources A (target), B (noisy), C (opposite signal),
     D (no signal), validation/test from A; test MSE against uniform training and the
@@ -25,7 +27,7 @@ import time
 
 import numpy as np
 import torch
-from _harness import RESULTS, Report, fmt, package_version, parse_args
+from _harness import RESULTS, Report, fmt, machine_info, package_version, parse_args
 from joblib import Parallel, delayed
 from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
@@ -370,7 +372,26 @@ def main(argv=None):
     own.add_argument("--only", default="E1,E2,E3",
                      help="comma-separated experiments to run; the other experiments' "
                      "sections are carried over from the existing results file")
+    own.add_argument("--e3-steps", type=int, default=None,
+                     help="E3 LM steps (default: E3_FULL['steps'])")
+    own.add_argument("--e3-stages", type=int, default=None,
+                     help="E3 stages (default: E3_FULL['stages'])")
+    own.add_argument("--e3-dwm-steps", type=int, default=None,
+                     help="E3 DWM updates per stage (default: E3_FULL['dwm_steps'])")
+    own.add_argument("--e3-pool", type=int, default=None,
+                     help="E3 pool size in sequences (default: E3_FULL['n_sequences'])")
+    own.add_argument("--e3-seeds", default=None,
+                     help="comma-separated E3 seeds (default: E3_SEEDS; the peers and the "
+                     "online variant then run on these seeds too)")
+    own.add_argument("--e3-methods", default=None,
+                     help=f"comma-separated E3 methods out of {','.join(E3_METHODS)} "
+                     "(default: all; uniform and dwm are always run)")
+    own.add_argument("--e3-append", action="store_true",
+                     help="run E3 only and APPEND its tables as a labelled section to the "
+                     "existing results file instead of rewriting the file")
     own_args, rest = own.parse_known_args(argv)
+    if own_args.e3_append:
+        return main_e3_append(own_args, rest)
     only = {e.strip().upper() for e in own_args.only.split(",") if e.strip()}
     args = parse_args(__doc__.splitlines()[0], rest)
     quick = args.quick
@@ -384,19 +405,18 @@ def main(argv=None):
               else {"n_per_source": 1000, "steps": 3000, "stages": 5, "dwm_steps": 100})
     e2_cfg = ({"steps": 500, "stages": 5, "dwm_steps": 40} if quick
               else {"steps": 2000, "stages": 5, "dwm_steps": 100})
-    e3_cfg = ({"n_sequences": 2000, "steps": 100, "stages": 5, "dwm_steps": 10} if quick
-              else E3_FULL)
+    e3_cfg = e3_config(own_args, quick)
     e3_seeds = [0] if quick else E3_SEEDS
     e3_peer_seeds = [0] if quick else E3_PEER_SEEDS
+    if own_args.e3_seeds:
+        e3_seeds = e3_peer_seeds = [int(v) for v in own_args.e3_seeds.split(",")]
+    methods = e3_methods(own_args)
     start = time.perf_counter()
     # one (seed, experiment[, method]) per task, two worker processes of one torch thread;
     # the slowest tasks (E3's peers) first
     tasks = []
     if "E3" in only:
-        tasks += [delayed(run_e3)(s, m, e3_cfg) for m in ("mwn", "l2rw") for s in e3_peer_seeds]
-        tasks += [delayed(run_e3)(s, m, e3_cfg) for m in ("dwm", "uniform", "a_only")
-                  for s in e3_seeds]
-        tasks += [delayed(run_e3)(s, "dwm_online", e3_cfg) for s in e3_peer_seeds]
+        tasks += e3_tasks(e3_cfg, methods, e3_seeds, e3_peer_seeds)
     if "E1" in only:
         tasks += [delayed(run_e1)(s, e1_cfg, not quick) for s in seeds]
     if "E2" in only:
@@ -428,6 +448,84 @@ def main(argv=None):
         + f"- torch {package_version('torch')}, skorch {package_version('skorch')}, one "
         f"torch thread. Run time of this run ({ran}) "
         f"{fmt((time.perf_counter() - start) / 60)} min.",
+    )
+    report.write()
+
+
+def e3_config(own_args, quick=False):
+    """E3's schedule: ``E3_FULL`` (or the --quick sizes) with the --e3-* options applied."""
+    cfg = dict({"n_sequences": 2000, "steps": 100, "stages": 5, "dwm_steps": 10} if quick
+               else E3_FULL)
+    for key, value in (("steps", own_args.e3_steps), ("stages", own_args.e3_stages),
+                       ("dwm_steps", own_args.e3_dwm_steps),
+                       ("n_sequences", own_args.e3_pool)):
+        if value is not None:
+            cfg[key] = value
+    return cfg
+
+
+def e3_methods(own_args):
+    if not own_args.e3_methods:
+        return E3_METHODS
+    chosen = {m.strip() for m in own_args.e3_methods.split(",") if m.strip()}
+    unknown = chosen - set(E3_METHODS)
+    if unknown:
+        raise SystemExit(f"--e3-methods: unknown {sorted(unknown)}; expected {E3_METHODS}")
+    return tuple(m for m in E3_METHODS if m in chosen | {"uniform", "dwm"})
+
+
+def e3_tasks(cfg, methods, seeds, peer_seeds):
+    """E3's tasks, the slowest first: the peers, then the DWM, uniform, A only, online."""
+    tasks = [delayed(run_e3)(s, m, cfg) for m in ("mwn", "l2rw") if m in methods
+             for s in peer_seeds]
+    tasks += [delayed(run_e3)(s, m, cfg) for m in ("dwm_online", "dwm") if m in methods
+              for s in (peer_seeds if m == "dwm_online" else seeds)]
+    tasks += [delayed(run_e3)(s, m, cfg) for m in ("uniform", "a_only") if m in methods
+              for s in seeds]
+    return tasks
+
+
+class AppendedSection(Report):
+    """A Report whose tables go under one labelled ``##`` section APPENDED to the results."""
+
+    def __init__(self, heading, packages):
+        super().__init__("data_weighting_model", heading, packages=packages)
+        self.sections = [f"## {heading}", "", f"Machine: {machine_info(packages)}", ""]
+
+    def add(self, heading, text):
+        self.sections += [f"### {heading}", "", text, ""]
+        print(f"\n### {heading}\n{text}", flush=True)
+
+    def write(self):
+        path = RESULTS / "data_weighting_model.md"
+        old = path.read_text().rstrip("\n") if path.exists() else ""
+        path.write_text(old + "\n\n" + "\n".join(self.sections))
+        print(f"\nappended to {path}")
+        return path
+
+
+def main_e3_append(own_args, rest):
+    """E3 alone at the schedule given by the --e3-* options, appended to the results file."""
+    parse_args(__doc__.splitlines()[0], rest)
+    cfg = e3_config(own_args)
+    seeds = ([int(v) for v in own_args.e3_seeds.split(",")] if own_args.e3_seeds
+             else E3_SEEDS)
+    methods = e3_methods(own_args)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    heading = (f"E3 appended run ({stamp}): {cfg['steps']} LM steps, {cfg['stages']} stages "
+               f"x {cfg['dwm_steps']} DWM updates, pool {cfg['n_sequences']}, seeds "
+               f"{', '.join(map(str, seeds))}")
+    report = AppendedSection(heading, ("numpy", "scikit-learn", "torch", "skorch"))
+    start = time.perf_counter()
+    results = Parallel(n_jobs=N_JOBS)(e3_tasks(cfg, methods, seeds, seeds))
+    e3_tables(report, [r[2] for r in results], cfg, seeds, seeds)
+    args = " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""
+    report.add(
+        "Run",
+        f"Command: `python benchmarks/data_weighting_model.py {args}`. Methods: "
+        f"{', '.join(methods)}. Wall time {fmt((time.perf_counter() - start) / 60)} min "
+        f"({N_JOBS} worker processes of one torch thread, machine shared with other jobs). "
+        f"torch {package_version('torch')}, skorch {package_version('skorch')}.",
     )
     report.write()
 
@@ -582,6 +680,25 @@ def e3_tables(report, records, cfg, seeds, peer_seeds):
         "last 20 % of the steps. Times are CPU seconds (process time, one torch thread) per "
         "LM step, including the DWM / meta updates, relative to the uniform DWMCharLM; "
         "CPU time rather than wall time because the machine was shared.",
+    )
+    stage_rows = []
+    for seed in seeds:
+        for method in ("dwm", "dwm_online"):
+            r = by.get((seed, method))
+            if not r:
+                continue
+            sh = r["shares"]
+            rising = all(b >= a - 0.02 for a, b in zip(sh[1:], sh[2:]))
+            stage_rows.append([seed, labels[method], " / ".join(f"{v:.2f}" for v in sh),
+                               rising, " / ".join(f"{v:.2f}" for v in r["ess"])])
+    report.add_table(
+        "E3: share of A and effective sample size per stage",
+        ["seed", "method", "share A per stage", "rising (from stage 2, 0.02 slack)",
+         "mean ESS / B per stage"],
+        stage_rows,
+        note="Share of A: share of the total weight that language A's rows received over "
+        "the stage's learner batches (pool share 0.3). ESS / B: (sum w)^2 / sum w^2 over a "
+        "batch, divided by the batch size, averaged over the stage's learner batches.",
     )
     curves = []
     for seed in seeds:
