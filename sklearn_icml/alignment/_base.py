@@ -3,17 +3,15 @@
 :class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` learn from *pairs of
 responses*, not from a feature matrix, so scikit-learn's estimator checks (which feed
 random feature matrices to ``fit``) do not apply to them. They are therefore not
-``BaseEstimator`` subclasses, but keep its manners through :class:`ParamsMixin`:
+``BaseEstimator`` subclasses, but keep its manners through
+:class:`sklearn_icml.utils._params.ParamsMixin`:
 keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
 :func:`sklearn.base.clone` works), ``_parameter_constraints`` checked at the start of
 ``fit``, fitted attributes ending in ``_``.
 """
 
-import inspect
-
 import numpy as np
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import validate_parameter_constraints
 
 from ..utils.validation import check_finite
 
@@ -21,62 +19,8 @@ from ..utils.validation import check_finite
 SUM_TOL = 1e-6
 
 
-class ParamsMixin:
-    """``get_params``/``set_params``/``repr`` from the ``__init__`` signature."""
-
-    @classmethod
-    def _get_param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(
-            name
-            for name, p in sig.parameters.items()
-            if name != "self" and p.kind != p.VAR_KEYWORD
-        )
-
-    def get_params(self, deep=True):
-        """Parameters of this object (as in scikit-learn).
-
-        Parameters
-        ----------
-        deep : bool, default=True
-            Ignored (no nested estimators); kept for scikit-learn compatibility.
-
-        Returns
-        -------
-        params : dict
-        """
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params):
-        """Set parameters (as in scikit-learn); returns ``self``."""
-        valid = self._get_param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for {type(self).__name__}; valid "
-                    f"parameters are {valid}. Got {key!r} instead."
-                )
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self):
-        defaults = {
-            name: p.default
-            for name, p in inspect.signature(type(self).__init__).parameters.items()
-        }
-        changed = []
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            default = defaults.get(name, inspect.Parameter.empty)
-            same = value is default
-            if not same:
-                try:
-                    same = bool(value == default)
-                except Exception:  # arrays, modules
-                    same = False
-            if not same:
-                changed.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
+class FittedCheckMixin:
+    """``_check_fitted(attribute)`` raising scikit-learn's ``NotFittedError``."""
 
     def _check_fitted(self, attribute):
         if not hasattr(self, attribute):
@@ -84,13 +28,6 @@ class ParamsMixin:
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                 "appropriate arguments before using this method."
             )
-
-    def _validate_params(self):
-        validate_parameter_constraints(
-            self._parameter_constraints,
-            self.get_params(deep=False),
-            caller_name=type(self).__name__,
-        )
 
 
 def check_policy(policy, name, *, n_contexts=None, n_responses=None):

@@ -14,9 +14,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..utils import optional_import
+from ..utils._params import ParamsMixin
 from ..utils._skorch import SkorchEstimatorMixin, check_device, seeded, torch_seed, torch_threads
 from ..utils.validation import check_finite
-from ._base import ParamsMixin
+from ._base import FittedCheckMixin
 from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
@@ -193,7 +194,7 @@ def _check_sequences(seqs, name, *, allow_empty):
     return out
 
 
-class PreferenceLMTrainer(SkorchEstimatorMixin, ParamsMixin):
+class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
 
     ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences

@@ -14,8 +14,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_array
 from threadpoolctl import threadpool_limits
 
+from ..utils._params import ParamsMixin
 from ..utils.validation import check_finite
-from ._base import ParamsMixin, check_policy, check_support
+from ._base import FittedCheckMixin, check_policy, check_support
 from ._loss_math import LOSS_NAMES, LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
 
@@ -128,7 +129,7 @@ def _unbounded_contexts(ctx, a, b, p, w, n_contexts, n_responses):
     return out
 
 
-class TabularPreferencePolicy(ParamsMixin):
+class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     """Softmax policy over ``K`` responses per context, fitted by an offline preference loss.
 
     The tabular setting of Agarwal, Dann & Marinov (ICML 2025): contexts ``x`` and

@@ -8,70 +8,16 @@ attributes ending in ``_`` and ``NotFittedError`` before ``fit``.
 """
 
 import hashlib
-import inspect
 import json
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import validate_parameter_constraints
 
+from ..utils._params import ParamsMixin
 from . import _bitstream
 from ._serialization import ScanOrderSerializer, build_windows, random_order
 from ._validation import check_points, check_reflectance, check_sweeps
-
-
-class _ParamsMixin:
-    """``get_params``/``set_params``/``repr`` as scikit-learn estimators have them."""
-
-    @classmethod
-    def _get_param_names(cls):
-        signature = inspect.signature(cls.__init__)
-        return sorted(
-            p.name
-            for p in signature.parameters.values()
-            if p.name != "self" and p.kind == p.KEYWORD_ONLY
-        )
-
-    def get_params(self, deep=True):
-        """Parameters of this codec, as ``BaseEstimator.get_params`` returns them."""
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params):
-        """Set parameters; unknown names raise ValueError. Returns ``self``."""
-        valid = self._get_param_names()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(
-                    f"Invalid parameter {name!r} for {type(self).__name__}; valid "
-                    f"parameters are {valid!r}."
-                )
-            setattr(self, name, value)
-        return self
-
-    def _validate_params(self):
-        validate_parameter_constraints(
-            self._parameter_constraints,
-            self.get_params(deep=False),
-            caller_name=type(self).__name__,
-        )
-
-    def __repr__(self):
-        defaults = {
-            p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
-        }
-        changed = []
-        for name, value in self.get_params().items():
-            default = defaults.get(name)
-            same = value is default
-            if not same:
-                try:
-                    same = bool(np.all(value == default)) and type(value) is type(default)
-                except Exception:  # noqa: BLE001 - arrays of other shapes etc.
-                    same = False
-            if not same:
-                changed.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
 
 
 @dataclass(frozen=True)
@@ -87,7 +33,7 @@ class _Prepared:
     rho: np.ndarray
 
 
-class _BaseReflectanceCodec(_ParamsMixin):
+class _BaseReflectanceCodec(ParamsMixin):
     """Lossless reflectance coding with the geometry as side information."""
 
     _kind = None  # bitstream kind, set by subclasses
