@@ -1,6 +1,5 @@
 """DPSGDClassifier: DP-SGD (skorch) with balanced iteration or Poisson subsampling."""
 
-import contextlib
 import functools
 import numbers
 
@@ -17,6 +16,7 @@ from ..utils._skorch import (
     encode_class_labels,
     features_to_float32,
     torch_seed,
+    torch_threads,
 )
 from ._partition_accountant import (
     bis_rdp,
@@ -167,17 +167,6 @@ class _DPSGDNet(skorch.NeuralNet):
             noise = torch.randn(p.shape, device=p.device, dtype=p.dtype) * std
             p.grad = (summed + noise) / self.expected_batch_size
         return {"loss": loss, "y_pred": y_pred}
-
-
-@contextlib.contextmanager
-def _torch_threads(num_threads):
-    previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @functools.lru_cache(maxsize=64)
@@ -460,7 +449,7 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
             module_kwargs = {"module": _MLP, "module__hidden_layer_sizes": hidden}
         else:
             module_kwargs = {"module": self.module}
-        with _torch_threads(self.num_threads):
+        with torch_threads(self.num_threads):
             self._fit_net(
                 _DPSGDNet,
                 X32,
@@ -503,7 +492,7 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        with _torch_threads(self.num_threads):
+        with torch_threads(self.num_threads):
             logits = self.net_.forward(features_to_float32(X)).detach().cpu().numpy()
         logits = logits.astype(np.float64)
         return logits.reshape(-1) if self.classes_.shape[0] == 2 else logits
