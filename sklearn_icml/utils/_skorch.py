@@ -30,16 +30,13 @@ import copy
 
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._optional import optional_import
+from ._random import draw_seed
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
-
-_MAX_SEED = np.iinfo(np.int32).max
-
 
 def torch_seed(random_state):
     """Draw the integer seed for torch from ``random_state``.
@@ -61,7 +58,7 @@ def torch_seed(random_state):
     >>> torch_seed(0) == torch_seed(0)
     True
     """
-    return int(check_random_state(random_state).randint(_MAX_SEED))
+    return draw_seed(random_state)
 
 
 @contextlib.contextmanager
@@ -228,7 +225,7 @@ def features_to_float32(X):
     return np.ascontiguousarray(X, dtype=np.float32)
 
 
-class _StopOnLoss(skorch.callbacks.Callback):
+class StopOnLoss(skorch.callbacks.Callback):
     """Stop training once the epoch's ``train_loss`` is below ``threshold``.
 
     skorch catches the ``KeyboardInterrupt`` this raises and ends training cleanly (its own
@@ -290,7 +287,7 @@ class SkorchEstimatorMixin:
         # the user's callbacks are copied: a fit never mutates a parameter
         callbacks = copy.deepcopy(list(net_kwargs.pop("callbacks", None) or []))
         # also stops (then fit raises) as soon as the loss is NaN or infinite
-        callbacks.append(("stop_on_loss", _StopOnLoss(stop_below or 0.0)))
+        callbacks.append(("stop_on_loss", StopOnLoss(stop_below or 0.0)))
         kwargs = {"train_split": None, "verbose": verbose, "device": device}
         if not verbose:
             kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
