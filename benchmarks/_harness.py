@@ -1,11 +1,15 @@
-"""Shared pieces of the benchmarks: machine facts, median timing, ratio tables, results files.
+"""Shared pieces of the benchmarks: machine facts, median timing, targets, results files.
 
-A benchmark script builds a :class:`Report`, adds sections (tables of target vs measured,
-peers side by side) and calls :meth:`Report.write`, which prints it and writes
-``benchmarks/results/<name>.md``.
+A benchmark script parses the common command line (:func:`parse_args`, ``--quick``),
+times fits with :func:`median_time` / :func:`timed_fit` (medians of repeats, compared as
+ratios measured in the same run), checks measured values against :class:`Target` bands,
+builds a :class:`Report`, adds sections (tables of target vs measured, peers side by side)
+and calls :meth:`Report.write`, which prints it and writes ``benchmarks/results/<name>.md``.
+No script keeps its own copy of these.
 """
 
 import argparse
+import dataclasses
 import datetime
 import importlib.metadata
 import os
@@ -45,9 +49,13 @@ def machine_info(packages=("numpy", "scipy", "scikit-learn", "numba")):
     except OSError:
         pass
     versions = ", ".join(f"{p} {package_version(p)}" for p in packages)
+    try:
+        load = "load average " + " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        load = "load average unknown"
     return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {versions}; "
-        f"run {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}"
+        f"{os.cpu_count()} cores ({cpu}), {load}, Python {platform.python_version()}, "
+        f"{versions}; run {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}"
     )
 
 
@@ -65,6 +73,50 @@ def median_time(func, *, repeat=3, warmup=1):
         result = func()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
+
+
+def timed_fit(estimator, X, y=None, *, repeat=3, warmup=0, **fit_params):
+    """Median wall time of fitting a fresh clone of ``estimator`` on ``(X, y)``.
+
+    Every repeat fits its own ``sklearn.base.clone`` so no run reuses another's state.
+    Returns ``(seconds, fitted_estimator)`` (the last fit).
+    """
+    from sklearn.base import clone
+
+    def fit_once():
+        model = clone(estimator)
+        return model.fit(X, **fit_params) if y is None else model.fit(X, y, **fit_params)
+
+    return median_time(fit_once, repeat=repeat, warmup=warmup)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A target band for a measured value: ``lo <= value <= hi`` (either side open).
+
+    >>> Target(0.9).check(0.95), Target(hi=0.1).check(0.2), str(Target(0.2, 0.4))
+    ('met', 'MISSED', '[0.2, 0.4]')
+    """
+
+    lo: float | None = None
+    hi: float | None = None
+
+    def met(self, value):
+        value = float(value)
+        if value != value:
+            return False
+        return (self.lo is None or value >= self.lo) and (self.hi is None or value <= self.hi)
+
+    def check(self, value):
+        """``'met'`` or ``'MISSED'``, for the results table."""
+        return "met" if self.met(value) else "MISSED"
+
+    def __str__(self):
+        if self.lo is not None and self.hi is not None:
+            return f"[{fmt(self.lo)}, {fmt(self.hi)}]"
+        if self.lo is not None:
+            return f">= {fmt(self.lo)}"
+        return f"<= {fmt(self.hi)}"
 
 
 def fmt(value, digits=4):
