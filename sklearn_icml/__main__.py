@@ -19,6 +19,7 @@ def run_demo(only=None, stream=None):
     import warnings
 
     from sklearn_icml.demos import all_demos, format_figures
+    from sklearn_icml.utils._optional import install_hint
 
     demos = all_demos()
     if only:
@@ -36,6 +37,8 @@ def run_demo(only=None, stream=None):
                 warnings.simplefilter("ignore")
                 figures, seconds = demo.run()
             rows.append([demo.name, demo.what, format_figures(figures), f"{seconds:.1f}"])
+        except ImportError as exc:  # an optional dependency is missing: say which extra
+            rows.append([demo.name, demo.what, f"skipped: {install_hint(exc)}", "-"])
         except Exception:  # the tour reports a broken demo and goes on
             failed += 1
             traceback.print_exc()

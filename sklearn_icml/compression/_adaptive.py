@@ -152,7 +152,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         return out
 
     def _encode(self, prep, refl_kept, window):
-        constriction = optional_import("constriction", "all")
+        constriction = optional_import("constriction", "compression")
         symbols = refl_kept[prep.order].astype(np.int64)
         starts = _sequence_starts(prep)
         counts = np.full((N_CONTEXTS, N_SYMBOLS), int(self.init), dtype=np.int64)
@@ -167,7 +167,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         return encoder.get_compressed()
 
     def _decode(self, prep, words, header):
-        constriction = optional_import("constriction", "all")
+        constriction = optional_import("constriction", "compression")
         starts = _sequence_starts(prep)
         counts = np.full((N_CONTEXTS, N_SYMBOLS), int(self.init), dtype=np.int64)
         family = constriction.stream.model.Categorical(perfect=False)

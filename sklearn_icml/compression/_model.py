@@ -103,7 +103,7 @@ class SerLiCNet(nn.Module):
         )
         self.token = nn.Linear(3 * d_emb, d_model)
         if sequence_model == "mamba":
-            mamba = optional_import("mambapy.mamba", "neural")
+            mamba = optional_import("mambapy.mamba", "compression")
             config = mamba.MambaConfig(
                 d_model=d_model, n_layers=n_layers, d_state=d_state, expand_factor=expand,
                 d_conv=4,

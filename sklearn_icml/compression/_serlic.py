@@ -490,7 +490,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
                 prev = torch.from_numpy(current)
 
     def _encode(self, prep, refl_kept, window):
-        constriction = optional_import("constriction", "all")
+        constriction = optional_import("constriction", "compression")
         w = self._windows(prep, window)
         r = np.zeros(w.index.shape, dtype=np.int64)
         r[w.mask] = refl_kept[w.index[w.mask]]
@@ -506,7 +506,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         return encoder.get_compressed()
 
     def _decode(self, prep, words, header):
-        constriction = optional_import("constriction", "all")
+        constriction = optional_import("constriction", "compression")
         if header.window < 1:
             raise ValueError(f"blob records window={header.window}; it is corrupted.")
         w = self._windows(prep, header.window)

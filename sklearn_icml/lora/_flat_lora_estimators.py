@@ -154,7 +154,7 @@ class _FlatLoRABase(BaseEstimator):
                 model, rank=int(self.lora_rank), alpha=float(self.lora_alpha),
                 target_modules=targets,
             )
-        peft = optional_import("peft", "bench")
+        peft = optional_import("peft", "peft")
         names = matching_linear_names(model, targets)  # peft matches names, not classes
         if not names:
             raise ValueError(

@@ -2,17 +2,36 @@
 
 import importlib
 
-# which pip extra of sklearn-icml brings each optional package
-_EXTRA_OF = {
+# which pip extra of sklearn-icml installs each optional package (imported module name ->
+# extra); tests/utils/test_optional.py checks every entry and every call site against the
+# extras of pyproject.toml
+EXTRA_OF = {
     "torch": "neural",
     "skorch": "neural",
     "gymnasium": "rl",
     "matplotlib": "plot",
-    "peft": "neural",
-    "opacus": "bench",
+    "peft": "peft",
     "constriction": "compression",
-    "dp_accounting": "bench",
+    "mambapy": "compression",
+    "ot": "transport",
+    "dp_accounting": "privacy",
 }
+
+
+def install_hint(exc):
+    """The pip command that installs what an ``ImportError`` says is missing.
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._optional import install_hint
+    >>> install_hint(ModuleNotFoundError("No module named 'torch'", name="torch"))
+    'pip install "sklearn-icml[neural]"'
+    """
+    message = str(exc)
+    if 'pip install "sklearn-icml[' in message:  # raised by optional_import: reuse its hint
+        return message[message.index("pip install") :]
+    top = (getattr(exc, "name", None) or "").split(".")[0]
+    return f'pip install "sklearn-icml[{EXTRA_OF.get(top, "all")}]"'
 
 
 def optional_import(name, extra=None):
@@ -23,8 +42,9 @@ def optional_import(name, extra=None):
     name : str
         Dotted module name, e.g. ``"torch"`` or ``"matplotlib.pyplot"``.
     extra : str, default=None
-        The sklearn-icml extra that installs it. Guessed from the top-level package
-        name when omitted.
+        The sklearn-icml extra that installs it. Looked up in ``EXTRA_OF`` from the
+        top-level package name when omitted (the usual way: one table, kept in step with
+        pyproject.toml by a test).
 
     Returns
     -------
@@ -50,7 +70,7 @@ def optional_import(name, extra=None):
         return importlib.import_module(name)
     except ImportError as exc:
         top = name.split(".")[0]
-        extra = extra or _EXTRA_OF.get(top, "all")
+        extra = extra or EXTRA_OF.get(top, "all")
         raise ImportError(
             f"{top!r} is required for this feature but could not be imported ({exc}). "
             f'Install it with: pip install "sklearn-icml[{extra}]"'

@@ -42,7 +42,7 @@ def all_estimators(type_filter=None, *, include_neural=False):
         Keep only estimators of these kinds.
     include_neural : bool, default=False
         Also import the subpackages and names that need torch. ``False`` keeps discovery
-        free of torch.
+        free of torch. Names whose optional dependencies are not installed are skipped.
 
     Returns
     -------
@@ -64,12 +64,18 @@ def all_estimators(type_filter=None, *, include_neural=False):
             continue
         if importlib.util.find_spec(f"sklearn_icml.{sub}") is None:
             continue  # method not implemented yet
-        module = importlib.import_module(f"sklearn_icml.{sub}")
+        try:
+            module = importlib.import_module(f"sklearn_icml.{sub}")
+        except ImportError:
+            continue  # an optional dependency of this subpackage is not installed
         names, torch_names = _public_names(module)
         for name in names:
             if name in torch_names and not include_neural:
                 continue
-            obj = getattr(module, name)
+            try:
+                obj = getattr(module, name)
+            except ImportError:
+                continue  # a lazily imported name whose optional dependency is missing
             if (
                 inspect.isclass(obj)
                 and issubclass(obj, BaseEstimator)
