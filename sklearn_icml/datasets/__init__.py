@@ -1,7 +1,7 @@
 """Data generators used by tests, benchmarks, examples and the demo tour.
 
 Nothing here downloads anything: every set is generated from a seed. One import line per
-method, tagged with its spec slug (a trailing comment survives import sorting).
+method, tagged with the method's slug (a trailing comment survives import sorting).
 """
 
 from ._cellflux import (  # cellflux-flow-matching
