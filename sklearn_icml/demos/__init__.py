@@ -1,10 +1,10 @@
 """The tour that ``make demo`` runs: one short demo per implemented method.
 
-Each method adds a module ``sklearn_icml/demos/<method>.py`` (the method's slug with underscores) that
-decorates one function with :func:`register_demo`. The function takes no argument, fits
-the method on generated or bundled data in under 30 s on 2 cores, and returns a dict of
-key figures (name -> number or short string). Modules are discovered automatically, so a
-new method never edits a shared list.
+Each method adds a module ``sklearn_icml/demos/<method>.py`` (the method's slug with
+underscores) that decorates one function with :func:`register_demo`. The function takes
+no argument, fits the method on generated or bundled data in under 30 s on 2 cores, and
+returns a dict of key figures (name -> number or short string). Modules are discovered
+automatically, so a new method never edits a shared list.
 """
 
 import dataclasses
