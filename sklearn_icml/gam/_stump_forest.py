@@ -92,8 +92,6 @@ class _BaseStumpForestGAM(BaseEstimator):
             The fitted model.
         """
         X, y, loss = self._encode_target(X, y)
-        if not np.isfinite(self.l2_reg):
-            raise ValueError(f"l2_reg must be finite. Got {self.l2_reg!r} instead.")
         w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not w.sum() > 0:
             raise ValueError(
