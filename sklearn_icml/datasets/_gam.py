@@ -90,7 +90,7 @@ def make_additive_classification(n_samples=6000, n_features=6, *, random_state=1
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
-        Features.
+        Features, uniform on [-1, 1] as in :func:`make_additive_regression`.
     y : ndarray of shape (n_samples,)
         Labels in {0, 1}.
     proba : ndarray of shape (n_samples,)

@@ -6,25 +6,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils import optional_import
 
 
-def plot_shape_functions(model, features=None, *, ncols=3, figsize=None):
-    """Draw one step-function panel per used feature of a fitted stump-forest GAM.
-
-    Parameters
-    ----------
-    model : StumpForestGAMRegressor or StumpForestGAMClassifier
-        A fitted model.
-    features : list of int, default=None
-        Features to draw; by default every feature used by a stump, in index order.
-    ncols : int, default=3
-        Panels per row.
-    figsize : tuple of float, default=None
-        Figure size; by default 3.2 x 2.6 inches per panel.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-        The figure; multiclass models draw one line per class.
-    """
+def plot_shape_functions(model, features, ncols, figsize):
+    """The figure of ``model.plot_shape_functions`` (a fitted stump-forest GAM)."""
     plt = optional_import("matplotlib.pyplot")
     check_is_fitted(model)
     shapes = model._shapes()

@@ -208,7 +208,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         fig : matplotlib.figure.Figure
             The figure; multiclass models draw one line per class.
         """
-        return plot_shape_functions(self, features, ncols=ncols, figsize=figsize)
+        return plot_shape_functions(self, features, ncols, figsize)
 
 
 _PARAMS_DOC = """
