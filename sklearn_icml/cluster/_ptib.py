@@ -368,13 +368,13 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     """PTIB-style multi-view clustering: IB clustering with peer-reviewed view weights.
 
     After "A Peer-review Look on Multi-modal Clustering" (ICML 2025) [1]_: a hard-clustering
-    information bottleneck
-    (weighted multi-view sequential IB) whose view weights come, without any weight
-    hyper-parameter, from two scores. **Peer review**: each view ("author") clusters the
-    data on its own, and every other view ("reviewer") rates that partition by the share
-    of its own relevant information that survives it. **Trust**: how well each view's
-    partition agrees with the current consensus clustering (self-supervised pseudo-labels).
-    A view's weight is proportional to its trust-weighted review score times its trust.
+    information bottleneck (weighted multi-view sequential IB) whose view weights come,
+    without any weight hyper-parameter, from two scores. **Peer review**: each view
+    ("author") clusters the data on its own, and every other view ("reviewer") rates that
+    partition by the share of its own relevant information that survives it. **Trust**:
+    how well each view's partition agrees with the current consensus clustering
+    (self-supervised pseudo-labels). A view's weight is proportional to its trust-weighted
+    review score times its trust.
 
     Each view is turned into per-sample distributions ``p_v(y|x_i)`` (after a per-feature
     min-max scaling by default). Clusters maximise ``L(T; w) = sum_v w_v I_v(T)``, with
@@ -469,10 +469,10 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     (with a warning), which is how scikit-learn's common estimator checks, which pass a
     single ``X``, see the estimator.
 
-    The algorithm follows the peer-review and trust scheme of [1]_; where [1]_ does not fix
-    a formula, this implementation chooses the one below (so its numbers are not the
-    paper's). It starts from the best of ``n_init`` equal-weight sIB runs ``T*``. Each
-    round, every view a runs single-view sIB warm-started at ``T*`` giving ``T_a``; reviews
+    The formulas below are this implementation's realisation of the peer-review and trust
+    scheme of [1]_, not taken from [1]_, so its numbers need not match the paper's. It
+    starts from the best of ``n_init`` equal-weight sIB runs ``T*``. Each round, every
+    view a runs single-view sIB warm-started at ``T*`` giving ``T_a``; reviews
     ``R[a, r] = clip(I_r(T_a) / I_r(T_r), 0, 1)``; trust ``TR_v = I(T_v; T*) / H(T*)``;
     peer score ``PR_a = sum_{r != a} TR_r R[a, r] / sum_{r != a} TR_r``; weights
     ``w_a ∝ PR_a TR_a``; then weighted sIB warm-started at ``T*`` gives the new ``T*``.

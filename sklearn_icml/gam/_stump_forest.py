@@ -263,15 +263,16 @@ _ATTRIBUTES_DOC = """
 """
 
 _NOTES_DOC = """
-    The objective and the two alternating steps are those of [1]_. Where [1]_ leaves the
-    details to the implementation, this one chooses: candidate thresholds are the bins of
-    ``max_bins`` (quantiles, as histogram gradient boosting bins them) rather than every
-    midpoint, so a stump search costs O(bins) per feature after one histogram pass; the
-    regulariser is the L2 penalty on the leaves plus ``min_samples_leaf`` (an unweighted
-    count, so a weight is not the same as a repeated row); a stump step or leaf step is kept
-    only if ``E`` does not increase, which makes ``objective_history_`` non-increasing; and
-    the exact leaf step is a ridge solve by Cholesky (squared loss), Newton's method with
-    an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+    As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
+    instead of one at a time as in boosting. The details are this implementation's
+    choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
+    ``min_samples_leaf`` (an unweighted count, so a weight is not the same as a repeated
+    row); candidate thresholds are the bins of ``max_bins`` (quantiles, as histogram
+    gradient boosting bins them), so a stump search costs O(bins) per feature after one
+    histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
+    kept only if ``E`` does not increase, which makes ``objective_history_``
+    non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
+    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
 """
 
 _REFERENCES_DOC = """
