@@ -100,11 +100,11 @@ EXPECTED_FAILED_CHECKS = {
     # --- stump-forest-gam ---
     "StumpForestGAMRegressor": {
         "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
-        "quantile bins use unweighted rows (spec), so a weight is not a repeated row",
+        "quantile bins use unweighted rows by design, so a weight is not a repeated row",
     },
     "StumpForestGAMClassifier": {
         "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
-        "quantile bins use unweighted rows (spec), so a weight is not a repeated row",
+        "quantile bins use unweighted rows by design, so a weight is not a repeated row",
     },
     # --- ptib-clustering ---
     # --- capa-similarity ---

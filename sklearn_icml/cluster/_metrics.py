@@ -2,8 +2,12 @@
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from sklearn.utils._param_validation import validate_params
 
 
+@validate_params(
+    {"y_true": ["array-like"], "y_pred": ["array-like"]}, prefer_skip_nested_validation=True
+)
 def clustering_accuracy(y_true, y_pred):
     """Fraction of samples whose cluster is matched to their class by the Hungarian method.
 
@@ -17,7 +21,7 @@ def clustering_accuracy(y_true, y_pred):
     y_pred = np.asarray(y_pred)
     if y_true.shape != y_pred.shape or y_true.ndim != 1:
         raise ValueError(
-            f"y_true and y_pred must be 1-D of equal length; got shapes {y_true.shape} and "
+            f"y_true and y_pred must be 1-D of equal length. Got shapes {y_true.shape} and "
             f"{y_pred.shape} instead."
         )
     _, t = np.unique(y_true, return_inverse=True)

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import xlogy
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_array, check_random_state
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..utils import check_random_state
 from ._ptib_kernels import merge_costs, sib_sweeps
 
 # added to every entry before row normalisation, so that no row is all-zero
@@ -65,16 +66,16 @@ def _check_counts_like(X, name):
     """``input_transform="none"``: every entry >= 0 and no row summing to 0."""
     if np.any(X < 0):
         raise ValueError(
-            f"{name} has negative entries ({X.min()!r}); with input_transform='none' every "
-            "view must be non-negative (counts, histograms). Use input_transform='minmax' "
-            "for real-valued features."
+            f"{name} has negative entries; with input_transform='none' every view must be "
+            "non-negative (counts, histograms). Use input_transform='minmax' for real-valued "
+            f"features. Got a minimum of {X.min()!r} instead."
         )
     zero = np.flatnonzero(X.sum(axis=1) <= 0)
     if zero.size:
         raise ValueError(
             f"{name} row {zero[0]} sums to 0; with input_transform='none' every sample needs "
             "a positive total in every view to define p(y|x). Use input_transform='minmax' "
-            "or drop the sample."
+            f"or drop the sample. Got {X[zero[0]]!r} instead."
         )
 
 
@@ -230,7 +231,10 @@ def _ptib(
     verbose=0,
     sweep=sib_sweeps,
 ):
-    """The outer loop of the spec (section 3.8) on prepared distributions."""
+    """The PTIB outer loop on prepared distributions (see :class:`PTIBClustering`'s Notes).
+
+    A single view has nothing to weigh: the result is the best equal-weight sIB run.
+    """
     V = views.n_views
     K = n_clusters
     weights = np.full(V, 1.0 / V)
@@ -244,24 +248,12 @@ def _ptib(
     }
     if verbose:
         print(f"[PTIB] start: equal weights, objective {value:.6f}")
-    if V == 1:
-        empty = np.empty((0, 1))
-        hist = {k: np.asarray(h) for k, h in history.items()}
-        hist.update(peer_review=empty, trust=empty, review_matrix=np.empty((0, 1, 1)))
-        return _PTIBResult(
-            labels=consensus,
-            weights=weights,
-            view_labels=[consensus.copy()],
-            review=np.full((1, 1), np.nan),
-            trust=np.ones(1),
-            peer=np.ones(1),
-            objective=value,
-            n_iter=0,
-            history=hist,
-        )
-
     n_iter = 0
-    for it in range(1, n_outer_iter + 1):
+    # with a single view the loop does not run and these describe the one view
+    view_labels, review = [consensus.copy()], np.full((1, 1), np.nan)
+    trust, peer = np.ones(1), np.ones(1)
+    n_rounds = n_outer_iter if V > 1 else 0
+    for it in range(1, n_rounds + 1):
         n_iter = it
         # all authors of a round share one sweep order, so that no view's partition
         # depends on its position in the list of views
@@ -308,7 +300,10 @@ def _ptib(
         peer=peer,
         objective=value,
         n_iter=n_iter,
-        history={k: np.asarray(h) for k, h in history.items()},
+        history={
+            k: np.asarray(h) if h else np.empty((0,) + (V,) * (2 if k == "review_matrix" else 1))
+            for k, h in history.items()
+        },
     )
 
 
@@ -333,7 +328,7 @@ def _is_view_list(X):
         bad = next(i for i, d in enumerate(dims) if d != 2)
         raise ValueError(
             "X must be one 2-D array or a list of 2-D arrays, one (n_samples, n_features_v) "
-            f"array per view; got a list whose element {bad} has {dims[bad]} dimensions "
+            f"array per view. Got a list whose element {bad} has {dims[bad]} dimensions "
             "instead."
         )
     return True
@@ -342,7 +337,7 @@ def _is_view_list(X):
 def _resolve_view_slices(view_slices, n_features):
     """Column indices of each view from ``view_slices``; each non-empty and in range."""
     if len(view_slices) == 0:
-        raise ValueError("view_slices must name at least one view; got an empty list instead.")
+        raise ValueError("view_slices must name at least one view. Got an empty list instead.")
     columns = []
     all_columns = np.arange(n_features)
     for v, item in enumerate(view_slices):
@@ -352,17 +347,17 @@ def _resolve_view_slices(view_slices, n_features):
             cols = np.asarray(item)
             if cols.ndim != 1 or cols.dtype.kind not in "iu":
                 raise ValueError(
-                    f"view_slices[{v}] must be a slice or a 1-D sequence of column indices; "
-                    f"got {item!r} instead."
+                    f"view_slices[{v}] must be a slice or a 1-D sequence of column indices. "
+                    f"Got {item!r} instead."
                 )
             if cols.size and (cols.min() < 0 or cols.max() >= n_features):
                 raise ValueError(
                     f"view_slices[{v}] holds column indices outside [0, {n_features}) for X "
-                    f"with {n_features} features; got {item!r} instead."
+                    f"with {n_features} features. Got {item!r} instead."
                 )
         if cols.size == 0:
             raise ValueError(
-                f"view_slices[{v}] selects no column of X ({n_features} features); got "
+                f"view_slices[{v}] selects no column of X ({n_features} features). Got "
                 f"{item!r} instead."
             )
         columns.append(cols.astype(np.int64))
@@ -372,14 +367,14 @@ def _resolve_view_slices(view_slices, n_features):
 class PTIBClustering(ClusterMixin, BaseEstimator):
     """PTIB-style multi-view clustering: IB clustering with peer-reviewed view weights.
 
-    A reconstruction of the idea of "A Peer-review Look on Multi-modal Clustering" (ICML
-    2025), whose formulas were not available: a hard-clustering information bottleneck
-    (weighted multi-view sequential IB) whose view weights come, without any weight
-    hyper-parameter, from two scores. **Peer review**: each view ("author") clusters the
-    data on its own, and every other view ("reviewer") rates that partition by the share
-    of its own relevant information that survives it. **Trust**: how well each view's
-    partition agrees with the current consensus clustering (self-supervised pseudo-labels).
-    A view's weight is proportional to its trust-weighted review score times its trust.
+    After "A Peer-review Look on Multi-modal Clustering" (ICML 2025) [1]_: a hard-clustering
+    information bottleneck (weighted multi-view sequential IB) whose view weights come,
+    without any weight hyper-parameter, from two scores. **Peer review**: each view
+    ("author") clusters the data on its own, and every other view ("reviewer") rates that
+    partition by the share of its own relevant information that survives it. **Trust**:
+    how well each view's partition agrees with the current consensus clustering
+    (self-supervised pseudo-labels). A view's weight is proportional to its trust-weighted
+    review score times its trust.
 
     Each view is turned into per-sample distributions ``p_v(y|x_i)`` (after a per-feature
     min-max scaling by default). Clusters maximise ``L(T; w) = sum_v w_v I_v(T)``, with
@@ -407,8 +402,9 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         (new samples are clipped to that range) before rows are normalised into
         distributions; use it for real-valued features. ``"none"`` takes each view as
         non-negative counts or histograms as they are; prefer it for count data, where
-        min-max scaling reweights the vocabulary (on the spec's E1 counts it lifts
-        single-view sIB accuracy from 0.89/0.79/0.39 to 0.94/0.90/0.71).
+        min-max scaling reweights the vocabulary (on the default data of
+        :func:`~sklearn_icml.datasets.make_multiview_counts` it lifts single-view sIB
+        accuracy from 0.89/0.79/0.39 to 0.94/0.90/0.71).
     view_slices : list of slice or list of array-like of int, default=None
         Only for a single 2-D ``X``: the columns of each view, e.g.
         ``[slice(0, 50), slice(50, 90)]``. With ``None`` a single array is one view (and
@@ -473,22 +469,26 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     (with a warning), which is how scikit-learn's common estimator checks, which pass a
     single ``X``, see the estimator.
 
-    The algorithm (all formulas are a reconstruction, see the spec in the repository):
-    start from the best of ``n_init`` equal-weight sIB runs ``T*``. Each round, every view
-    a runs single-view sIB warm-started at ``T*`` giving ``T_a``; reviews
+    The formulas below are this implementation's realisation of the peer-review and trust
+    scheme of [1]_, not taken from [1]_, so its numbers need not match the paper's. It
+    starts from the best of ``n_init`` equal-weight sIB runs ``T*``. Each round, every
+    view a runs single-view sIB warm-started at ``T*`` giving ``T_a``; reviews
     ``R[a, r] = clip(I_r(T_a) / I_r(T_r), 0, 1)``; trust ``TR_v = I(T_v; T*) / H(T*)``;
     peer score ``PR_a = sum_{r != a} TR_r R[a, r] / sum_{r != a} TR_r``; weights
     ``w_a ∝ PR_a TR_a``; then weighted sIB warm-started at ``T*`` gives the new ``T*``.
     A sample is moved to the cluster t minimising the merge cost
     ``sum_v w_v (1 + n_t) / n JS_pi(p_v(.|x), p_v(.|t))``, which is exactly the loss of
-    ``L`` the move causes, so sweeps never decrease ``L``. ``predict`` assigns new samples
-    by the same cost. Each sweep costs O(n K sum_v d_v).
+    ``L`` the move causes, so sweeps never decrease ``L`` (sequential IB [2]_, with the
+    view weights inside the cost). ``predict`` assigns new samples by the same cost. Each
+    sweep costs O(n K sum_v d_v). The review ratio is clipped to [0, 1] and 0/0 counts as
+    0; a round's authors share one sweep order, so no view's partition depends on its
+    position in the list; the loop stops when the weights move by less than ``tol`` and
+    the consensus no longer changes.
 
     References
     ----------
     .. [1] "A Peer-review Look on Multi-modal Clustering: An Information Bottleneck
-       Realization Method", ICML 2025 (OpenReview 3GOaybsKfJ). This class is a PTIB-style
-       reconstruction, not the authors' code.
+       Realization Method", ICML 2025 (OpenReview 3GOaybsKfJ).
     .. [2] N. Slonim, N. Friedman and N. Tishby, "Unsupervised document classification
        using sequential information maximization", SIGIR 2002.
 
@@ -561,7 +561,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
             sizes = [view.shape[0] for view in views]
             if len(set(sizes)) > 1:
                 raise ValueError(
-                    "every view must hold the same samples; got views with n_samples "
+                    "every view must hold the same samples. Got views with n_samples "
                     f"{sizes} instead."
                 )
             dims = [view.shape[1] for view in views]
@@ -641,6 +641,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         return _as_views(dists)
 
     # ---------------------------------------------------------------- API
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Cluster the samples and learn the view weights.
 
@@ -658,13 +659,12 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        self._validate_params()
         views = self._validate_views(X, reset=True)
         n_samples = views[0].shape[0]
         if self.n_clusters > n_samples:
             raise ValueError(
                 f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}; every "
-                "cluster needs at least one sample."
+                f"cluster needs at least one sample. Got n_clusters={self.n_clusters!r} instead."
             )
         if self.n_clusters == 1:
             warnings.warn(

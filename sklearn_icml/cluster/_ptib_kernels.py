@@ -5,7 +5,7 @@ view by view, conditional distributions p_v(y|x_i); ``offsets`` (V + 1,) marks w
 view's columns start. Clusters are kept as per-cluster column sums ``S`` (K, D) of the rows
 they hold and their sizes ``counts`` (K,).
 
-Costs are returned in units of ``n * Delta``: the merge cost of the spec,
+Costs are returned in units of ``n * Delta``: the merge cost of sequential IB,
 ``Delta(i, t) = sum_v w_v (1 + n_t) / n JS_pi(p_v(.|x_i), p_v(.|t))``, times n. Being a
 common factor, n changes no decision. The numba kernel uses the expansion
 

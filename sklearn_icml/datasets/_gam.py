@@ -4,31 +4,29 @@ import numbers
 
 import numpy as np
 from scipy.special import expit
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_generator
 
-
-def _generator(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(random_state)
-    raise TypeError(
-        "random_state must be None, an int, a numpy Generator or RandomState; "
-        f"got {random_state!r} instead."
-    )
+_SIZE_CONSTRAINTS = {
+    "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_features": [Interval(numbers.Integral, 4, None, closed="left")],
+    "random_state": ["random_state", np.random.Generator],
+}
 
 
-def _design(n_samples, n_features, rng):
-    n_samples = check_positive_int(n_samples, "n_samples")
-    n_features = check_positive_int(n_features, "n_features", minimum=4)
-    return rng.uniform(-1.0, 1.0, size=(n_samples, n_features))
+def _design(n_samples, n_features, random_state):
+    """The generator of ``random_state`` and ``X ~ U(-1, 1)^(n_samples x n_features)``."""
+    rng = check_generator(random_state)
+    return rng, rng.uniform(-1.0, 1.0, size=(n_samples, n_features))
 
 
+@validate_params(
+    {**_SIZE_CONSTRAINTS, "noise": [Interval(numbers.Real, 0, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
 def make_additive_regression(n_samples=6000, n_features=6, *, noise=0.5, random_state=0):
-    """Additive regression with step, smooth and noise features (stump-forest GAM E1).
+    """Additive regression with step, smooth and pure-noise features.
 
     ``X ~ U(-1, 1)^(n_samples x n_features)`` and
     ``f(x) = 2 1[x0 > 0.3] + sin(pi x1) + 2 x2^2 - 1.5 1[x3 < -0.5]``;
@@ -43,7 +41,7 @@ def make_additive_regression(n_samples=6000, n_features=6, *, noise=0.5, random_
     noise : float, default=0.5
         Standard deviation of the Gaussian noise on ``y``.
     random_state : int, numpy Generator, RandomState or None, default=0
-        Seed of ``np.random.default_rng``.
+        Turned into a numpy Generator by :func:`sklearn_icml.utils.check_generator`.
 
     Returns
     -------
@@ -61,10 +59,7 @@ def make_additive_regression(n_samples=6000, n_features=6, *, noise=0.5, random_
     >>> X.shape, y.shape, f.shape
     ((100, 6), (100,), (100,))
     """
-    if not (isinstance(noise, numbers.Real) and np.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite number >= 0; got {noise!r} instead.")
-    rng = _generator(random_state)
-    X = _design(n_samples, n_features, rng)
+    rng, X = _design(n_samples, n_features, random_state)
     f = (
         2.0 * (X[:, 0] > 0.3)
         + np.sin(np.pi * X[:, 1])
@@ -75,8 +70,9 @@ def make_additive_regression(n_samples=6000, n_features=6, *, noise=0.5, random_
     return X, y, f
 
 
+@validate_params(_SIZE_CONSTRAINTS, prefer_skip_nested_validation=True)
 def make_additive_classification(n_samples=6000, n_features=6, *, random_state=1):
-    """Binary classification with an additive logit (stump-forest GAM E2).
+    """Binary classification with an additive logit and pure-noise features.
 
     ``X ~ U(-1, 1)^(n_samples x n_features)``,
     ``logit = 2 1[x0 > 0.3] + 1.5 sin(pi x1) + 2 x2^2 - 1 - 1.5 1[x3 < -0.5]`` and
@@ -89,12 +85,12 @@ def make_additive_classification(n_samples=6000, n_features=6, *, random_state=1
     n_features : int, default=6
         Number of columns (>= 4).
     random_state : int, numpy Generator, RandomState or None, default=1
-        Seed of ``np.random.default_rng``.
+        Turned into a numpy Generator by :func:`sklearn_icml.utils.check_generator`.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
-        Features.
+        Features, uniform on [-1, 1] as in :func:`make_additive_regression`.
     y : ndarray of shape (n_samples,)
         Labels in {0, 1}.
     proba : ndarray of shape (n_samples,)
@@ -107,8 +103,7 @@ def make_additive_classification(n_samples=6000, n_features=6, *, random_state=1
     >>> sorted(set(y.tolist()))
     [0, 1]
     """
-    rng = _generator(random_state)
-    X = _design(n_samples, n_features, rng)
+    rng, X = _design(n_samples, n_features, random_state)
     logit = (
         2.0 * (X[:, 0] > 0.3)
         + 1.5 * np.sin(np.pi * X[:, 1])

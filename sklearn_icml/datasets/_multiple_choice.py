@@ -1,11 +1,26 @@
-"""Simulated multiple-choice answers of several models (CAPA experiments E2 and E3)."""
+"""Simulated multiple-choice answers of several models, for CAPA."""
+
+import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
+
+_PROBABILITY = Interval(numbers.Real, 0, 1, closed="both")
 
 
+@validate_params(
+    {
+        "n_items": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_options": [Interval(numbers.Integral, 2, None, closed="left")],
+        "accuracies": ["array-like"],
+        "copy_prob": [_PROBABILITY],
+        "confidence": [_PROBABILITY, "array-like"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_multiple_choice_predictions(
     n_items=1000,
     n_options=4,
@@ -54,16 +69,14 @@ def make_multiple_choice_predictions(
     >>> choices.shape, probas.shape
     ((2, 5), (2, 5, 3))
     """
-    n_items = check_positive_int(n_items, "n_items")
-    n_options = check_positive_int(n_options, "n_options", minimum=2)
     acc = np.asarray(accuracies, dtype=float)
     if acc.ndim != 1 or acc.size == 0 or np.any((acc < 0) | (acc > 1)):
-        raise ValueError(f"accuracies must be a non-empty list in [0, 1]; got {accuracies!r}.")
-    if not 0.0 <= copy_prob <= 1.0:
-        raise ValueError(f"copy_prob must be in [0, 1]; got {copy_prob!r} instead.")
+        raise ValueError(
+            f"accuracies must be a non-empty list in [0, 1]. Got {accuracies!r} instead."
+        )
     conf = np.broadcast_to(np.asarray(confidence, dtype=float), acc.shape)
     if np.any((conf < 0) | (conf > 1)):
-        raise ValueError(f"confidence must be in [0, 1]; got {confidence!r} instead.")
+        raise ValueError(f"confidence must be in [0, 1]. Got {confidence!r} instead.")
     rng = check_random_state(random_state)
 
     y = rng.randint(n_options, size=n_items)

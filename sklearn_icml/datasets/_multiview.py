@@ -1,25 +1,25 @@
-"""Multi-view bag-of-words counts with views of graded informativeness (PTIB experiment E1)."""
+"""Multi-view bag-of-words counts with views of graded informativeness (PTIB clustering)."""
 
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_generator
 
 _DEFAULT_VIEWS = ((50, 0.55), (40, 0.60), (30, 0.70), (50, 1.0))
 
 
-def _generator(random_state):
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32 - 1))
-    if random_state is None or isinstance(random_state, numbers.Integral | np.random.Generator):
-        return np.random.default_rng(random_state)
-    raise TypeError(
-        "random_state must be None, an int, a numpy Generator or a RandomState; got "
-        f"{random_state!r} instead."
-    )
-
-
+@validate_params(
+    {
+        "n_samples_per_cluster": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "views": ["array-like"],
+        "n_tokens": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state", np.random.Generator],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_multiview_counts(
     n_samples_per_cluster=100,
     n_clusters=5,
@@ -44,12 +44,12 @@ def make_multiview_counts(
     n_clusters : int, default=5
         Number of clusters K (>= 2).
     views : sequence of (int, float), default=((50, .55), (40, .60), (30, .70), (50, 1.0))
-        ``(n_features, sigma)`` of each view. The default is the spec's experiment E1,
-        whose last view is pure noise.
+        ``(n_features, sigma)`` of each view. The default has three views of decreasing
+        informativeness and a last view of pure noise.
     n_tokens : int, default=20
         Tokens per sample and view (every row of every view sums to it).
     random_state : int, numpy Generator, RandomState or None, default=None
-        Seed of a :func:`numpy.random.default_rng` generator.
+        Turned into a numpy Generator by :func:`sklearn_icml.utils.check_generator`.
 
     Returns
     -------
@@ -67,31 +67,31 @@ def make_multiview_counts(
     >>> sorted({int(s) for X in Xs for s in X.sum(axis=1)})
     [20]
     """
-    n_per = check_positive_int(n_samples_per_cluster, "n_samples_per_cluster")
-    n_clusters = check_positive_int(n_clusters, "n_clusters", minimum=2)
-    n_tokens = check_positive_int(n_tokens, "n_tokens")
-    if isinstance(views, str) or not hasattr(views, "__len__") or len(views) == 0:
+    if len(views) == 0:
         raise ValueError(
-            f"views must be a non-empty sequence of (n_features, sigma) pairs; got {views!r} "
+            f"views must be a non-empty sequence of (n_features, sigma) pairs. Got {views!r} "
             "instead."
         )
-    specs = []
+    sizes = []
     for v, item in enumerate(views):
         try:
             d, sigma = item
         except (TypeError, ValueError):
             raise ValueError(
-                f"views[{v}] must be a pair (n_features, sigma); got {item!r} instead."
+                f"views[{v}] must be a pair (n_features, sigma). Got {item!r} instead."
             ) from None
-        d = check_positive_int(d, f"views[{v}] n_features", minimum=2)
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"views[{v}] n_features must be an int. Got {d!r} instead.")
+        if d < 2:
+            raise ValueError(f"views[{v}] n_features must be >= 2. Got {d!r} instead.")
         if not isinstance(sigma, numbers.Real) or not 0.0 <= sigma <= 1.0:
-            raise ValueError(f"views[{v}] sigma must be in [0, 1]; got {sigma!r} instead.")
-        specs.append((d, float(sigma)))
-    rng = _generator(random_state)
+            raise ValueError(f"views[{v}] sigma must be in [0, 1]. Got {sigma!r} instead.")
+        sizes.append((int(d), float(sigma)))
+    rng = check_generator(random_state)
 
-    y = np.repeat(np.arange(n_clusters), n_per)
+    y = np.repeat(np.arange(n_clusters), n_samples_per_cluster)
     Xs = []
-    for d, sigma in specs:
+    for d, sigma in sizes:
         base = rng.dirichlet(np.ones(d))
         protos = np.array(
             [

@@ -1,4 +1,4 @@
-"""Demo: CAPA between four scikit-learn classifiers on the digits data (spec E4)."""
+"""Demo: CAPA between four scikit-learn classifiers on the digits data (held-out half)."""
 
 from . import register_demo
 

@@ -1,4 +1,4 @@
-"""Demo: PTIBClustering on four generated count views, one of them pure noise (spec E1)."""
+"""Demo: PTIBClustering on four generated count views, one of them pure noise."""
 
 from . import register_demo
 

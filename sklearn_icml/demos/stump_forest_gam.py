@@ -1,4 +1,4 @@
-"""Demo: a stump-forest GAM on the additive regression of the spec's experiment E1."""
+"""Demo: a stump-forest GAM on a generated additive regression with known shape functions."""
 
 from . import register_demo
 

@@ -1,494 +1,34 @@
-"""Stump-forest GAMs: all stumps of a forest optimised jointly by alternating optimisation.
+"""Stump-forest GAMs: the regressor and the classifier.
 
 Gabidolla and Carreira-Perpinan, "Generalized additive models via direct optimization of
-regularized decision stump forests", ICML 2025. The paper's text and code were not available;
-the regulariser (L2 on leaves, minimum leaf size, quantile bins) and the solvers follow the
-reconstruction in ``specs/stump-forest-gam.md``.
-
-A fit alternates two exact steps on one objective ``E = sum_i w_i l(y_i, F(x_i)) +
-l2_reg / 2 * sum_t (a_t^2 + c_t^2)``: (A) each stump in turn is replaced by the best stump
-over every feature and every bin threshold (numba prefix-sum scan), then (B) all leaves and
-the intercept are refitted jointly with the splits fixed (ridge by Cholesky for the squared
-loss, Newton for the logistic loss, L-BFGS for softmax). Each step is accepted only if
-``E`` does not increase, so ``objective_history_`` is non-increasing.
+regularized decision stump forests", ICML 2025. The pieces of a fit live next to this module:
+:mod:`._binning` (candidate thresholds), :mod:`._loss` (the losses and their steps),
+:mod:`._optimizer` (the alternating optimisation), :mod:`._stump_kernels` (numba kernels) and
+:mod:`._plotting` (shape-function plots).
 """
 
-import contextlib
 import numbers
-import os
-import warnings
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
-from scipy.special import expit, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
-from . import _stump_kernels as K
-
-# bin quantiles are computed on at most this many rows (as HistGradientBoosting does)
-_BINNING_SUBSAMPLE = 200_000
-_LEAF_NEWTON_ITER = 20
-_LEAF_NEWTON_TOL = 1e-10
-_JOINT_NEWTON_ITER = 50
-# below this many cells (n_samples * n_features) the serial kernels are used: thread start-up
-# costs more than it saves, by far on a loaded machine
-_PARALLEL_MIN_CELLS = 500_000
-
-
-# ---------------------------------------------------------------------------------------
-# binning
-
-
-def _bin_edges(X, max_bins, rng):
-    """Candidate thresholds per feature: midpoints between distinct values or quantiles."""
-    n_samples = X.shape[0]
-    if n_samples > _BINNING_SUBSAMPLE:
-        rows = np.sort(rng.choice(n_samples, _BINNING_SUBSAMPLE, replace=False))
-        X = X[rows]
-    edges = []
-    percentiles = np.linspace(0, 100, max_bins + 1)[1:-1]
-    for j in range(X.shape[1]):
-        distinct = np.unique(X[:, j])
-        if distinct.shape[0] <= max_bins:
-            e = 0.5 * (distinct[:-1] + distinct[1:])
-        else:
-            e = np.unique(np.percentile(X[:, j], percentiles, method="midpoint"))
-        edges.append(np.ascontiguousarray(e, dtype=np.float64))
-    return edges
-
-
-def _bin_data(X, edges):
-    """``xb[j, i]`` = number of edges of feature j below ``X[i, j]`` (x <= edge[k] iff xb <= k)."""
-    xb = np.empty((X.shape[1], X.shape[0]), dtype=np.uint16)
-    for j, e in enumerate(edges):
-        xb[j] = np.searchsorted(e, X[:, j], side="left")
-    return xb
-
-
-@contextlib.contextmanager
-def _numba_threads(n_jobs):
-    """Run numba's parallel kernels on ``n_jobs`` threads (None: numba's default)."""
-    if n_jobs is None:
-        yield
-        return
-    import numba
-
-    available = numba.config.NUMBA_NUM_THREADS
-    n = n_jobs if n_jobs > 0 else (os.cpu_count() or 1) + 1 + n_jobs
-    n = int(min(max(n, 1), available))
-    previous = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
-
-
-# ---------------------------------------------------------------------------------------
-# losses: F has shape (n_samples, n_values); n_values = 1 except for softmax (K)
-
-
-class _SquaredLoss:
-    n_values = 1
-    exact_stump_step = True
-
-    def intercept(self, y, w):
-        return np.array([np.dot(w, y) / w.sum()])
-
-    def loss(self, y, F, w):
-        r = y - F[:, 0]
-        return 0.5 * float(np.dot(w, r * r))
-
-    def grad_hess(self, y, F, w):
-        return (w * (F[:, 0] - y))[:, None], None
-
-
-class _LogisticLoss:
-    n_values = 1
-    exact_stump_step = False
-
-    def intercept(self, y, w):
-        p = np.clip(np.dot(w, y) / w.sum(), 1e-12, 1 - 1e-12)
-        return np.array([np.log(p / (1 - p))])
-
-    def loss(self, y, F, w):
-        return float(K.logistic_loss(F, y, w))
-
-    def loss_reference(self, y, F, w):
-        f = F[:, 0]
-        return float(np.dot(w, np.logaddexp(0.0, f) - y * f))
-
-    def grad_hess(self, y, F, w):
-        p = expit(F[:, 0])
-        return (w * (p - y))[:, None], (w * p * (1 - p))[:, None]
-
-    def leaf_grad_hess(self, y, F, w, a, l2_reg):
-        p = expit(F[:, 0] + a[0])
-        grad = np.array([np.dot(w, p - y) + l2_reg * a[0]])
-        hess = np.array([[np.dot(w, p * (1 - p)) + l2_reg]])
-        return grad, hess
-
-
-class _SoftmaxLoss:
-    exact_stump_step = False
-
-    def __init__(self, n_classes):
-        self.n_values = n_classes
-
-    def intercept(self, y, w):
-        p = np.bincount(y, weights=w, minlength=self.n_values) / w.sum()
-        b = np.log(np.clip(p, 1e-12, None))
-        return b - b.mean()
-
-    def loss(self, y, F, w):
-        return float(K.softmax_terms(F, y, w, 0)[0])
-
-    def loss_reference(self, y, F, w):
-        return float(np.dot(w, logsumexp(F, axis=1) - F[np.arange(F.shape[0]), y]))
-
-    def grad_hess(self, y, F, w):
-        _, G, H = K.softmax_terms(F, y, w, 2)
-        return G, H
-
-    def grad_hess_reference(self, y, F, w):
-        P = softmax(F, axis=1)
-        R = P.copy()
-        R[np.arange(F.shape[0]), y] -= 1.0
-        return w[:, None] * R, w[:, None] * P * (1 - P)
-
-    def leaf_grad_hess(self, y, F, w, a, l2_reg):
-        return K.softmax_leaf_grad_hess(F, y, w, np.ones(F.shape[0], dtype=np.bool_), a, l2_reg)
-
-
-def _solve_psd(H, g):
-    """Solve ``H x = g`` for symmetric PSD ``H``: Cholesky, or min-norm least squares."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=True), g)
-    except (np.linalg.LinAlgError, ValueError):
-        return scipy.linalg.lstsq(H, g, cond=1e-12)[0]
-
-
-# ---------------------------------------------------------------------------------------
-# the alternating optimisation
-
-
-class _StumpForestFit:
-    """State of one fit: binned data, stumps, current ``F``; the two steps as methods."""
-
-    def __init__(
-        self, xb, n_edges, y, w, loss, *, n_stumps, l2_reg, min_samples_leaf, parallel
-    ):
-        self.xb, self.y, self.w, self.loss = xb, y, w, loss
-        self.parallel = parallel
-        self.n_edges = n_edges
-        self.l2_reg = float(l2_reg)
-        self.msl = int(min_samples_leaf)
-        self.n_bins = int(n_edges.max()) + 1
-        self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
-        for j in range(xb.shape[0]):
-            self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
-        m = loss.n_values
-        self.features = np.full(n_stumps, -1, dtype=np.int64)
-        self.bins = np.full(n_stumps, -1, dtype=np.int64)
-        self.leaves = np.zeros((n_stumps, 2, m))
-        self.intercept = loss.intercept(y, w)
-        self.F = np.tile(self.intercept, (xb.shape[1], 1))
-        self.hist_h = None  # Hessian histogram; constant (the weights) for the squared loss
-        if loss.exact_stump_step:
-            self.hist_h = K.bin_histograms(xb, w[:, None], self.n_bins, parallel)
-
-    # -- objective ----------------------------------------------------------------------
-    def penalty(self, leaves=None):
-        leaves = self.leaves if leaves is None else leaves
-        return 0.5 * self.l2_reg * float(np.sum(leaves * leaves))
-
-    def objective(self):
-        return self.loss.loss(self.y, self.F, self.w) + self.penalty()
-
-    def add_stump(self, F, feature, k, leaves, scale=1.0):
-        K.add_stump(F, self.xb[feature], k, leaves[0], leaves[1], scale)
-
-    # -- (A) stump step -----------------------------------------------------------------
-    def solve_leaf(self, j, k, left, a):
-        """Exact leaf value of a stump's left (or right) leaf, the others fixed."""
-        if isinstance(self.loss, _LogisticLoss):
-            value = K.logistic_leaf_newton(
-                self.F, self.y, self.w, self.xb[j], k, left, float(a[0]), self.l2_reg,
-                _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
-            )
-            return np.array([value])
-        rows = self.xb[j] <= k
-        return self.newton_leaf(rows if left else ~rows, a)
-
-    def newton_leaf(self, rows, a):
-        """Exact K-D convex leaf problem (softmax) by Newton with step halving."""
-        loss, lam = self.loss, self.l2_reg
-        y, F, w = self.y[rows], self.F[rows], self.w[rows]
-
-        def phi(v):
-            return loss.loss(y, F + v[None, :], w) + 0.5 * lam * float(v @ v)
-
-        value = phi(a)
-        for _ in range(_LEAF_NEWTON_ITER):
-            grad, hess = loss.leaf_grad_hess(y, F, w, a, lam)
-            step = -_solve_psd(hess, grad)
-            t = 1.0
-            while True:
-                cand = a + t * step
-                cand_value = phi(cand)
-                if cand_value <= value:
-                    break
-                t *= 0.5
-                if t < 1e-12:
-                    return a
-            a, value = cand, cand_value
-            if np.max(np.abs(t * step)) <= _LEAF_NEWTON_TOL * max(1.0, np.max(np.abs(a))):
-                break
-        return a
-
-    def stump_step(self, t):
-        old_feature, old_k = self.features[t], self.bins[t]
-        old_leaves = self.leaves[t].copy()
-        if old_feature >= 0:
-            self.add_stump(self.F, old_feature, old_k, old_leaves, -1.0)
-        g, h = self.loss.grad_hess(self.y, self.F, self.w)
-        hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
-        if h is None:
-            hist_h = self.hist_h
-        else:
-            hist_h = K.bin_histograms(self.xb, h, self.n_bins, self.parallel)
-        gains, ks = K.best_splits(
-            hist_g, hist_h, self.counts, self.n_edges, self.l2_reg, self.msl, self.parallel
-        )
-        j = int(np.argmax(gains))
-        if not np.isfinite(gains[j]):  # no split satisfies min_samples_leaf anywhere
-            self.features[t], self.bins[t] = -1, -1
-            self.leaves[t] = 0.0
-            return
-        k = int(ks[j])
-        gl, hl = hist_g[j, : k + 1].sum(0), hist_h[j, : k + 1].sum(0)
-        gr, hr = hist_g[j].sum(0) - gl, hist_h[j].sum(0) - hl
-        new_leaves = np.stack(
-            [_newton_value(gl, hl, self.l2_reg), _newton_value(gr, hr, self.l2_reg)]
-        )
-        if self.loss.exact_stump_step:  # squared loss: the closed form is the exact optimum
-            self.add_stump(self.F, j, k, new_leaves)
-        else:
-            new_leaves[0] = self.solve_leaf(j, k, True, new_leaves[0])
-            new_leaves[1] = self.solve_leaf(j, k, False, new_leaves[1])
-            F_new = self.F.copy()
-            self.add_stump(F_new, j, k, new_leaves)
-            e_new = self.loss.loss(self.y, F_new, self.w) + self.penalty(new_leaves)
-            F_old = self.F
-            if old_feature >= 0:
-                F_old = self.F.copy()
-                self.add_stump(F_old, old_feature, old_k, old_leaves)
-            e_old = self.loss.loss(self.y, F_old, self.w) + self.penalty(old_leaves)
-            if not e_new <= e_old:  # keep the old stump (also when e_new is nan)
-                self.F = F_old
-                return
-            self.F = F_new
-        self.features[t], self.bins[t] = j, k
-        self.leaves[t] = new_leaves
-
-    def random_stump(self, t, rng):
-        valid = []
-        for j in range(self.xb.shape[0]):
-            cum = np.cumsum(self.counts[j, : self.n_edges[j]])
-            total = self.counts[j].sum()
-            ks = np.flatnonzero((cum >= self.msl) & (total - cum >= self.msl))
-            if ks.size:
-                valid.append((j, ks))
-        if not valid:
-            return
-        j, ks = valid[rng.randint(len(valid))]
-        self.features[t], self.bins[t] = j, int(ks[rng.randint(ks.size)])
-
-    # -- (B) leaf step ------------------------------------------------------------------
-    def segments(self):
-        """Segment lookup table and the map ``A`` from leaves to segment values."""
-        n_stumps = self.features.shape[0]
-        used = np.flatnonzero(self.features >= 0)
-        features = np.unique(self.features[used])
-        lut = np.zeros((features.shape[0], self.n_bins), dtype=np.int64)
-        starts, sizes, position = [], [], np.zeros(n_stumps, dtype=np.int64)
-        start = 0
-        for q, j in enumerate(features):
-            stumps = used[self.features[used] == j]
-            thresholds = np.unique(self.bins[stumps])
-            lut[q] = start + np.searchsorted(thresholds, np.arange(self.n_bins), side="left")
-            position[stumps] = start + np.searchsorted(thresholds, self.bins[stumps])
-            starts.append(start)
-            sizes.append(thresholds.shape[0] + 1)
-            start += thresholds.shape[0] + 1
-        A = np.zeros((start, 2 * n_stumps))
-        for q, j in enumerate(features):
-            end = starts[q] + sizes[q]
-            for t in used[self.features[used] == j]:
-                A[starts[q] : position[t] + 1, 2 * t] = 1.0
-                A[position[t] + 1 : end, 2 * t + 1] = 1.0
-        pair_a, pair_b = np.triu_indices(features.shape[0])
-        return _Segments(
-            features=features.astype(np.int64),
-            lut=lut,
-            starts=np.asarray(starts, dtype=np.int64),
-            sizes=np.asarray(sizes, dtype=np.int64),
-            pair_a=pair_a.astype(np.int64),
-            pair_b=pair_b.astype(np.int64),
-            A=A,
-        )
-
-    def predict_from(self, seg, intercept, leaves):
-        values = seg.A @ leaves.reshape(-1, leaves.shape[-1])
-        return K.segment_predict(
-            self.xb, seg.features, seg.lut, values, intercept, self.parallel
-        )
-
-    def leaf_step(self):
-        """Refit intercept and all leaves with splits fixed; keep the old ones unless E drops."""
-        e_old = self.objective()
-        if not np.any(self.features >= 0):
-            intercept, leaves = self.loss.intercept(self.y, self.w), self.leaves
-            seg = None
-            F = np.tile(intercept, (self.xb.shape[1], 1))
-        else:
-            seg = self.segments()
-            with np.errstate(all="ignore"):
-                if isinstance(self.loss, _SquaredLoss):
-                    intercept, leaves = self._ridge(seg)
-                elif isinstance(self.loss, _LogisticLoss):
-                    intercept, leaves = self._newton(seg)
-                else:
-                    intercept, leaves = self._lbfgs(seg)
-            if not (np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves))):
-                warnings.warn(
-                    "the leaf step produced non-finite leaves; the previous leaves are kept. "
-                    "Increase l2_reg or min_samples_leaf.",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
-                return e_old
-            F = self.predict_from(seg, intercept, leaves)
-        e_new = self.loss.loss(self.y, F, self.w) + self.penalty(leaves)
-        if e_new <= e_old:
-            self.intercept, self.leaves, self.F = intercept, leaves, F
-            return e_new
-        return e_old
-
-    def _ridge(self, seg):
-        y, w, lam = self.y, self.w, self.l2_reg
-        sums = K.segment_sums(
-            self.xb, seg.features, seg.lut, np.column_stack([w, w * y]), seg.A.shape[0],
-            self.parallel,
-        )
-        M = K.segment_gram(
-            self.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a, seg.pair_b, w,
-            self.parallel,
-        )
-        sw, swy = float(w.sum()), float(np.dot(w, y))
-        u = seg.A.T @ sums[:, 0]
-        r = seg.A.T @ sums[:, 1]
-        C = seg.A.T @ M @ seg.A - np.outer(u, u) / sw + lam * np.eye(u.shape[0])
-        rhs = r - u * (swy / sw)
-        if lam > 0:
-            v = _solve_psd(C, rhs)
-        else:
-            v = scipy.linalg.lstsq(C, rhs, cond=1e-12)[0]
-        b = (swy - u @ v) / sw
-        return np.array([b]), v.reshape(-1, 2, 1)
-
-    def _newton(self, seg):
-        """Binary logistic leaf step: Newton on (b, leaves) with backtracking."""
-        y, w, lam, loss = self.y, self.w, self.l2_reg, self.loss
-        A = seg.A
-        b, v = float(self.intercept[0]), self.leaves[:, :, 0].reshape(-1).copy()
-
-        def energy(b, v):
-            F = self.predict_from(seg, np.array([b]), v.reshape(-1, 2, 1))
-            return loss.loss(y, F, w) + 0.5 * lam * float(v @ v), F
-
-        value, F = energy(b, v)
-        for _ in range(_JOINT_NEWTON_ITER):
-            g, h = loss.grad_hess(y, F, w)
-            sums = K.segment_sums(
-                self.xb, seg.features, seg.lut, np.hstack([g, h]), A.shape[0], self.parallel
-            )
-            M = K.segment_gram(
-                self.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a,
-                seg.pair_b, h[:, 0], self.parallel,
-            )
-            grad = np.concatenate([[g.sum()], A.T @ sums[:, 0] + lam * v])
-            hvb = A.T @ sums[:, 1]
-            H = np.empty((v.shape[0] + 1, v.shape[0] + 1))
-            H[0, 0] = h.sum()
-            H[0, 1:] = H[1:, 0] = hvb
-            H[1:, 1:] = A.T @ M @ A + lam * np.eye(v.shape[0])
-            step = -_solve_psd(H, grad)
-            slope = float(grad @ step)
-            if not slope < 0:
-                break
-            t = 1.0
-            while t > 1e-12:
-                cand_value, cand_F = energy(b + t * step[0], v + t * step[1:])
-                if cand_value <= value + 1e-4 * t * slope:
-                    break
-                t *= 0.5
-            else:
-                break
-            b, v = b + t * step[0], v + t * step[1:]
-            decrease = value - cand_value
-            value, F = cand_value, cand_F
-            if decrease <= 1e-12 * max(1.0, abs(value)) or -slope < 1e-16:
-                break
-        return np.array([b]), v.reshape(-1, 2, 1)
-
-    def _lbfgs(self, seg):
-        """Softmax leaf step: L-BFGS-B with the analytic gradient, from the current point."""
-        y, w, lam = self.y, self.w, self.l2_reg
-        A, n_classes = seg.A, self.loss.n_values
-
-        def fun(theta):
-            b, V = theta[:n_classes], theta[n_classes:].reshape(-1, n_classes)
-            F = K.segment_predict(self.xb, seg.features, seg.lut, A @ V, b, self.parallel)
-            value, g, _ = K.softmax_terms(F, y, w, 1)
-            value += 0.5 * lam * float(np.sum(V * V))
-            sums = K.segment_sums(self.xb, seg.features, seg.lut, g, A.shape[0], self.parallel)
-            grad = np.concatenate([g.sum(0), (A.T @ sums + lam * V).ravel()])
-            return value, grad
-
-        theta0 = np.concatenate([self.intercept, self.leaves.reshape(-1)])
-        res = scipy.optimize.minimize(
-            fun, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 500, "ftol": 1e-12,
-                                                               "gtol": 1e-8}
-        )
-        b = res.x[:n_classes] - res.x[:n_classes].mean()  # softmax is shift invariant
-        return b, res.x[n_classes:].reshape(-1, 2, n_classes)
-
-
-def _newton_value(g, h, l2_reg):
-    denom = h + l2_reg
-    return np.where(denom > 0, -g / np.where(denom > 0, denom, 1.0), 0.0)
-
-
-class _Segments:
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-
-# ---------------------------------------------------------------------------------------
-# estimators
+from ..utils import check_random_state
+from ._binning import bin_data, bin_edges
+from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
+from ._optimizer import fit_stump_forest
+from ._plotting import plot_shape_functions
 
 
 class _BaseStumpForestGAM(BaseEstimator):
-    """Fitting, shape functions and plotting shared by the regressor and the classifier."""
+    """Fitting, shape functions and plotting shared by the regressor and the classifier.
+
+    A subclass writes ``_encode_target(X, y)``, which validates the data and returns
+    ``(X, y, loss)`` with ``y`` as the loss wants it.
+    """
 
     _parameter_constraints = {
         "n_stumps": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -496,7 +36,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         "l2_reg": [Interval(numbers.Real, 0, None, closed="left")],
         "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_bins": [Interval(numbers.Integral, 2, 65536, closed="both")],
-        "smoothness": [Interval(numbers.Real, 0, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "init": [StrOptions({"greedy", "random"})],
         "n_jobs": [
@@ -516,7 +55,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         l2_reg=10.0,
         min_samples_leaf=20,
         max_bins=255,
-        smoothness=0.0,
         tol=1e-6,
         init="greedy",
         n_jobs=None,
@@ -528,66 +66,65 @@ class _BaseStumpForestGAM(BaseEstimator):
         self.l2_reg = l2_reg
         self.min_samples_leaf = min_samples_leaf
         self.max_bins = max_bins
-        self.smoothness = smoothness
         self.tol = tol
         self.init = init
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
-    def _fit_forest(self, X, y, sample_weight, loss):
-        if self.smoothness != 0:
-            raise NotImplementedError(
-                "smoothness > 0 (the total-variation penalty of the spec's section 3.6) is "
-                f"not implemented; use smoothness=0.0. Got {self.smoothness!r} instead."
-            )
-        if not np.isfinite(self.l2_reg):
-            raise ValueError(f"l2_reg must be finite; got {self.l2_reg!r} instead.")
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the stump forest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (a DataFrame sets ``feature_names_in_``).
+        y : array-like of shape (n_samples,)
+            Numeric target (regressor), or class labels of at least two classes
+            (classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights multiplying each row's loss.
+
+        Returns
+        -------
+        self : object
+            The fitted model.
+        """
+        X, y, loss = self._encode_target(X, y)
         w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not w.sum() > 0:
-            raise ValueError("sample_weight sums to zero; at least one weight must be > 0.")
-        rng = check_random_state(self.random_state)
-        self.bin_edges_ = _bin_edges(X, self.max_bins, rng)
-        xb = _bin_data(X, self.bin_edges_)
-        n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
-        with _numba_threads(self.n_jobs), threadpool_limits(limits=1, user_api="blas"):
-            state = _StumpForestFit(
-                xb, n_edges, y, w, loss, n_stumps=self.n_stumps, l2_reg=self.l2_reg,
-                min_samples_leaf=self.min_samples_leaf,
-                parallel=self.n_jobs != 1 and X.size >= _PARALLEL_MIN_CELLS,
+            raise ValueError(
+                "sample_weight sums to zero; at least one weight must be > 0. Got "
+                f"{w.sum()!r} instead."
             )
-            for t in range(self.n_stumps):
-                if self.init == "greedy":
-                    state.stump_step(t)
-                else:
-                    state.random_stump(t, rng)
-            history = [state.objective()]
-            if self.verbose:
-                print(f"[{type(self).__name__}] init: objective {history[0]:.6g}")
-            n_iter = 0
-            for n_iter in range(1, self.max_iter + 1):
-                for t in rng.permutation(self.n_stumps):
-                    state.stump_step(t)
-                history.append(state.leaf_step())
-                if self.verbose:
-                    used = int(np.sum(state.features >= 0))
-                    print(
-                        f"[{type(self).__name__}] iteration {n_iter}: objective "
-                        f"{history[-1]:.6g}, {used} stumps used"
-                    )
-                if history[-2] - history[-1] <= self.tol * max(1.0, abs(history[-2])):
-                    break
+        rng = check_random_state(self.random_state)
+        self.bin_edges_ = bin_edges(X, self.max_bins, rng)
+        n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
+        problem, history, n_iter = fit_stump_forest(
+            bin_data(X, self.bin_edges_), n_edges, y, w, loss, n_stumps=self.n_stumps,
+            max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
+            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
+            name=type(self).__name__,
+        )
         self.objective_history_ = history
         self.n_iter_ = n_iter
-        self.features_ = state.features.copy()
+        self.features_ = problem.features.copy()
         self.thresholds_ = np.array(
             [
                 self.bin_edges_[j][k] if j >= 0 else np.inf
-                for j, k in zip(state.features, state.bins)
+                for j, k in zip(problem.features, problem.bins)
             ]
         )
-        self._leaves = state.leaves
-        self._intercept = state.intercept
+        self._loss = loss
+        self._leaves = problem.leaves
+        self._intercept = problem.intercept
+        if loss.n_values == 1:
+            self.intercept_ = float(self._intercept[0])
+            self.leaf_values_ = self._leaves[:, :, 0].copy()
+        else:
+            self.intercept_ = self._intercept.copy()
+            self.leaf_values_ = self._leaves.copy()
         return self
 
     # -- shape functions ----------------------------------------------------------------
@@ -635,7 +172,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Input data.
+            Samples whose terms are wanted.
 
         Returns
         -------
@@ -671,60 +208,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         fig : matplotlib.figure.Figure
             The figure; multiclass models draw one line per class.
         """
-        from ..utils import optional_import
-
-        plt = optional_import("matplotlib.pyplot")
-        check_is_fitted(self)
-        shapes = self._shapes()
-        features = sorted(shapes) if features is None else [int(j) for j in features]
-        for j in features:
-            if not 0 <= j < self.n_features_in_:
-                raise ValueError(
-                    f"features must be indices in [0, {self.n_features_in_}); got {j!r} instead."
-                )
-        n_panels = max(len(features), 1)
-        ncols = max(1, min(int(ncols), n_panels))
-        nrows = -(-n_panels // ncols)
-        if figsize is None:
-            figsize = (3.2 * ncols, 2.6 * nrows)
-        fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False)
-        names = getattr(self, "feature_names_in_", None)
-        classes = getattr(self, "classes_", None)
-        for ax, j in zip(axes.ravel(), features):
-            edges = self.bin_edges_[j]
-            lo, hi = (edges[0], edges[-1]) if edges.size else (-1.0, 1.0)
-            span = hi - lo if hi > lo else 1.0
-            lo, hi = lo - 0.05 * span, hi + 0.05 * span
-            thresholds, values = shapes.get(j, (np.empty(0), np.zeros((1, self._leaves.shape[2]))))
-            xs = np.concatenate([[lo], thresholds, [hi]])
-            for c in range(values.shape[1]):
-                ys = np.concatenate([values[:, c], values[-1:, c]])
-                label = None if values.shape[1] == 1 else str(classes[c])
-                ax.step(xs, ys, where="post", label=label)
-            ax.axhline(0.0, color="0.7", lw=0.8, zorder=0)
-            ax.set_title(str(names[j]) if names is not None else f"x{j}")
-            ax.set_xlim(lo, hi)
-            if values.shape[1] > 1:
-                ax.legend(fontsize="small")
-        for ax in axes.ravel()[len(features) :]:
-            ax.set_visible(False)
-        fig.tight_layout()
-        return fig
-
-
-def _check_numeric_target(y):
-    """Refuse string or other non-numeric regression targets instead of casting them."""
-    if y is None:
-        return  # validate_data says that y is required
-    values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
-    kind = values.dtype.kind
-    if kind in "USa" or (kind == "O" and not all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in np.ravel(values)
-    )):
-        raise ValueError(
-            "y must be numeric for a regressor (strings are never cast to numbers); got dtype "
-            f"{values.dtype} with values like {np.ravel(values)[:3].tolist()!r} instead."
-        )
+        return plot_shape_functions(self, features, ncols, figsize)
 
 
 _PARAMS_DOC = """
@@ -743,9 +227,6 @@ _PARAMS_DOC = """
         Candidate thresholds are midpoints between consecutive distinct values, or, for
         features with more than ``max_bins`` distinct values, ``max_bins - 1`` quantiles
         (computed on at most 200,000 rows drawn with ``random_state``).
-    smoothness : float, default=0.0
-        Weight of a total-variation penalty on the shape functions (spec section 3.6). Not
-        implemented: only 0.0 is accepted.
     tol : float, default=1e-6
         Stop when an iteration lowers the objective by at most ``tol * max(1, |E|)``.
     init : {"greedy", "random"}, default="greedy"
@@ -781,6 +262,19 @@ _ATTRIBUTES_DOC = """
         Column names, when ``X`` was a DataFrame with string column names.
 """
 
+_NOTES_DOC = """
+    As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
+    instead of one at a time as in boosting. The details are this implementation's
+    choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
+    ``min_samples_leaf`` (an unweighted count, so a weight is not the same as a repeated
+    row); candidate thresholds are the bins of ``max_bins`` (quantiles, as histogram
+    gradient boosting bins them), so a stump search costs O(bins) per feature after one
+    histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
+    kept only if ``E`` does not increase, which makes ``objective_history_``
+    non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
+    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+"""
+
 _REFERENCES_DOC = """
     .. [1] M. Gabidolla and M. A. Carreira-Perpinan, "Generalized additive models via
        direct optimization of regularized decision stump forests", ICML 2025, PMLR 267,
@@ -814,9 +308,8 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     Notes
     -----
     The objective is ``E = 1/2 sum_i w_i (y_i - F(x_i))^2 + l2_reg / 2 sum_t (a_t^2 +
-    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly; both
-    are accepted only when ``E`` does not increase.
-
+    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly.
+{_NOTES_DOC}
     References
     ----------{_REFERENCES_DOC}
     Examples
@@ -832,31 +325,22 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     [0, 1, 2, 3]
     """
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the stump forest.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (a DataFrame sets ``feature_names_in_``).
-        y : array-like of shape (n_samples,)
-            Numeric target.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights multiplying each row's loss.
-
-        Returns
-        -------
-        self : object
-            The fitted regressor.
-        """
-        _check_numeric_target(y)
+    def _encode_target(self, X, y):
+        # strings are refused, not cast to numbers as y_numeric=True would cast them
+        if y is not None:  # else validate_data says that y is required
+            values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+            kind = values.dtype.kind
+            if kind in "USa" or (kind == "O" and not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool)
+                for v in np.ravel(values)
+            )):
+                raise ValueError(
+                    "y must be numeric for a regressor (strings are never cast to numbers). "
+                    f"Got dtype {values.dtype} with values like "
+                    f"{np.ravel(values)[:3].tolist()!r} instead."
+                )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        y = np.asarray(y, dtype=np.float64)
-        self._fit_forest(X, y, sample_weight, _SquaredLoss())
-        self.intercept_ = float(self._intercept[0])
-        self.leaf_values_ = self._leaves[:, :, 0].copy()
-        return self
+        return X, np.asarray(y, dtype=np.float64), _SquaredLoss()
 
     def predict(self, X):
         """Predict ``intercept_ + sum_j f_j(x_j)``.
@@ -864,14 +348,15 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Input data.
+            Samples to predict.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
-        return self._raw_predict(X)[:, 0]
+        raw = self._raw_predict(X)  # checks that the model is fitted
+        return self._loss.inverse_link(raw)
 
 
 class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
@@ -899,6 +384,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     StumpForestGAMRegressor : the same model for regression.
     sklearn.ensemble.GradientBoostingClassifier : with ``max_depth=1``, boosted stumps.
 
+    Notes
+    -----{_NOTES_DOC}
     References
     ----------{_REFERENCES_DOC}
     Examples
@@ -913,24 +400,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     True
     """
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the stump forest.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (a DataFrame sets ``feature_names_in_``).
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes).
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights multiplying each row's loss.
-
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
+    def _encode_target(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
@@ -938,19 +408,13 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         n_classes = self.classes_.shape[0]
         if n_classes < 2:
             raise ValueError(
-                f"y has only 1 class ({self.classes_[0]!r}); a classifier needs at least 2 "
-                "classes."
+                "y has only 1 class; a classifier needs at least 2 classes. Got "
+                f"{self.classes_[0]!r} instead."
             )
         y_index = encoder.transform(y)
         if n_classes == 2:
-            self._fit_forest(X, y_index.astype(np.float64), sample_weight, _LogisticLoss())
-            self.intercept_ = float(self._intercept[0])
-            self.leaf_values_ = self._leaves[:, :, 0].copy()
-        else:
-            self._fit_forest(X, y_index, sample_weight, _SoftmaxLoss(n_classes))
-            self.intercept_ = self._intercept.copy()
-            self.leaf_values_ = self._leaves.copy()
-        return self
+            return X, y_index.astype(np.float64), _LogisticLoss()
+        return X, y_index, _SoftmaxLoss(n_classes)
 
     def decision_function(self, X):
         """Raw score: log-odds of ``classes_[1]`` (binary) or class logits.
@@ -958,7 +422,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Input data.
+            Samples to score.
 
         Returns
         -------
@@ -974,18 +438,15 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Input data.
+            Samples whose class probabilities are wanted.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        raw = self._raw_predict(X)
-        if raw.shape[1] == 1:
-            p = expit(raw[:, 0])
-            return np.column_stack([1.0 - p, p])
-        return softmax(raw, axis=1)
+        raw = self._raw_predict(X)  # checks that the model is fitted
+        return self._loss.inverse_link(raw)
 
     def predict(self, X):
         """Most probable class.
@@ -993,7 +454,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Input data.
+            Samples to classify.
 
         Returns
         -------
@@ -1001,5 +462,4 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
             Labels from ``classes_``.
         """
         raw = self._raw_predict(X)
-        index = (raw[:, 0] > 0).astype(np.int64) if raw.shape[1] == 1 else raw.argmax(axis=1)
-        return self.classes_[index]
+        return self.classes_[self._loss.predict_index(raw)]

@@ -7,8 +7,32 @@ spreads those units over threads (``prange``). Every output cell is accumulated 
 row order, so both drivers give bit-identical results whatever the number of threads.
 """
 
+import contextlib
+import os
+
+import numba
 import numpy as np
 from numba import njit, prange
+
+
+@contextlib.contextmanager
+def numba_threads(n_jobs):
+    """Run numba's parallel kernels on ``n_jobs`` threads (None: numba's default).
+
+    ``n_jobs`` follows joblib's convention: -1 is every core, -2 all but one, and so on.
+    """
+    if n_jobs is None:
+        yield
+        return
+    available = numba.config.NUMBA_NUM_THREADS
+    n = n_jobs if n_jobs > 0 else (os.cpu_count() or 1) + 1 + n_jobs
+    n = int(min(max(n, 1), available))
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def _f64(array):

@@ -6,11 +6,13 @@ to back, with ``offsets`` marking where each item starts; ragged option counts t
 nothing extra and every reduction is one ``np.add.reduceat``.
 """
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils._param_validation import validate_params
 
 from ..utils.validation import check_finite, check_int_vector
 
@@ -51,8 +53,8 @@ def _as_outputs(proba, name, n_options=None):
     """Validate one model's outputs and flatten them, without copying the caller's data."""
     if isinstance(proba, str | bytes) or proba is None:
         raise TypeError(
-            f"{name} must be an (N, k) array or a sequence of N 1-D arrays; "
-            f"got {type(proba).__name__} instead."
+            f"{name} must be an (N, k) array or a sequence of N 1-D arrays. "
+            f"Got {type(proba).__name__} instead."
         )
     if hasattr(proba, "to_numpy"):  # pandas
         proba = proba.to_numpy()
@@ -209,6 +211,18 @@ def _prepare(y_true, probas, names, *, discrete, from_logits, n_options):
     return y, k, offsets, reduced
 
 
+def _prepare_pair(y_true, proba_a, proba_b, *, discrete, from_logits, n_options):
+    """:func:`_prepare` for the two models of :func:`capa_score` and :func:`error_consistency`."""
+    return _prepare(
+        y_true,
+        [proba_a, proba_b],
+        ["proba_a", "proba_b"],
+        discrete=discrete,
+        from_logits=from_logits,
+        n_options=n_options,
+    )
+
+
 def _kappa(c_obs, c_exp):
     if 1.0 - c_exp < _UNDEFINED_MARGIN:
         warnings.warn(
@@ -226,6 +240,21 @@ def _chance_agreement(pbar_a, pbar_b, mean_inv_wrong):
     return pbar_a * pbar_b + mean_inv_wrong * ((1.0 - pbar_a) * (1.0 - pbar_b))
 
 
+_N_OPTIONS = [numbers.Integral, "array-like", None]
+
+
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "proba_a": ["array-like"],
+        "proba_b": ["array-like"],
+        "discrete": ["boolean"],
+        "from_logits": ["boolean"],
+        "n_options": _N_OPTIONS,
+        "return_components": ["boolean"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def capa_score(
     y_true,
     proba_a,
@@ -269,10 +298,23 @@ def capa_score(
     capa_matrix : CAPA between every pair of M models at once.
     error_consistency : the correctness-only kappa of Geirhos et al. (2020).
 
+    Notes
+    -----
+    ``kappa_p = (c_obs - c_exp) / (1 - c_exp)`` with the observed agreement ``c_obs`` (the
+    mean inner product of the two probability vectors) and the chance agreement ``c_exp``
+    of two independent models of the same accuracies, whose probability off the correct
+    option is spread evenly over the wrong ones [1]_. Where [1]_ leaves cases open, this
+    implementation returns nan with a RuntimeWarning when ``c_exp`` is 1 (kappa is 0/0),
+    breaks argmax ties of the discrete mode towards the lowest option index, and refuses
+    probability vectors that do not sum to 1 (within 1e-6) instead of renormalising them.
+
     References
     ----------
     .. [1] S. Goel et al., "Great Models Think Alike and this Undermines AI Oversight",
        ICML 2025, arXiv:2502.04313.
+    .. [2] R. Geirhos, K. Meding and F. A. Wichmann, "Beyond accuracy: quantifying
+       trial-by-trial behaviour of CNNs and humans by measuring error consistency",
+       NeurIPS 2020.
 
     Examples
     --------
@@ -285,12 +327,8 @@ def capa_score(
     >>> round(capa_score(y, a, b, discrete=True), 7)
     0.5428571
     """
-    y, k, offsets, (a, b) = _prepare(
-        y_true,
-        [proba_a, proba_b],
-        ["proba_a", "proba_b"],
-        discrete=discrete,
-        from_logits=from_logits,
+    y, k, offsets, (a, b) = _prepare_pair(
+        y_true, proba_a, proba_b, discrete=discrete, from_logits=from_logits,
         n_options=n_options,
     )
     if discrete:
@@ -315,6 +353,15 @@ def capa_score(
     return kappa, components
 
 
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "proba_a": ["array-like"],
+        "proba_b": ["array-like"],
+        "n_options": _N_OPTIONS,
+    },
+    prefer_skip_nested_validation=True,
+)
 def error_consistency(y_true, proba_a, proba_b, *, n_options=None):
     """Error consistency (Geirhos et al., 2020): kappa on whether each model is right.
 
@@ -338,13 +385,8 @@ def error_consistency(y_true, proba_a, proba_b, *, n_options=None):
     >>> error_consistency([0, 1, 2, 1], [0, 1, 2, 0], [0, 2, 2, 0], n_options=[3, 3, 3, 2])
     0.5
     """
-    y, _, _, (a, b) = _prepare(
-        y_true,
-        [proba_a, proba_b],
-        ["proba_a", "proba_b"],
-        discrete=True,
-        from_logits=False,
-        n_options=n_options,
+    y, _, _, (a, b) = _prepare_pair(
+        y_true, proba_a, proba_b, discrete=True, from_logits=False, n_options=n_options
     )
     right_a, right_b = a == y, b == y
     acc_a, acc_b = right_a.mean(), right_b.mean()
@@ -353,6 +395,16 @@ def error_consistency(y_true, proba_a, proba_b, *, n_options=None):
     return float(_kappa(c_obs, c_exp))
 
 
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "probas": ["array-like"],
+        "discrete": ["boolean"],
+        "from_logits": ["boolean"],
+        "n_options": _N_OPTIONS,
+    },
+    prefer_skip_nested_validation=True,
+)
 def capa_matrix(y_true, probas, *, discrete=False, from_logits=False, n_options=None):
     """CAPA between every pair of M models.
 
@@ -390,8 +442,8 @@ def capa_matrix(y_true, probas, *, discrete=False, from_logits=False, n_options=
         probas = list(probas)
     if not isinstance(probas, Sequence) or len(probas) < 1:
         raise ValueError(
-            "probas must be a non-empty sequence of model outputs, one per model; "
-            f"got {type(probas).__name__} instead."
+            "probas must be a non-empty sequence of model outputs, one per model. "
+            f"Got {probas!r} instead."
         )
     names = [f"probas[{m}]" for m in range(len(probas))]
     y, k, offsets, reduced = _prepare(

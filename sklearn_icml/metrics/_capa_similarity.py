@@ -54,6 +54,13 @@ class CAPASimilarity(BaseEstimator):
     --------
     capa_matrix : the same matrix from probabilities you already have.
 
+    Notes
+    -----
+    [1]_ measures the similarity of language models from their answers to multiple-choice
+    benchmark items. This class carries the measure over to scikit-learn classifiers: every
+    sample is an item whose options are the classes, and each model's probabilities are
+    taken out of fold (``cv``), so that no model is scored on rows it was trained on.
+
     References
     ----------
     .. [1] S. Goel et al., "Great Models Think Alike and this Undermines AI Oversight",
@@ -89,7 +96,10 @@ class CAPASimilarity(BaseEstimator):
 
     def _validate_estimators(self):
         if len(self.estimators) < 1:
-            raise ValueError("estimators must name at least one (name, estimator) pair.")
+            raise ValueError(
+                "estimators must name at least one (name, estimator) pair. Got "
+                f"{self.estimators!r} instead."
+            )
         names = []
         for item in self.estimators:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
@@ -100,7 +110,8 @@ class CAPASimilarity(BaseEstimator):
             if not HasMethods(["fit", "predict_proba"]).is_satisfied_by(item[1]):
                 raise TypeError(
                     f"estimator {item[0]!r} has no predict_proba; CAPA compares probability "
-                    "vectors, so every estimator must be a probabilistic classifier."
+                    f"vectors, so every estimator must be a probabilistic classifier. Got "
+                    f"{item[1]!r} instead."
                 )
             names.append(item[0])
         if len(set(names)) != len(names):
@@ -113,9 +124,9 @@ class CAPASimilarity(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data.
+            Rows the estimators are cross-validated (or, with ``cv="prefit"``, scored) on.
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels; at least two classes.
 
         Returns
         -------
@@ -130,7 +141,8 @@ class CAPASimilarity(BaseEstimator):
         self.classes_ = encoder.classes_
         if self.classes_.shape[0] < 2:
             raise ValueError(
-                f"y has only 1 class ({self.classes_[0]!r}); CAPA needs at least 2 options."
+                f"y has only 1 class; CAPA needs at least 2 options. Got {self.classes_[0]!r} "
+                "instead."
             )
         y_index = encoder.transform(y)
 
@@ -162,8 +174,8 @@ class CAPASimilarity(BaseEstimator):
             self.classes_[np.minimum(position, self.classes_.shape[0] - 1)] != est_classes
         ):
             raise ValueError(
-                f"an estimator was fitted on classes {est_classes!r} that are not among the "
-                f"classes of y {self.classes_!r}."
+                f"every estimator must be fitted on classes among those of y "
+                f"({self.classes_!r}). Got an estimator with classes {est_classes!r} instead."
             )
         aligned[:, position] = proba
         return aligned
@@ -188,11 +200,14 @@ class CAPASimilarity(BaseEstimator):
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(
-                f"y must have shape ({X.shape[0]},) to match X; got {y.shape} instead."
+                f"y must have shape ({X.shape[0]},) to match X. Got {y.shape} instead."
             )
         unseen = np.setdiff1d(y, self.classes_)
         if unseen.size:
-            raise ValueError(f"y has labels {unseen!r} that were not seen in fit.")
+            raise ValueError(
+                f"y has labels that were not seen in fit (classes_ is {self.classes_!r}). "
+                f"Got {unseen!r} instead."
+            )
         y_index = np.searchsorted(self.classes_, y)
         probas = [self._aligned_proba(est, X) for est in self.estimators_]
         return capa_matrix(y_index, probas, discrete=self.discrete)

@@ -1,4 +1,4 @@
-"""Tests of the E1 data generator and of the clustering accuracy helper."""
+"""Tests of the multi-view count generator and of the clustering accuracy helper."""
 
 import numpy as np
 import pytest
@@ -44,14 +44,15 @@ def test_sigma_controls_how_informative_a_view_is():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"n_clusters": 1}, ValueError, "n_clusters must be >= 2"),
-        ({"n_samples_per_cluster": 0}, ValueError, "n_samples_per_cluster must be >= 1"),
+        ({"n_clusters": 1}, ValueError, r"'n_clusters' parameter .* range \[2, inf\)"),
+        ({"n_samples_per_cluster": 0}, ValueError, r"'n_samples_per_cluster' .* \[1, inf\)"),
         ({"views": []}, ValueError, "non-empty sequence"),
         ({"views": [(10, 1.5)]}, ValueError, r"views\[0\] sigma must be in \[0, 1\]"),
         ({"views": [(10,)]}, ValueError, r"views\[0\] must be a pair"),
         ({"views": [(1, 0.5)]}, ValueError, r"views\[0\] n_features must be >= 2"),
-        ({"n_tokens": 2.5}, TypeError, "n_tokens must be an integer"),
-        ({"random_state": "x"}, TypeError, "random_state must be"),
+        ({"views": [(2.5, 0.5)]}, TypeError, r"views\[0\] n_features must be an int"),
+        ({"n_tokens": 2.5}, TypeError, "'n_tokens' parameter .* must be an int"),
+        ({"random_state": "x"}, TypeError, "'random_state' parameter"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):

@@ -247,10 +247,10 @@ def test_e1_acceptance_and_noise_view_weight(e1_seed0):
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="known limitation of the spec's (inferred) peer-review formulas: an exact copy "
+    reason="known limitation of this implementation's peer-review formulas: an exact copy "
     "reviews its twin with score 1 and equal trust, so the duplicated view ends with twice "
-    "the weight (0.4 + 0.4 vs 0.2) and E1 ACC drops 0.99 -> 0.958, more than the 0.01 "
-    "of spec 7.5",
+    "the weight (0.4 + 0.4 vs 0.2) and ACC on the default counts drops 0.99 -> 0.958, more "
+    "than the 0.01 allowed",
 )
 def test_duplicating_a_view_does_not_hurt(e1_seed0):
     Xs, y = e1_seed0
@@ -431,7 +431,7 @@ def _small():
         (lambda V: [V[0], V[1][None]], "element 1 has 3 dimensions"),
         (lambda V: np.zeros((2, 3, 4)), "dim 3"),
         (lambda V: V[1][:, 0], "2D array"),
-        (lambda V: [V[0], V[1][:15]], r"same samples; got views with n_samples \[20, 15\]"),
+        (lambda V: [V[0], V[1][:15]], r"same samples. Got views with n_samples \[20, 15\]"),
         (lambda V: [V[0], np.where(V[1] > 3, np.nan, V[1])], "NaN"),
         (lambda V: [V[0], np.where(V[1] > 3, np.inf, V[1])], "infinity"),
     ],

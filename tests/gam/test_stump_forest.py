@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Ridge
 
 from sklearn_icml.datasets import make_additive_classification, make_additive_regression
-from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, _stump_forest
+from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, _loss, _optimizer
 
 FAST = {"n_stumps": 12, "max_iter": 4, "min_samples_leaf": 10, "random_state": 0}
 
@@ -221,7 +221,7 @@ def test_same_seed_same_forest_and_different_seed_different_order(reg_data):
 
 @pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_threads(reg_data, clf_data, monkeypatch):
-    monkeypatch.setattr(_stump_forest, "_PARALLEL_MIN_CELLS", 0)  # force the parallel kernels
+    monkeypatch.setattr(_optimizer, "PARALLEL_MIN_CELLS", 0)  # force the parallel kernels
     # small fits: on a loaded machine every parallel call waits for a free core
     params = {**FAST, "n_stumps": 5, "max_iter": 2}
     for Est, (X, y) in [(StumpForestGAMRegressor, reg_data), (StumpForestGAMClassifier, clf_data)]:
@@ -311,10 +311,10 @@ def test_plot_shape_functions_draws_one_panel_per_used_feature(reg_data):
 def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
     X, y = reg_data
 
-    def broken(self, seg):
-        return np.array([np.nan]), np.full_like(self.leaves, np.nan)
+    def broken(self, problem, seg):
+        return np.array([np.nan]), np.full_like(problem.leaves, np.nan)
 
-    monkeypatch.setattr(_stump_forest._StumpForestFit, "_ridge", broken)
+    monkeypatch.setattr(_loss._SquaredLoss, "fit_leaves", broken)
     with pytest.warns(ConvergenceWarning, match="non-finite"):
         model = StumpForestGAMRegressor(**FAST).fit(X, y)
     assert np.all(np.isfinite(model.leaf_values_)) and np.isfinite(model.intercept_)
@@ -330,7 +330,6 @@ def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
         ({"l2_reg": -1.0}, "l2_reg"),
         ({"min_samples_leaf": 0}, "min_samples_leaf"),
         ({"max_bins": 1}, "max_bins"),
-        ({"smoothness": -0.5}, "smoothness"),
         ({"init": "zeros"}, "init"),
         ({"l2_reg": np.inf}, "l2_reg"),
     ],
@@ -342,10 +341,11 @@ def test_bad_parameters_raise(clf_data, Est, params, match):
         Est(**params).fit(X[:50], y[:50])
 
 
-def test_smoothness_is_refused_until_implemented(clf_data):
-    X, y = clf_data
-    with pytest.raises(NotImplementedError, match="smoothness"):
-        StumpForestGAMRegressor(smoothness=0.1).fit(X[:50], y[:50])
+def test_smoothness_is_not_a_parameter():
+    # the total-variation penalty is not implemented, so there is no parameter for it
+    assert "smoothness" not in StumpForestGAMRegressor().get_params()
+    with pytest.raises(TypeError, match="smoothness"):
+        StumpForestGAMRegressor(smoothness=0.1)
 
 
 @pytest.mark.parametrize("Est", [StumpForestGAMRegressor, StumpForestGAMClassifier])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from sklearn_icml.gam import _stump_forest
+from sklearn_icml.gam import _loss
 from sklearn_icml.gam import _stump_kernels as K
 
 
@@ -154,7 +154,7 @@ def test_add_stump_and_logistic_loss_match_numpy():
 
     F1 = 30 * rng.normal(size=(200, 1))  # large scores: no overflow
     y, w = rng.integers(0, 2, 200).astype(float), rng.uniform(size=200)
-    loss = _stump_forest._LogisticLoss()
+    loss = _loss._LogisticLoss()
     assert loss.loss(y, F1, w) == pytest.approx(loss.loss_reference(y, F1, w), rel=1e-12)
 
 
@@ -213,7 +213,7 @@ def test_softmax_kernels_match_numpy():
     F = 10 * rng.normal(size=(150, 4))
     y = rng.integers(0, 4, 150)
     w = rng.uniform(size=150)
-    loss = _stump_forest._SoftmaxLoss(4)
+    loss = _loss._SoftmaxLoss(4)
     assert loss.loss(y, F, w) == pytest.approx(loss.loss_reference(y, F, w), rel=1e-12)
     for got, ref in zip(loss.grad_hess(y, F, w), loss.grad_hess_reference(y, F, w)):
         np.testing.assert_allclose(got, ref, atol=1e-12)

@@ -267,3 +267,19 @@ def test_type_errors():
         capa_score([0], [np.array(["a", "b"])], [[0.5, 0.5]])
     with pytest.raises(ValueError, match="probas"):
         capa_matrix([0], [])
+
+
+@pytest.mark.parametrize(
+    "func, kwargs",
+    [
+        (capa_score, {"discrete": "yes"}),
+        (capa_score, {"from_logits": 1.5}),
+        (capa_score, {"n_options": "four"}),
+        (capa_matrix, {"discrete": None}),
+    ],
+)
+def test_parameters_are_validated(func, kwargs):
+    y, p = [0, 1], [[0.6, 0.4], [0.3, 0.7]]
+    args = (y, [p, p]) if func is capa_matrix else (y, p, p)
+    with pytest.raises(TypeError, match=f"'{next(iter(kwargs))}' parameter of {func.__name__}"):
+        func(*args, **kwargs)
