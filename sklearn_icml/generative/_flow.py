@@ -1,7 +1,7 @@
 """Flow-matching pieces of CellFlux: time samplers, path, grids, guidance, ODE solvers, EMA.
 
 Each function is a few tensor lines, kept apart from the estimator so that the tests can
-check them one by one against the spec's formulas (section 3 of the CellFlux spec).
+check them one by one against the formulas of the CellFlux paper (Zhang et al., ICML 2025).
 """
 
 import numpy as np
