@@ -64,7 +64,7 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
         Ceil instead of floor mode (the paper: floor, 27 x 27 -> 13 x 13).
     frame_repeat : int, default=1
         Repeat each input frame this many times along time before grouping: frames given
-        at ``16 / r`` FPS then fill the 16 slots of a one-second clip (section 3.5 of the paper).
+        at ``16 / r`` FPS then fill the 16 slots of a one-second clip (the paper's low-rate input).
     pad_mode : {"zeros", "edge"}, default="zeros"
         How the trailing partial clip is filled: all-zero frames (the paper) or copies of
         the last frame. A partial clip is never dropped, and no all-zero clip is added

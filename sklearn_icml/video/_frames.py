@@ -184,7 +184,7 @@ def encode_videos(X, *, patch_size, native_fps, fps, frames_per_clip):
     Frames are sampled at ``fps`` (:func:`sample_frame_indices`), encoded once each
     (:func:`patch_encode`), and each encoded frame is repeated ``frames_per_clip / fps``
     times along time, so each group of ``frames_per_clip`` slots is one second of video
-    whatever the rate (the frame repetition of section 3.5 of Li et al., ICML 2025).
+    whatever the rate (the frame repetition of Li et al., ICML 2025, for low frame rates).
 
     Returns
     -------
