@@ -74,7 +74,8 @@ TEST_PARAMS = {
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {
         "control_label": 0, "hidden_dims": (8,), "embedding_dim": 4, "max_epochs": 2,
-        "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3, "random_state": 0,
+        "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3,
+        "random_state": 0,
     },
     # --- lwi-continual-learning ---
     # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger lr

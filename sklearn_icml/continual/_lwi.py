@@ -207,11 +207,10 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    LwIClassifier keeps its own torch training loop instead of skorch's. Each task trains
-    a new head with a distillation loss against a frozen teacher (the network after the
-    previous task) and ends with the fusion of the trained network with the one before the
-    task [1]_; skorch's fit trains one module on one ``(X, y)`` and has no place for a
-    second, frozen model in the loss or a weight fusion between two ``partial_fit`` calls.
+    LwIClassifier trains with its own torch loop, not skorch's: each task's loss distils
+    from a frozen teacher, and the task ends with a weight fusion of the new network with
+    the one before it [1]_, which skorch's fit of one module on one ``(X, y)`` cannot
+    express.
 
     References
     ----------

@@ -147,11 +147,10 @@ class CellFlux(BaseEstimator):
 
     Notes
     -----
-    CellFlux keeps its own torch training loop instead of skorch's. Each step of the
-    method draws the step's sources (same-batch controls, noised with probability
-    ``noise_prob``), times and condition drops, and each update moves the EMA weights that
-    sampling uses [1]_; skorch's fit loop feeds fixed ``(X, y)`` pairs to one module and
-    has no place for per-step source sampling or a second, averaged model.
+    CellFlux trains with its own torch loop, not skorch's: each step draws its sources
+    (same-batch controls, noised with probability ``noise_prob``), times and condition
+    drops, and updates the EMA model that sampling uses [1]_, which skorch's fit over fixed
+    ``(X, y)`` batches of one module cannot express.
 
     References
     ----------

@@ -281,7 +281,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         self._store_routed_params(kwargs)
 
     # ------------------------------------------------------------------ input
-    def _check_config(self):
+    def _validate_clip_layout(self):
         if self.frames_per_clip % self.fps:
             raise ValueError(
                 f"fps={self.fps!r} must divide frames_per_clip={self.frames_per_clip!r}, so "
@@ -339,7 +339,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         -------
         self : object
         """
-        self._check_config()
+        self._validate_clip_layout()
         X_checked = check_videos(X)
         if len(y) != X_checked.shape[0]:
             raise ValueError(
