@@ -144,13 +144,13 @@ def _layer_keys(entry, old_state, new_state, i):
     else:
         raise TypeError(
             f"layer_order[{i}] must be a state key (str) or a non-empty tuple of keys "
-            f"(weight first, then its 1-D tensors); got {entry!r} instead."
+            f"(weight first, then its 1-D tensors). Got {entry!r} instead."
         )
     for key in keys:
         for name, state in (("old_state", old_state), ("new_state", new_state)):
             if key not in state:
                 raise ValueError(
-                    f"layer_order names {key!r}, which is not a key of {name}; got keys "
+                    f"layer_order names {key!r}, which is not a key of {name}. Got keys "
                     f"{sorted(state)} instead."
                 )
     return keys
@@ -293,7 +293,7 @@ def fuse_models(
     step_sim, step_diff = float(step_sim), float(step_diff)
     if set(old_state) != set(new_state):
         raise ValueError(
-            "old_state and new_state must have the same keys; got "
+            "old_state and new_state must have the same keys. Got "
             f"{sorted(set(old_state) ^ set(new_state))} in only one of them instead."
         )
     for key in new_state:
@@ -345,8 +345,9 @@ def fuse_models(
             va, vb = _to_numpy(old_state[key]), _to_numpy(new_state[key])
             if va.shape[:1] != WA.shape[:1]:
                 raise ValueError(
-                    f"{key!r} follows weight {w_key!r} in layer_order but its first "
-                    f"dimension {va.shape[:1]} is not the layer's width {WA.shape[0]}."
+                    f"{key!r} follows weight {w_key!r} in layer_order, so its first "
+                    f"dimension must be the layer's width {WA.shape[0]}. Got "
+                    f"{va.shape[:1]} instead."
                 )
             fused[key] = _like((1.0 - step) * _move(va) + step * vb, new_state[key])
         T_prev = T

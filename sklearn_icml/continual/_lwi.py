@@ -360,7 +360,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         if task_ids.ndim != 1 or task_ids.shape[0] != np.shape(X)[0]:
             raise ValueError(
                 f"task_ids must be a 1-D array with one entry per row of X "
-                f"({np.shape(X)[0]}); got shape {task_ids.shape} instead."
+                f"({np.shape(X)[0]}). Got shape {task_ids.shape} instead."
             )
         _, first = np.unique(task_ids, return_index=True)
         y = np.asarray(y)
@@ -400,20 +400,20 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             or task_id != n_done
         ):
             raise ValueError(
-                f"task_id must be the index of the next task ({n_done}); got {task_id!r} "
-                "instead. Each partial_fit call trains one new task."
+                f"task_id must be the index of the next task ({n_done}): each partial_fit "
+                f"call trains one new task. Got {task_id!r} instead."
             )
         if classes is not None:
             task_classes = np.unique(np.asarray(classes))
             missing = np.setdiff1d(np.unique(y), task_classes)
             if missing.size:
                 raise ValueError(
-                    f"classes must contain every label of y; got labels {missing.tolist()} "
+                    f"classes must contain every label of y. Got labels {missing.tolist()} "
                     "missing from classes instead."
                 )
             if task_classes.shape[0] < 2:
                 raise ValueError(
-                    f"a task needs at least 2 classes; got classes={task_classes.tolist()} "
+                    f"a task needs at least 2 classes. Got classes={task_classes.tolist()} "
                     "instead."
                 )
             y_index = np.searchsorted(task_classes, y).astype(np.int64)
@@ -423,7 +423,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             overlap = np.intersect1d(task_classes, self.classes_)
             if overlap.size:
                 raise ValueError(
-                    "tasks must have disjoint label sets; got classes "
+                    "tasks must have disjoint label sets. Got classes "
                     f"{overlap.tolist()} that earlier tasks already hold instead."
                 )
         if first:
@@ -555,7 +555,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         if ids.ndim != 1 or ids.shape[0] != n_samples:
             raise ValueError(
                 f"task_id must be an int or a 1-D array with one entry per sample "
-                f"({n_samples}); got shape {np.shape(task_id)} instead."
+                f"({n_samples}). Got shape {np.shape(task_id)} instead."
             )
         for value in np.unique(ids.astype(object)) if ids.size else []:
             if (
@@ -599,8 +599,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             return softmax(logits, axis=1)
         if np.ndim(task_id) != 0:
             raise ValueError(
-                f"predict_proba takes a single int task_id; got an array of shape "
-                f"{np.shape(task_id)} instead (use predict for per-sample task ids)."
+                "predict_proba takes a single int task_id (use predict for per-sample task "
+                f"ids). Got an array of shape {np.shape(task_id)} instead."
             )
         self._task_id_array(task_id, logits.shape[0])
         return softmax(logits[:, self._task_slices()[int(task_id)]], axis=1)

@@ -301,7 +301,9 @@ class CellFlux(BaseEstimator):
             return None
         if isinstance(emb, dict):
             if not emb:
-                raise ValueError("perturbation_embeddings must not be an empty dict.")
+                raise ValueError(
+                    "perturbation_embeddings must not be an empty dict. Got {} instead."
+                )
             vectors = {}
             for key, vec in emb.items():
                 vec = check_array(np.asarray(vec, dtype=np.float64).reshape(1, -1),
@@ -310,7 +312,7 @@ class CellFlux(BaseEstimator):
             sizes = {v.shape[0] for v in vectors.values()}
             if len(sizes) != 1:
                 raise ValueError(
-                    "perturbation_embeddings vectors must all have the same length; got "
+                    "perturbation_embeddings vectors must all have the same length. Got "
                     f"lengths {sorted(sizes)!r} instead."
                 )
             return vectors
@@ -334,7 +336,7 @@ class CellFlux(BaseEstimator):
             if X.ndim not in (2, 3, 4):
                 raise ValueError(
                     "X must be 2-D (n_samples, n_features), 3-D (n, H, W) or 4-D "
-                    f"(n, C, H, W); got an array of shape {X.shape} instead."
+                    f"(n, C, H, W). Got an array of shape {X.shape} instead."
                 )
             self.feature_shape_ = tuple(int(s) for s in X.shape[1:])
             if X.ndim > 2:
@@ -373,7 +375,8 @@ class CellFlux(BaseEstimator):
         if y is None:
             raise ValueError(
                 "CellFlux requires y to be passed, but the target y is None: y holds the "
-                "perturbation label of each row (control_label for controls)."
+                "perturbation label of each row (control_label for controls). Got y=None "
+                "instead."
             )
         X = self._validate_X(X, reset=True)
         n = X.shape[0]
@@ -381,10 +384,10 @@ class CellFlux(BaseEstimator):
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1:
-            raise ValueError(f"y must be 1-D; got an array of shape {y.shape} instead.")
+            raise ValueError(f"y must be 1-D. Got an array of shape {y.shape} instead.")
         if y.shape[0] != n:
             raise ValueError(
-                f"y must have one label per row of X ({n}); got {y.shape[0]} instead."
+                f"y must have one label per row of X ({n}). Got {y.shape[0]} instead."
             )
         if batch is None:
             batch = np.zeros(n, dtype=np.int64)
@@ -392,7 +395,7 @@ class CellFlux(BaseEstimator):
             batch = np.asarray(batch)
             if batch.ndim != 1 or batch.shape[0] != n:
                 raise ValueError(
-                    f"batch must be 1-D with one id per row of X ({n}); got shape "
+                    f"batch must be 1-D with one id per row of X ({n}). Got shape "
                     f"{batch.shape} instead."
                 )
         is_control = np.asarray(y == self.control_label, dtype=bool).reshape(n)
@@ -404,7 +407,8 @@ class CellFlux(BaseEstimator):
         if is_control.all():
             raise ValueError(
                 "y has only control rows; fit needs treated rows (labels other than "
-                f"control_label={self.control_label!r})."
+                f"control_label={self.control_label!r}). Got only {self.control_label!r} "
+                "instead."
             )
         self.perturbations_ = np.unique(y[~is_control])
         self.batches_, batch_codes = np.unique(batch, return_inverse=True)
@@ -516,7 +520,7 @@ class CellFlux(BaseEstimator):
             return FiLMMLPVelocity(self.n_features_in_, dims, cond_dim, k, fixed_t)
         if len(self._net_shape) != 3:
             raise ValueError(
-                "architecture='unet' needs images X of shape (n, H, W) or (n, C, H, W); got "
+                "architecture='unet' needs images X of shape (n, H, W) or (n, C, H, W). Got "
                 f"samples of shape {self.feature_shape_} instead."
             )
         return SmallUNetVelocity(self._net_shape[0], self.unet_channels, cond_dim, k, fixed_t)
@@ -559,7 +563,7 @@ class CellFlux(BaseEstimator):
         elif labels.ndim != 1 or labels.shape[0] != n:
             raise ValueError(
                 "perturbation must be one label or one label per row of X_control "
-                f"({n}); got an array of shape {labels.shape} instead."
+                f"({n}). Got an array of shape {labels.shape} instead."
             )
         model = self.ema_model_
         device = next(model.parameters()).device
@@ -581,7 +585,7 @@ class CellFlux(BaseEstimator):
         if vectors.shape[1] != model.embed.cond_proj.in_features:
             raise ValueError(
                 f"perturbation embeddings must have {model.embed.cond_proj.in_features} "
-                f"values as in fit; got {vectors.shape[1]} instead."
+                f"values as in fit. Got {vectors.shape[1]} instead."
             )
         return torch.as_tensor(vectors, dtype=torch.float32, device=device)
 
@@ -621,14 +625,14 @@ class CellFlux(BaseEstimator):
         n = X.shape[0]
         if batch is not None and np.asarray(batch).shape != (n,):
             raise ValueError(
-                f"batch must be 1-D with one id per row of X_control ({n}); got shape "
+                f"batch must be 1-D with one id per row of X_control ({n}). Got shape "
                 f"{np.asarray(batch).shape} instead."
             )
         if perturbation is None:
             if self.perturbations_.shape[0] != 1:
                 raise ValueError(
                     "perturbation is required when fit saw several perturbations "
-                    f"({self.perturbations_.tolist()!r}); got None instead."
+                    f"({self.perturbations_.tolist()!r}). Got None instead."
                 )
             perturbation = self.perturbations_[0]
         w = self.cfg_scale if cfg_scale is None else cfg_scale
@@ -707,7 +711,7 @@ class CellFlux(BaseEstimator):
                                 input_name="X_treated")
         if tuple(X_treated.shape[1:]) != self.feature_shape_:
             raise ValueError(
-                f"X_treated must have samples of shape {self.feature_shape_}; got "
+                f"X_treated must have samples of shape {self.feature_shape_}. Got "
                 f"{tuple(X_treated.shape[1:])} instead."
             )
         return -frechet_distance(generated, X_treated)

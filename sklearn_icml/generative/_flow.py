@@ -149,7 +149,7 @@ def integrate(field, x, grid, method="heun", return_trajectory=False):
             x = x + 0.5 * h * (k1 + k2)
         else:
             raise ValueError(
-                f"method must be 'heun', 'euler' or 'midpoint'; got {method!r} instead."
+                f"method must be 'heun', 'euler' or 'midpoint'. Got {method!r} instead."
             )
         if return_trajectory:
             states.append(x)

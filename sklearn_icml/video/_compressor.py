@@ -29,8 +29,9 @@ def check_square_grid(n_tokens, name="X"):
     g = math.isqrt(int(n_tokens))
     if g * g != n_tokens:
         raise ValueError(
-            f"{name} has N={n_tokens} tokens per frame, which is not a square grid g x g; "
-            "spatial pooling needs a square grid (or pool_stride=1)."
+            f"{name} must have a square grid g x g of tokens per frame for spatial pooling "
+            f"(or pool_stride=1); N={n_tokens} is not a square grid. Got {n_tokens} tokens "
+            "instead."
         )
     return g
 
@@ -168,7 +169,8 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
             if gh * gw == 0:
                 raise ValueError(
                     f"pool_stride={self.pool_stride} is larger than the {g} x {g} token grid "
-                    "(floor mode leaves no token); lower pool_stride."
+                    "(floor mode leaves no token); lower pool_stride. Got "
+                    f"pool_stride={self.pool_stride!r} instead."
                 )
         else:
             g = math.isqrt(n_tokens)
@@ -180,7 +182,7 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
             if isinstance(first, torch.nn.Linear) and first.in_features != channels:
                 raise ValueError(
                     f"frame_projector expects {first.in_features} input channels but X has "
-                    f"{channels}; got X of shape {X.shape} instead."
+                    f"{channels}. Got X of shape {X.shape} instead."
                 )
         else:
             with seeded(draw_seed(self.random_state)):
@@ -212,7 +214,7 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"X has {X.shape[2]} tokens of {X.shape[3]} channels per frame, but "
                 f"F16ClipCompressor was fitted with {self._n_tokens} tokens of "
-                f"{self.n_features_in_} channels; got shape {X.shape} instead."
+                f"{self.n_features_in_} channels. Got shape {X.shape} instead."
             )
         z = X.astype(np.float32)
         if self.frame_repeat > 1:

@@ -50,12 +50,12 @@ def _frames_per_clip(value, caller_name):
 def _group_clips(z, frames_per_clip):
     """``(B, T, N, C)`` -> ``(B, T/F, N, F*C)``, frames in time order, frame-major."""
     if z.ndim != 4:
-        raise ValueError(f"z must be 4-D (B, T, N, C); got shape {tuple(z.shape)} instead.")
+        raise ValueError(f"z must be 4-D (B, T, N, C). Got shape {tuple(z.shape)} instead.")
     b, t, n, c = z.shape
     if t % frames_per_clip:
         raise ValueError(
-            f"the number of frames T={t} must be a multiple of frames_per_clip="
-            f"{frames_per_clip}; pad the last clip first (pad_to_clips)."
+            f"the number of frames T must be a multiple of frames_per_clip="
+            f"{frames_per_clip}; pad the last clip first (pad_to_clips). Got T={t} instead."
         )
     z = z.reshape(b, t // frames_per_clip, frames_per_clip, n, c).transpose(2, 3)
     return z.reshape(b, t // frames_per_clip, n, frames_per_clip * c)
@@ -135,7 +135,7 @@ class MultiFrameProjector(nn.Module):
             or layers[2].out_features != layers[0].out_features
         ):
             raise TypeError(
-                "frame_proj must be nn.Sequential(Linear(C, H), GELU(), Linear(H, H)); got "
+                "frame_proj must be nn.Sequential(Linear(C, H), GELU(), Linear(H, H)). Got "
                 f"{frame_proj!r} instead."
             )
         v1, act, v2 = layers
