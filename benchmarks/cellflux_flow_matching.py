@@ -28,11 +28,18 @@ are not used (the issue forbids torchcfm); the minibatch-OT coupling variant is 
 import argparse
 import datetime
 import sys
-import time
 
 import numpy as np
 import torch
-from _harness import RESULTS, Report, machine_info, median_time, package_version
+from _harness import (
+    RESULTS,
+    Report,
+    machine_info,
+    median_time,
+    package_version,
+    parse_args,
+    timed_fit,
+)
 from scipy import linalg
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -68,12 +75,6 @@ def linear_gaussian_ot(X_query, X_ctrl, X_treat, reg=1e-6):
     return mt + (X_query - mc) @ A.T
 
 
-def fit_timed(model, *args, **kwargs):
-    start = time.perf_counter()
-    model.fit(*args, **kwargs)
-    return model, time.perf_counter() - start
-
-
 # ---------------------------------------------------------------- E1
 
 
@@ -98,7 +99,7 @@ def run_e1(report, quick, full_epochs=False):
     CellFlux(**{**base, "max_epochs": 1}).fit(X[::20], y[::20], batch=b[::20])  # warm-up
     rows, times = [], {}
     for name, params, mean_t, std_t, frac_t in runs:
-        model, fit_s = fit_timed(CellFlux(**base, **params), X, y, batch=b)
+        fit_s, model = timed_fit(CellFlux(**base, **params), X, y, batch=b, repeat=1)
         repeat = 3 if not times else 1  # median of 3 for the first model, 1 call for the others
         sample_s, out = median_time(lambda m=model: m.predict(query, "A"), repeat=repeat,
                                     warmup=0)
@@ -144,18 +145,18 @@ def run_e2(report, quick, full_epochs=False):
     X, y = make_gaussian_perturbations(n, random_state=0)
     Xc = X[y == "control"]
     query = np.random.default_rng(2).normal(size=(n, 8))
-    model, fit_s = fit_timed(
+    fit_s, model = timed_fit(
         CellFlux(noise_level=0.0, cfg_scale=0.0, cond_drop_prob=0.0, max_epochs=epochs,
-                 random_state=0), X, y)
+                 random_state=0), X, y, repeat=1)
     print(f"E2 noise_level=0: {epochs} epochs fitted in {fit_s:.0f} s", flush=True)
     methods = {f"CellFlux (noise_level=0, {epochs} ep.)":
                lambda k: model.predict(query, f"P{k}")}
     extra_note = ""
     if full_epochs:
         epochs_def = 4 if quick else 40
-        model_def, fit_def_s = fit_timed(
+        fit_def_s, model_def = timed_fit(
             CellFlux(cfg_scale=0.0, cond_drop_prob=0.0, max_epochs=epochs_def, random_state=0),
-            X, y)
+            X, y, repeat=1)
         print(f"E2 defaults: {epochs_def} epochs fitted in {fit_def_s:.0f} s", flush=True)
         methods[f"CellFlux defaults (noise_level=1.0, {epochs_def} ep.)"] = (
             lambda k: model_def.predict(query, f"P{k}"))
@@ -216,11 +217,11 @@ def run_e3(report, quick, full_epochs=False):
     batch_clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))
     batch_clf.fit(X[train], b[train])
     params = dict(lr=5e-4, max_epochs=epochs, random_state=0)
-    cellflux, fit_s = fit_timed(CellFlux(**params), X[train], y[train], batch=b[train])
-    low_noise, _ = fit_timed(CellFlux(noise_level=0.2, **params), X[train], y[train],
-                             batch=b[train])
-    noise, fit_noise_s = fit_timed(CellFlux(source="noise", **params), X[train], y[train],
-                                   batch=b[train])
+    fit_s, cellflux = timed_fit(CellFlux(**params), X[train], y[train], batch=b[train], repeat=1)
+    _, low_noise = timed_fit(CellFlux(noise_level=0.2, **params), X[train], y[train],
+                             batch=b[train], repeat=1)
+    fit_noise_s, noise = timed_fit(CellFlux(source="noise", **params), X[train], y[train],
+                                   batch=b[train], repeat=1)
     Xq, bq = X[test_ctrl], b[test_ctrl]
 
     def per_batch_mean_shift(p):
@@ -308,11 +309,8 @@ EXPERIMENTS = ("E1", "E2", "E3")
 
 
 def parse_cli(argv=None):
-    """``--quick`` as in ``_harness.parse_args``, plus ``--only`` and ``--full-epochs``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes, for a smoke run (not for results)"
-    )
+    """``_harness.parse_args`` (``--quick``), plus ``--only`` and ``--full-epochs``."""
+    parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument(
         "--only", default=",".join(EXPERIMENTS),
         help="comma-separated experiments to run, from E1,E2,E3 (default: all)",
@@ -322,7 +320,9 @@ def parse_cli(argv=None):
         help="the spec's calibrated epochs (E1 50; E2 12 with noise_level=0, plus the defaults "
              "run at 40) instead of the scaled-down ones; E3 is unchanged",
     )
-    args = parser.parse_args(argv)
+    own, rest = parser.parse_known_args(argv)
+    args = parse_args(__doc__.splitlines()[0], rest)
+    args.only, args.full_epochs = own.only, own.full_epochs
     only = [e.strip().upper() for e in args.only.split(",") if e.strip()]
     bad = [e for e in only if e not in EXPERIMENTS]
     if bad or not only:

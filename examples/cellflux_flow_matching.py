@@ -36,7 +36,7 @@ print(f"{len(y)} images, {np.sum(y == 'control')} controls, batches {sorted(set(
 
 start = time.perf_counter()
 model = CellFlux(hidden_dims=(256, 256), noise_level=0.2, lr=1e-3, batch_size=64,
-                 max_epochs=60, n_steps=20, random_state=0)
+                 max_epochs=60, n_sampling_steps=20, random_state=0)
 model.fit(X[train], y[train], batch=batch[train])
 print(f"fit: {model.n_updates_} steps in {time.perf_counter() - start:.0f} s, "
       f"final loss {model.loss_curve_[-1]:.3f}")

@@ -74,7 +74,8 @@ TEST_PARAMS = {
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {
         "control_label": 0, "hidden_dims": (8,), "embedding_dim": 4, "max_epochs": 2,
-        "n_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3, "random_state": 0,
+        "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3,
+        "random_state": 0,
     },
     # --- lwi-continual-learning ---
     # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger lr
@@ -198,7 +199,7 @@ EXPECTED_FAILED_CHECKS = {
     # --- lwi-continual-learning ---
     "LwIClassifier": {
         "check_fit_score_takes_y": "partial_fit learns a new task whose classes must be "
-        "disjoint from the fitted ones (spec section 8); the check re-feeds the same classes",
+        "disjoint from the fitted ones; the check re-feeds the same classes",
     },
     # --- f16-high-frame-rate-video ---
     # --- mas-gpt ---

@@ -1,4 +1,4 @@
-"""Layer-wise model fusion by channel matching (LwI, section 3.2 of the spec).
+"""Layer-wise model fusion by channel matching (the model fusion of LwI, Chen et al., 2025).
 
 Pure numpy (scipy for the assignment); POT is imported only for ``solver="emd"`` or
 ``solver="sinkhorn"``. State dicts may hold numpy arrays or torch tensors; the fused state
@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..utils import optional_import
 
@@ -131,12 +132,6 @@ def solve_transport(M, *, solver="assignment", sinkhorn_reg=0.01):
     return np.asarray(T)
 
 
-def _check_step(value, name):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a float in [0, 1]; got {value!r} instead.")
-    return float(value)
-
-
 def _layer_keys(entry, old_state, new_state, i):
     if isinstance(entry, str):
         keys = [entry]
@@ -149,18 +144,37 @@ def _layer_keys(entry, old_state, new_state, i):
     else:
         raise TypeError(
             f"layer_order[{i}] must be a state key (str) or a non-empty tuple of keys "
-            f"(weight first, then its 1-D tensors); got {entry!r} instead."
+            f"(weight first, then its 1-D tensors). Got {entry!r} instead."
         )
     for key in keys:
         for name, state in (("old_state", old_state), ("new_state", new_state)):
             if key not in state:
                 raise ValueError(
-                    f"layer_order names {key!r}, which is not a key of {name}; got keys "
+                    f"layer_order names {key!r}, which is not a key of {name}. Got keys "
                     f"{sorted(state)} instead."
                 )
     return keys
 
 
+_STEP = [Interval(numbers.Real, 0, 1, closed="both")]
+
+
+@validate_params(
+    {
+        "old_state": [dict],
+        "new_state": [dict],
+        "layer_order": [list, tuple],
+        "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
+        "step_sim": _STEP,
+        "step_diff": _STEP,
+        "ground_metric": [StrOptions(set(GROUND_METRICS))],
+        "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
+        "solver": [StrOptions(set(SOLVERS))],
+        "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
+        "keep_from_old": ["array-like", set],
+    },
+    prefer_skip_nested_validation=True,
+)
 def fuse_models(
     old_state,
     new_state,
@@ -196,7 +210,7 @@ def fuse_models(
     So with the default ``keep_from_old=()`` all heads come from the new model; this is what
     makes the fusion of a model with a permuted copy of itself return that copy exactly.
     Taking a single head from the *old* model would pair it with features in the new
-    model's unit order and ruin it (spec E1 calibration note).
+    model's unit order and ruin it.
 
     Parameters
     ----------
@@ -270,33 +284,16 @@ def fuse_models(
     >>> bool(np.allclose(fused["0.weight"], B["0.weight"]))
     True
     """
-    if not isinstance(layer_order, list | tuple):
-        raise TypeError(
-            f"layer_order must be a list of state keys; got {type(layer_order).__name__} "
-            "instead."
-        )
     n_layers = len(layer_order)
-    if (
-        not isinstance(n_diverse_layers, numbers.Integral)
-        or isinstance(n_diverse_layers, bool)
-        or not 0 <= n_diverse_layers <= n_layers
-    ):
+    if n_diverse_layers > n_layers:
         raise ValueError(
-            f"n_diverse_layers must be an int in [0, {n_layers}] (the number of layers in "
-            f"layer_order); got {n_diverse_layers!r} instead."
+            f"n_diverse_layers must be at most the number of layers in layer_order "
+            f"({n_layers}). Got {n_diverse_layers!r} instead."
         )
-    step_sim = _check_step(step_sim, "step_sim")
-    step_diff = _check_step(step_diff, "step_diff")
-    for name, value, options in (
-        ("ground_metric", ground_metric, GROUND_METRICS),
-        ("metric_normalize", metric_normalize, NORMALIZATIONS),
-        ("solver", solver, SOLVERS),
-    ):
-        if value not in options:
-            raise ValueError(f"{name} must be one of {options}; got {value!r} instead.")
+    step_sim, step_diff = float(step_sim), float(step_diff)
     if set(old_state) != set(new_state):
         raise ValueError(
-            "old_state and new_state must have the same keys; got "
+            "old_state and new_state must have the same keys. Got "
             f"{sorted(set(old_state) ^ set(new_state))} in only one of them instead."
         )
     for key in new_state:
@@ -348,8 +345,9 @@ def fuse_models(
             va, vb = _to_numpy(old_state[key]), _to_numpy(new_state[key])
             if va.shape[:1] != WA.shape[:1]:
                 raise ValueError(
-                    f"{key!r} follows weight {w_key!r} in layer_order but its first "
-                    f"dimension {va.shape[:1]} is not the layer's width {WA.shape[0]}."
+                    f"{key!r} follows weight {w_key!r} in layer_order, so its first "
+                    f"dimension must be the layer's width {WA.shape[0]}. Got "
+                    f"{va.shape[:1]} instead."
                 )
             fused[key] = _like((1.0 - step) * _move(va) + step * vb, new_state[key])
         T_prev = T

@@ -16,15 +16,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import optional_import
-from ..utils._skorch import (
-    check_device,
-    encode_class_labels,
-    features_to_float32,
-    seeded,
-    torch_seed,
-    torch_threads,
-)
+from ..generative._training import run_epochs, seeded_torch
+from ..utils import draw_seed, optional_import
+from ..utils._random import MAX_SEED
+from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ..utils.validation import check_int_vector
 from ._fusion import GROUND_METRICS, NORMALIZATIONS, SOLVERS, fuse_models
 
 torch = optional_import("torch", "neural")
@@ -173,7 +169,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     lr_milestones : tuple of int or None, default=None
         Epochs at which the learning rate is multiplied by ``lr_gamma`` (MultiStepLR).
     lr_gamma : float, default=0.1
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch intra-op threads during fit and predict (None: leave torch's setting).
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None
@@ -208,6 +204,13 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     fuse_models : the fusion step, usable on any pair of MLP state dicts.
     sklearn_icml.datasets.load_split_digits : the split-digits task stream of the paper's
         CPU reproduction.
+
+    Notes
+    -----
+    LwIClassifier trains with its own torch loop, not skorch's: each task's loss distils
+    from a frozen teacher, and the task ends with a weight fusion of the new network with
+    the one before it [1]_, which skorch's fit of one module on one ``(X, y)`` cannot
+    express.
 
     References
     ----------
@@ -254,8 +257,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr_milestones": [tuple, list, None],
         "lr_gamma": [Interval(numbers.Real, 0, None, closed="neither")],
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "device": "no_validation",  # checked by check_device
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "device": "no_validation",  # checked by utils._skorch.check_device at fit time
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -284,7 +287,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         batch_size=64,
         lr_milestones=None,
         lr_gamma=0.1,
-        n_threads=1,
+        n_jobs=1,
         device="cpu",
         random_state=None,
         verbose=0,
@@ -310,30 +313,22 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.lr_milestones = lr_milestones
         self.lr_gamma = lr_gamma
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
-    def _check_architecture(self):
-        sizes = self.hidden_layer_sizes
-        if not all(
-            isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in sizes
-        ):
-            raise ValueError(
-                f"hidden_layer_sizes must hold positive ints; got {sizes!r} instead."
-            )
+    def _validate_architecture(self):
+        """The elements of ``hidden_layer_sizes`` and ``lr_milestones`` (constraints check
+        only that they are sequences) and ``n_diverse_layers`` against the depth."""
+        sizes = check_int_vector(self.hidden_layer_sizes, "hidden_layer_sizes", low=1)
         if self.n_diverse_layers > len(sizes):
             raise ValueError(
                 f"n_diverse_layers must be at most the number of hidden layers "
-                f"({len(sizes)}); got n_diverse_layers={self.n_diverse_layers!r} instead."
+                f"({len(sizes)}). Got n_diverse_layers={self.n_diverse_layers!r} instead."
             )
-        milestones = self.lr_milestones or ()
-        if not all(isinstance(m, numbers.Integral) and m >= 1 for m in milestones):
-            raise ValueError(
-                f"lr_milestones must hold positive ints (epochs); got {milestones!r} instead."
-            )
+        check_int_vector(list(self.lr_milestones or ()), "lr_milestones", low=1)
 
     def _reset(self):
         for attr in ("model_", "teacher_", "classes_", "task_classes_", "n_tasks_",
@@ -365,7 +360,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         if task_ids.ndim != 1 or task_ids.shape[0] != np.shape(X)[0]:
             raise ValueError(
                 f"task_ids must be a 1-D array with one entry per row of X "
-                f"({np.shape(X)[0]}); got shape {task_ids.shape} instead."
+                f"({np.shape(X)[0]}). Got shape {task_ids.shape} instead."
             )
         _, first = np.unique(task_ids, return_index=True)
         y = np.asarray(y)
@@ -397,7 +392,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         first = not hasattr(self, "model_")
         if first:
             self._validate_params()
-            self._check_architecture()
+            self._validate_architecture()
         X, y = validate_data(self, X, y, reset=first, dtype=np.float64)
         n_done = 0 if first else self.n_tasks_
         if task_id is not None and (
@@ -405,20 +400,20 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             or task_id != n_done
         ):
             raise ValueError(
-                f"task_id must be the index of the next task ({n_done}); got {task_id!r} "
-                "instead. Each partial_fit call trains one new task."
+                f"task_id must be the index of the next task ({n_done}): each partial_fit "
+                f"call trains one new task. Got {task_id!r} instead."
             )
         if classes is not None:
             task_classes = np.unique(np.asarray(classes))
             missing = np.setdiff1d(np.unique(y), task_classes)
             if missing.size:
                 raise ValueError(
-                    f"classes must contain every label of y; got labels {missing.tolist()} "
+                    f"classes must contain every label of y. Got labels {missing.tolist()} "
                     "missing from classes instead."
                 )
             if task_classes.shape[0] < 2:
                 raise ValueError(
-                    f"a task needs at least 2 classes; got classes={task_classes.tolist()} "
+                    f"a task needs at least 2 classes. Got classes={task_classes.tolist()} "
                     "instead."
                 )
             y_index = np.searchsorted(task_classes, y).astype(np.int64)
@@ -428,16 +423,16 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             overlap = np.intersect1d(task_classes, self.classes_)
             if overlap.size:
                 raise ValueError(
-                    "tasks must have disjoint label sets; got classes "
+                    "tasks must have disjoint label sets. Got classes "
                     f"{overlap.tolist()} that earlier tasks already hold instead."
                 )
-        device = check_device(self.device)
         if first:
-            self._seed = torch_seed(self.random_state)
+            self._seed = draw_seed(self.random_state)
             self.task_classes_ = []
             self.permutations_ = []
             self.history_ = []
-        with seeded((self._seed + n_done) % (2**31 - 1), device), torch_threads(self.n_threads):
+        task_seed = (self._seed + n_done) % MAX_SEED
+        with seeded_torch(task_seed, self.device, self.n_jobs) as device:
             self._learn_task(features_to_float32(X), y_index, len(task_classes), n_done, device)
         self.task_classes_.append(task_classes)
         self.classes_ = np.concatenate(self.task_classes_)
@@ -481,36 +476,38 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         yt = torch.as_tensor(y, device=device)
         use_kd = t > 0 and self.kd_lambda > 0
         n = Xt.shape[0]
-        losses = []
-        model.train()
-        for epoch in range(self.max_epochs):
-            order = torch.randperm(n, device=device)
-            total = ce_total = kd_total = 0.0
-            for start in range(0, n, self.batch_size):
-                idx = order[start : start + self.batch_size]
-                xb, yb = Xt[idx], yt[idx]
-                feats = model.backbone(xb)
-                ce = F.cross_entropy(model.heads[t](feats), yb)
-                loss = ce
-                if use_kd:
-                    with torch.no_grad():
-                        target = teacher.head_logits(teacher.backbone(xb), range(t))
-                    kd = kd_loss(model.head_logits(feats, range(t)), target, self.kd_exponent)
-                    loss = ce + self.kd_lambda * kd
-                    kd_total += kd.item() * len(idx)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += loss.item() * len(idx)
-                ce_total += ce.item() * len(idx)
+        sums = {"ce": 0.0, "kd": 0.0}  # of the running epoch
+        last = {}  # of the last epoch
+
+        def step(idx):
+            xb, yb = Xt[idx], yt[idx]
+            feats = model.backbone(xb)
+            ce = F.cross_entropy(model.heads[t](feats), yb)
+            loss = ce
+            if use_kd:
+                with torch.no_grad():
+                    target = teacher.head_logits(teacher.backbone(xb), range(t))
+                kd = kd_loss(model.head_logits(feats, range(t)), target, self.kd_exponent)
+                loss = ce + self.kd_lambda * kd
+                sums["kd"] += kd.item() * len(idx)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sums["ce"] += ce.item() * len(idx)
+            return loss.item()
+
+        def end_epoch(epoch, loss):
             if sched is not None:
                 sched.step()
-            losses.append(total / n)
-            if not np.isfinite(losses[-1]):
-                raise ValueError(
-                    f"training diverged on task {t}: the loss became {losses[-1]!r} at epoch "
-                    f"{epoch + 1}. Lower lr."
-                )
+            last.update(sums)
+            sums.update(ce=0.0, kd=0.0)
+
+        model.train()
+        losses = run_epochs(
+            step, n, batch_size=self.batch_size, max_epochs=self.max_epochs,
+            permutation=lambda n: torch.randperm(n, device=device), end_epoch=end_epoch,
+            where=f" on task {t}",
+        )
         model.eval()
         pre_fusion = _frozen(model)
         perms = []
@@ -534,8 +531,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         self.history_.append({
             "task": t,
             "loss": losses,
-            "ce": ce_total / n,
-            "kd": kd_total / n if use_kd else 0.0,
+            "ce": last["ce"] / n,
+            "kd": last["kd"] / n if use_kd else 0.0,
         })
 
     # ------------------------------------------------------------------ prediction
@@ -544,21 +541,21 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         model = copy.deepcopy(self.model_).to(device="cpu", dtype=torch.float64).eval()
-        with torch.no_grad(), torch_threads(self.n_threads):
+        with torch.no_grad(), torch_threads(self.n_jobs):
             return model(torch.as_tensor(X)).numpy()
 
     def _task_slices(self):
         bounds = np.cumsum([0] + [len(c) for c in self.task_classes_])
         return [slice(bounds[k], bounds[k + 1]) for k in range(self.n_tasks_)]
 
-    def _check_task_id(self, task_id, n_samples):
+    def _task_id_array(self, task_id, n_samples):
         ids = np.asarray(task_id)
         if ids.ndim == 0:
             ids = np.full(n_samples, task_id, dtype=object)
         if ids.ndim != 1 or ids.shape[0] != n_samples:
             raise ValueError(
                 f"task_id must be an int or a 1-D array with one entry per sample "
-                f"({n_samples}); got shape {np.shape(task_id)} instead."
+                f"({n_samples}). Got shape {np.shape(task_id)} instead."
             )
         for value in np.unique(ids.astype(object)) if ids.size else []:
             if (
@@ -602,10 +599,10 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             return softmax(logits, axis=1)
         if np.ndim(task_id) != 0:
             raise ValueError(
-                f"predict_proba takes a single int task_id; got an array of shape "
-                f"{np.shape(task_id)} instead (use predict for per-sample task ids)."
+                "predict_proba takes a single int task_id (use predict for per-sample task "
+                f"ids). Got an array of shape {np.shape(task_id)} instead."
             )
-        self._check_task_id(task_id, logits.shape[0])
+        self._task_id_array(task_id, logits.shape[0])
         return softmax(logits[:, self._task_slices()[int(task_id)]], axis=1)
 
     def predict(self, X, *, task_id=None):
@@ -626,7 +623,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         logits = self._logits(X)
         if task_id is None:
             return self.classes_[np.argmax(logits, axis=1)]
-        ids = self._check_task_id(task_id, logits.shape[0])
+        ids = self._task_id_array(task_id, logits.shape[0])
         out = np.empty(logits.shape[0], dtype=self.classes_.dtype)
         slices = self._task_slices()
         for t in np.unique(ids):

@@ -1,16 +1,29 @@
-"""Control/treated data with batch effects for CellFlux (spec experiments E1, E2, E3)."""
+"""Control/treated data with batch effects, for CellFlux's batch-effect and OOD studies."""
 
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
+
+_POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
+_REAL = [Interval(numbers.Real, None, None, closed="neither")]
 
 
+@validate_params(
+    {
+        "n_per_batch": _POSITIVE_INT,
+        "offsets": ["array-like"],
+        "effect": _REAL,
+        "std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_batch_shift_1d(n_per_batch=4000, *, offsets=(-2.0, 2.0), effect=1.5, std=0.5,
                         random_state=None):
-    """1-D controls and treated rows in batches with an offset each (CellFlux E1).
+    """1-D controls and treated rows in batches with an offset each.
 
     Batch ``b`` has controls ``N(b, std^2)`` and treated rows (perturbation ``"A"``)
     ``N(b + effect, std^2)``, ``n_per_batch`` of each.
@@ -40,12 +53,8 @@ def make_batch_shift_1d(n_per_batch=4000, *, offsets=(-2.0, 2.0), effect=1.5, st
     >>> X.shape, sorted(set(y.tolist())), sorted(set(batch.tolist()))
     ((40, 1), ['A', 'control'], [-2.0, 2.0])
     """
-    n = check_positive_int(n_per_batch, "n_per_batch")
-    offsets = np.asarray(offsets, dtype=np.float64).ravel()
-    if offsets.size < 1 or not np.all(np.isfinite(offsets)):
-        raise ValueError(f"offsets must be finite numbers; got {offsets!r} instead.")
-    if not isinstance(std, numbers.Real) or not std > 0:
-        raise ValueError(f"std must be a positive number; got {std!r} instead.")
+    n = int(n_per_batch)
+    offsets = _finite_offsets(offsets)
     rng = check_random_state(random_state)
     X, y, batch = [], [], []
     for b in offsets:
@@ -55,9 +64,27 @@ def make_batch_shift_1d(n_per_batch=4000, *, offsets=(-2.0, 2.0), effect=1.5, st
     return np.concatenate(X)[:, None], np.concatenate(y), np.concatenate(batch)
 
 
+def _finite_offsets(offsets):
+    values = np.asarray(offsets, dtype=np.float64).ravel()
+    if values.size < 1 or not np.all(np.isfinite(values)):
+        raise ValueError(f"offsets must be finite numbers. Got {offsets!r} instead.")
+    return values
+
+
+@validate_params(
+    {
+        "n_per_class": _POSITIVE_INT,
+        "n_features": _POSITIVE_INT,
+        "n_perturbations": _POSITIVE_INT,
+        "shift": _REAL,
+        "scale": _REAL,
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_gaussian_perturbations(n_per_class=3000, *, n_features=8, n_perturbations=3,
                                 shift=3.0, scale=0.5, random_state=None):
-    """Gaussian controls and perturbations that shift and shrink one axis (CellFlux E2).
+    """Gaussian controls and perturbations that shift and shrink one axis each.
 
     Controls are ``N(0, I)``; perturbation ``k`` (label ``"P<k>"``) moves the mean by
     ``shift * e_k`` and scales coordinate ``k`` by ``scale``.
@@ -84,12 +111,10 @@ def make_gaussian_perturbations(n_per_class=3000, *, n_features=8, n_perturbatio
     >>> X.shape, sorted(set(y.tolist()))
     ((20, 8), ['P0', 'P1', 'P2', 'control'])
     """
-    n = check_positive_int(n_per_class, "n_per_class")
-    d = check_positive_int(n_features, "n_features")
-    k = check_positive_int(n_perturbations, "n_perturbations")
+    n, d, k = int(n_per_class), int(n_features), int(n_perturbations)
     if k > d:
         raise ValueError(
-            f"n_perturbations must be at most n_features={d}; got {n_perturbations!r} instead."
+            f"n_perturbations must be at most n_features={d}. Got {n_perturbations!r} instead."
         )
     rng = check_random_state(random_state)
     X = [rng.normal(size=(n, d))]
@@ -116,9 +141,18 @@ def _perturb_digit(image, kind):
     return ndimage.grey_dilation(image, size=(3, 3))  # P3
 
 
+@validate_params(
+    {
+        "offsets": ["array-like"],
+        "control_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "images": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_digits_screen(*, offsets=(0.0, 2.0, 4.0), control_fraction=0.5, images=False,
                        random_state=None):
-    """A digits "virtual screen": batches with intensity offsets, three perturbations (E3).
+    """A digits "virtual screen": batches with intensity offsets, three perturbations.
 
     The 1797 images of :func:`sklearn.datasets.load_digits` (bundled, no download) are
     split at random into batches (one per offset) and, within each batch, into controls
@@ -152,13 +186,7 @@ def make_digits_screen(*, offsets=(0.0, 2.0, 4.0), control_fraction=0.5, images=
     """
     from sklearn.datasets import load_digits
 
-    if not isinstance(control_fraction, numbers.Real) or not 0 < control_fraction < 1:
-        raise ValueError(
-            f"control_fraction must be in (0, 1); got {control_fraction!r} instead."
-        )
-    offsets = np.asarray(offsets, dtype=np.float64).ravel()
-    if offsets.size < 1 or not np.all(np.isfinite(offsets)):
-        raise ValueError(f"offsets must be finite numbers; got {offsets!r} instead.")
+    offsets = _finite_offsets(offsets)
     rng = check_random_state(random_state)
     digits = load_digits()
     imgs, digit = digits.images.astype(np.float64), digits.target.astype(np.int64)

@@ -1,11 +1,22 @@
-"""Split digits: the class-incremental task stream of the LwI spec's CPU reproduction."""
+"""Split digits: a small class-incremental task stream for continual learning (LwI)."""
+
+import numbers
 
 import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import Interval, Options, validate_params
 
 
+@validate_params(
+    {
+        "n_tasks": [Options(numbers.Integral, {1, 2, 5})],
+        "test_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def load_split_digits(*, n_tasks=5, test_size=0.3, random_state=0):
     """The bundled digits split into tasks of disjoint classes, standardised.
 
@@ -39,11 +50,6 @@ def load_split_digits(*, n_tasks=5, test_size=0.3, random_state=0):
     >>> X_tr.shape, sorted(set(t_tr.tolist()))
     ((1257, 64), [0, 1, 2, 3, 4])
     """
-    if n_tasks not in (1, 2, 5):
-        raise ValueError(
-            f"n_tasks must be 1, 2 or 5 (10 classes in equal groups of >= 2); got "
-            f"{n_tasks!r} instead."
-        )
     X, y = load_digits(return_X_y=True)
     X_tr, X_te, y_tr, y_te = train_test_split(
         X, y, test_size=test_size, stratify=y, random_state=random_state

@@ -3,13 +3,31 @@
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
 
 _RADII = (3.0, 5.0, 7.0)
 
+_POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
+_POSITIVE = [Interval(numbers.Real, 0, None, closed="neither")]
 
+
+@validate_params(
+    {
+        "n_samples": _POSITIVE_INT,
+        "duration_s": _POSITIVE_INT,
+        "native_fps": _POSITIVE_INT,
+        "size": _POSITIVE_INT,
+        "radius": _POSITIVE,
+        "freq_range": ["array-like"],
+        "blob_sigma": _POSITIVE,
+        "noise": [Interval(numbers.Real, 0, None, closed="left")],
+        "task": [StrOptions({"direction", "radius"})],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_rotating_dot_videos(
     n_samples=100,
     *,
@@ -77,9 +95,9 @@ def make_rotating_dot_videos(
 
     References
     ----------
-    .. [1] Y. Li, C. Tang, J. Zhuang, Y. Yang, G. Sun, W. Li, Z. Ma and C. Zhang,
-       "Improving LLM Video Understanding with 16 Frames Per Second", ICML 2025,
-       arXiv:2503.13956.
+    .. [1] Li et al., "Improving LLM Video Understanding with 16 Frames Per Second",
+       ICML 2025 (arXiv:2503.13956); full reference in
+       :class:`sklearn_icml.video.F16VideoClassifier`.
 
     Examples
     --------
@@ -88,26 +106,15 @@ def make_rotating_dot_videos(
     >>> X.shape, y.shape
     ((4, 16, 16, 16), (4,))
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    duration_s = check_positive_int(duration_s, "duration_s")
-    native_fps = check_positive_int(native_fps, "native_fps")
-    size = check_positive_int(size, "size")
-    if task not in ("direction", "radius"):
-        raise ValueError(f"task must be 'direction' or 'radius'; got {task!r} instead.")
-    for name, value in (("radius", radius), ("blob_sigma", blob_sigma)):
-        if not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive finite number; got {value!r} instead.")
-    if not isinstance(noise, numbers.Real) or not np.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a finite number >= 0; got {noise!r} instead.")
     try:
         lo, hi = (float(v) for v in freq_range)
     except (TypeError, ValueError):
         raise ValueError(
-            f"freq_range must be a pair (low, high) of numbers; got {freq_range!r} instead."
+            f"freq_range must be a pair (low, high) of numbers. Got {freq_range!r} instead."
         ) from None
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 <= lo <= hi):
         raise ValueError(
-            f"freq_range must satisfy 0 <= low <= high < inf; got {freq_range!r} instead."
+            f"freq_range must satisfy 0 <= low <= high < inf. Got {freq_range!r} instead."
         )
 
     rng = check_random_state(random_state)
@@ -137,6 +144,14 @@ def make_rotating_dot_videos(
     return X, y
 
 
+@validate_params(
+    {
+        "fps": _POSITIVE,
+        "freq_range": ["array-like"],
+        "n_grid": _POSITIVE_INT,
+    },
+    prefer_skip_nested_validation=True,
+)
 def direction_bayes_accuracy(fps, freq_range=(1.0, 6.0), n_grid=1 << 16):
     """Bayes accuracy of the direction task from frames sampled at ``fps``.
 

@@ -6,7 +6,7 @@ from . import register_demo
 @register_demo(
     "CellFlux",
     what="flow matching from same-batch controls on 1-D data with two batches (offsets -2, +2; "
-    "spec E1, scaled down): share of transported batch-+2 controls that stay in their batch, "
+    "scaled down): share of transported batch-+2 controls that stay in their batch, "
     "against the noise-to-data ablation",
     budget_s=20,
 )
@@ -19,8 +19,8 @@ def demo():
     X, y, batch = make_batch_shift_1d(600, random_state=0)
     query = np.random.default_rng(1).normal(2.0, 0.5, (1000, 1))
     common = dict(hidden_dims=(32, 32), noise_level=0.0, cfg_scale=0.0, cond_drop_prob=0.0,
-                  time_sampler="uniform", lr=3e-3, batch_size=128, max_epochs=10, n_steps=15,
-                  random_state=0)
+                  time_sampler="uniform", lr=3e-3, batch_size=128, max_epochs=10,
+                  n_sampling_steps=15, random_state=0)
     figures = {}
     runs = (("CellFlux", "control", "1.0", "3.49"), ("noise-to-data", "noise", "0.5", "1.5"))
     for name, source, frac, mean in runs:

@@ -1,4 +1,4 @@
-"""Demo: LwI vs LwF on split digits (3 tasks, 1 seed, short training; spec E2 small)."""
+"""Demo: LwI vs LwF on split digits (3 tasks, 1 seed, short training: a small run)."""
 
 from . import register_demo
 

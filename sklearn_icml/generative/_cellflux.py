@@ -4,12 +4,13 @@ import copy
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..utils import check_generator, draw_seed
 from ..utils._optional import optional_import
-from ..utils._skorch import check_device, seeded, torch_seed, torch_threads
+from ..utils.validation import check_int_vector
 from ._flow import (
     TIME_GRIDS,
     TIME_SAMPLERS,
@@ -22,12 +23,11 @@ from ._flow import (
     integrate,
 )
 from ._networks import FiLMMLPVelocity, SmallUNetVelocity
+from ._training import run_epochs, seeded_torch
 
 torch = optional_import("torch", "neural")
 
-
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+_UNIT_INTERVAL = Interval(numbers.Real, 0, 1, closed="left")
 
 
 class CellFlux(BaseEstimator):
@@ -83,8 +83,10 @@ class CellFlux(BaseEstimator):
         raises ValueError, because the unconditional branch would be untrained.
     ode_method : {"heun", "euler", "midpoint"}, default="heun"
         Fixed-step ODE solver.
-    n_steps : int, default=50
-        Points of the time grid before the final ``t = 1`` (50 gives a 51-point grid).
+    n_sampling_steps : int, default=50
+        Steps of the sampler's ODE solver: points of the time grid before the final
+        ``t = 1`` (50 gives a 51-point grid). It does not affect training, whose length is
+        ``max_epochs``.
     time_grid : {"edm", "uniform"}, default="edm"
         The EDM grid (starts at ``t = 1/81``) or a uniform grid from 0.
     ema_decay : float, default=0.999
@@ -103,7 +105,7 @@ class CellFlux(BaseEstimator):
     standardize : bool, default=True
         Standardise with the training mean and scale of all rows (per feature for vectors,
         per channel for images) and sample in standardised space.
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         Torch intra-op threads during fit and sampling (None leaves torch's setting).
     device : str, default="cpu"
         Torch device.
@@ -143,6 +145,13 @@ class CellFlux(BaseEstimator):
     --------
     sklearn_icml.generative._flow.edm_time_grid : the sampling time grid.
 
+    Notes
+    -----
+    CellFlux trains with its own torch loop, not skorch's: each step draws its sources
+    (same-batch controls, noised with probability ``noise_prob``), times and condition
+    drops, and updates the EMA model that sampling uses [1]_, which skorch's fit over fixed
+    ``(X, y)`` batches of one module cannot express.
+
     References
     ----------
     .. [1] Y. Zhang, Y. Su, C. Wang, T. Li, Z. Wefers, J. Nirschl, J. Burgess, D. Ding,
@@ -157,7 +166,7 @@ class CellFlux(BaseEstimator):
     >>> X = np.r_[rng.normal(0, 1, (200, 2)), rng.normal(3, 1, (200, 2))]
     >>> y = np.r_[["control"] * 200, ["drug"] * 200]
     >>> model = CellFlux(hidden_dims=(32, 32), noise_level=0.0, cfg_scale=0.0,
-    ...                  cond_drop_prob=0.0, lr=3e-3, max_epochs=15, n_steps=10,
+    ...                  cond_drop_prob=0.0, lr=3e-3, max_epochs=15, n_sampling_steps=10,
     ...                  random_state=0).fit(X, y)
     >>> out = model.predict(rng.normal(0, 1, (100, 2)), "drug")
     >>> out.shape, bool(np.all(np.abs(out.mean(axis=0) - 3) < 0.5))
@@ -179,7 +188,7 @@ class CellFlux(BaseEstimator):
         "cond_drop_mode": [StrOptions({"batch", "sample"})],
         "cfg_scale": [Interval(numbers.Real, 0, None, closed="left")],
         "ode_method": [StrOptions({"heun", "euler", "midpoint"})],
-        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_sampling_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "time_grid": [StrOptions(set(TIME_GRIDS))],
         "ema_decay": [Interval(numbers.Real, 0, 1, closed="both")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -188,7 +197,7 @@ class CellFlux(BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "standardize": ["boolean"],
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -211,7 +220,7 @@ class CellFlux(BaseEstimator):
         cond_drop_mode="batch",
         cfg_scale=0.2,
         ode_method="heun",
-        n_steps=50,
+        n_sampling_steps=50,
         time_grid="edm",
         ema_decay=0.999,
         lr=1e-4,
@@ -220,7 +229,7 @@ class CellFlux(BaseEstimator):
         batch_size=32,
         max_epochs=200,
         standardize=True,
-        n_threads=1,
+        n_jobs=1,
         device="cpu",
         random_state=None,
         verbose=0,
@@ -239,7 +248,7 @@ class CellFlux(BaseEstimator):
         self.cond_drop_mode = cond_drop_mode
         self.cfg_scale = cfg_scale
         self.ode_method = ode_method
-        self.n_steps = n_steps
+        self.n_sampling_steps = n_sampling_steps
         self.time_grid = time_grid
         self.ema_decay = ema_decay
         self.lr = lr
@@ -248,7 +257,7 @@ class CellFlux(BaseEstimator):
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.standardize = standardize
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -259,26 +268,25 @@ class CellFlux(BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _check_hyper(self):
-        dims = tuple(self.hidden_dims)
-        if not dims or not all(_is_int(d) and d >= 1 for d in dims):
+    def _network_hyperparameters(self):
+        """``hidden_dims`` and ``betas`` as tuples (their elements, which constraints miss)."""
+        dims = check_int_vector(self.hidden_dims, "hidden_dims", low=1)
+        if dims.size == 0:
             raise ValueError(
-                "hidden_dims must be a non-empty tuple of positive integers; "
-                f"got {self.hidden_dims!r} instead."
+                f"hidden_dims must hold at least one width. Got {self.hidden_dims!r} instead."
             )
         betas = tuple(self.betas)
-        if len(betas) != 2 or not all(isinstance(b, numbers.Real) and 0 <= b < 1 for b in betas):
-            raise ValueError(
-                f"betas must be two numbers in [0, 1); got {self.betas!r} instead."
-            )
-        self._check_guidance(self.cfg_scale)
-        return dims, betas
+        if len(betas) != 2:
+            raise ValueError(f"betas must be two numbers in [0, 1). Got {self.betas!r} instead.")
+        validate_parameter_constraints(
+            {"betas[0]": [_UNIT_INTERVAL], "betas[1]": [_UNIT_INTERVAL]},
+            {"betas[0]": betas[0], "betas[1]": betas[1]},
+            caller_name=type(self).__name__,
+        )
+        self._require_unconditional_branch(self.cfg_scale)
+        return tuple(int(d) for d in dims), betas
 
-    def _check_guidance(self, cfg_scale):
-        if not isinstance(cfg_scale, numbers.Real) or isinstance(cfg_scale, bool) or not (
-            np.isfinite(cfg_scale) and cfg_scale >= 0
-        ):
-            raise ValueError(f"cfg_scale must be a number >= 0; got {cfg_scale!r} instead.")
+    def _require_unconditional_branch(self, cfg_scale):
         if cfg_scale > 0 and self.cond_drop_prob == 0:
             raise ValueError(
                 f"cfg_scale={cfg_scale!r} > 0 needs an unconditional branch, but "
@@ -293,7 +301,9 @@ class CellFlux(BaseEstimator):
             return None
         if isinstance(emb, dict):
             if not emb:
-                raise ValueError("perturbation_embeddings must not be an empty dict.")
+                raise ValueError(
+                    "perturbation_embeddings must not be an empty dict. Got {} instead."
+                )
             vectors = {}
             for key, vec in emb.items():
                 vec = check_array(np.asarray(vec, dtype=np.float64).reshape(1, -1),
@@ -302,7 +312,7 @@ class CellFlux(BaseEstimator):
             sizes = {v.shape[0] for v in vectors.values()}
             if len(sizes) != 1:
                 raise ValueError(
-                    "perturbation_embeddings vectors must all have the same length; got "
+                    "perturbation_embeddings vectors must all have the same length. Got "
                     f"lengths {sorted(sizes)!r} instead."
                 )
             return vectors
@@ -326,7 +336,7 @@ class CellFlux(BaseEstimator):
             if X.ndim not in (2, 3, 4):
                 raise ValueError(
                     "X must be 2-D (n_samples, n_features), 3-D (n, H, W) or 4-D "
-                    f"(n, C, H, W); got an array of shape {X.shape} instead."
+                    f"(n, C, H, W). Got an array of shape {X.shape} instead."
                 )
             self.feature_shape_ = tuple(int(s) for s in X.shape[1:])
             if X.ndim > 2:
@@ -343,6 +353,7 @@ class CellFlux(BaseEstimator):
         return X
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, batch=None):
         """Learn the flow from same-batch controls to each perturbation's treated rows.
 
@@ -360,13 +371,12 @@ class CellFlux(BaseEstimator):
         -------
         self : CellFlux
         """
-        self._validate_params()
-        dims, betas = self._check_hyper()
-        device = check_device(self.device)
+        dims, betas = self._network_hyperparameters()
         if y is None:
             raise ValueError(
                 "CellFlux requires y to be passed, but the target y is None: y holds the "
-                "perturbation label of each row (control_label for controls)."
+                "perturbation label of each row (control_label for controls). Got y=None "
+                "instead."
             )
         X = self._validate_X(X, reset=True)
         n = X.shape[0]
@@ -374,10 +384,10 @@ class CellFlux(BaseEstimator):
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1:
-            raise ValueError(f"y must be 1-D; got an array of shape {y.shape} instead.")
+            raise ValueError(f"y must be 1-D. Got an array of shape {y.shape} instead.")
         if y.shape[0] != n:
             raise ValueError(
-                f"y must have one label per row of X ({n}); got {y.shape[0]} instead."
+                f"y must have one label per row of X ({n}). Got {y.shape[0]} instead."
             )
         if batch is None:
             batch = np.zeros(n, dtype=np.int64)
@@ -385,7 +395,7 @@ class CellFlux(BaseEstimator):
             batch = np.asarray(batch)
             if batch.ndim != 1 or batch.shape[0] != n:
                 raise ValueError(
-                    f"batch must be 1-D with one id per row of X ({n}); got shape "
+                    f"batch must be 1-D with one id per row of X ({n}). Got shape "
                     f"{batch.shape} instead."
                 )
         is_control = np.asarray(y == self.control_label, dtype=bool).reshape(n)
@@ -397,7 +407,8 @@ class CellFlux(BaseEstimator):
         if is_control.all():
             raise ValueError(
                 "y has only control rows; fit needs treated rows (labels other than "
-                f"control_label={self.control_label!r})."
+                f"control_label={self.control_label!r}). Got only {self.control_label!r} "
+                "instead."
             )
         self.perturbations_ = np.unique(y[~is_control])
         self.batches_, batch_codes = np.unique(batch, return_inverse=True)
@@ -435,10 +446,10 @@ class CellFlux(BaseEstimator):
         self._net_shape = self._network_shape()
         self.data_min_, self.data_max_ = float(X.min()), float(X.max())
 
-        seed = torch_seed(self.random_state)
+        seed = draw_seed(self.random_state)
         self._predict_seed = seed
-        rng = np.random.default_rng(seed)
-        with seeded(seed, device), torch_threads(self.n_threads):
+        rng = check_generator(seed)
+        with seeded_torch(seed, self.device, self.n_jobs) as device:
             model = self._build_network(dims, cond_dim, fixed).to(device)
             ema = copy.deepcopy(model)
             for p in ema.parameters():
@@ -453,41 +464,35 @@ class CellFlux(BaseEstimator):
             pidx = torch.as_tensor(pert_index, dtype=torch.long, device=device)
             gen = torch.Generator(device=device).manual_seed(seed)
             sample_time = TIME_SAMPLERS[self.time_sampler]
-            m = treat_rows.shape[0]
-            bs = int(self.batch_size)
-            self.loss_curve_ = []
-            k = 0
-            for epoch in range(int(self.max_epochs)):
-                perm = rng.permutation(m)
-                total = 0.0
-                for start in range(0, m, bs):
-                    chunk = perm[start:start + bs]
-                    x1 = data[treat_rows[chunk]]
-                    x0 = self._training_source(rng, gen, data, x1, batch_codes[treat_rows[chunk]],
-                                               order, starts, counts)
-                    t = sample_time(chunk.shape[0], gen, device)
-                    xt, ut = conditional_path(x0, x1, t)
-                    e, keep = self._training_condition(rng, gen, model, pidx[chunk])
-                    loss = torch.mean((model(xt, t, e, keep) - ut) ** 2)
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                    k += 1
-                    ema_update(ema_params, params, ema_decay(k, self.ema_decay))
-                    total += float(loss.detach()) * chunk.shape[0]
-                epoch_loss = total / m
-                if not np.isfinite(epoch_loss):
-                    raise ValueError(
-                        f"training diverged: the flow-matching loss became {epoch_loss!r} "
-                        f"at epoch {epoch + 1}. Lower lr."
-                    )
-                self.loss_curve_.append(epoch_loss)
+            self.n_updates_ = 0
+
+            def step(chunk):
+                # one flow-matching update on treated rows treat_rows[chunk], then the EMA
+                x1 = data[treat_rows[chunk]]
+                x0 = self._training_source(rng, gen, data, x1, batch_codes[treat_rows[chunk]],
+                                           order, starts, counts)
+                t = sample_time(chunk.shape[0], gen, device)
+                xt, ut = conditional_path(x0, x1, t)
+                e, keep = self._training_condition(rng, gen, model, pidx[chunk])
+                loss = torch.mean((model(xt, t, e, keep) - ut) ** 2)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                self.n_updates_ += 1
+                ema_update(ema_params, params, ema_decay(self.n_updates_, self.ema_decay))
+                return float(loss.detach())
+
+            def report(epoch, loss):
                 if self.verbose:
-                    print(f"[CellFlux] epoch {epoch + 1}/{self.max_epochs} loss {epoch_loss:.5f}")
+                    print(f"[CellFlux] epoch {epoch + 1}/{self.max_epochs} loss {loss:.5f}")
+
+            self.loss_curve_ = run_epochs(
+                step, treat_rows.shape[0], batch_size=int(self.batch_size),
+                max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=report,
+            )
         self.velocity_model_ = model.eval()
         self.ema_model_ = ema.eval()
         self.n_iter_ = len(self.loss_curve_)
-        self.n_updates_ = k
         return self
 
     def _training_source(self, rng, gen, data, x1, codes, order, starts, counts):
@@ -515,7 +520,7 @@ class CellFlux(BaseEstimator):
             return FiLMMLPVelocity(self.n_features_in_, dims, cond_dim, k, fixed_t)
         if len(self._net_shape) != 3:
             raise ValueError(
-                "architecture='unet' needs images X of shape (n, H, W) or (n, C, H, W); got "
+                "architecture='unet' needs images X of shape (n, H, W) or (n, C, H, W). Got "
                 f"samples of shape {self.feature_shape_} instead."
             )
         return SmallUNetVelocity(self._net_shape[0], self.unet_channels, cond_dim, k, fixed_t)
@@ -558,7 +563,7 @@ class CellFlux(BaseEstimator):
         elif labels.ndim != 1 or labels.shape[0] != n:
             raise ValueError(
                 "perturbation must be one label or one label per row of X_control "
-                f"({n}); got an array of shape {labels.shape} instead."
+                f"({n}). Got an array of shape {labels.shape} instead."
             )
         model = self.ema_model_
         device = next(model.parameters()).device
@@ -580,12 +585,12 @@ class CellFlux(BaseEstimator):
         if vectors.shape[1] != model.embed.cond_proj.in_features:
             raise ValueError(
                 f"perturbation embeddings must have {model.embed.cond_proj.in_features} "
-                f"values as in fit; got {vectors.shape[1]} instead."
+                f"values as in fit. Got {vectors.shape[1]} instead."
             )
         return torch.as_tensor(vectors, dtype=torch.float32, device=device)
 
     def sample(self, X_control, perturbation=None, *, batch=None, cfg_scale=None,
-               n_steps=None, return_trajectory=False, random_state=None):
+               n_sampling_steps=None, return_trajectory=False, random_state=None):
         """Transport control rows to ``perturbation``.
 
         Parameters
@@ -601,8 +606,8 @@ class CellFlux(BaseEstimator):
             control sample itself, the network does not take it as input.
         cfg_scale : float or None, default=None
             Guidance weight; None uses the estimator's ``cfg_scale``.
-        n_steps : int or None, default=None
-            Grid size; None uses the estimator's ``n_steps``.
+        n_sampling_steps : int or None, default=None
+            Solver steps; None uses the estimator's ``n_sampling_steps``.
         return_trajectory : bool, default=False
             Also return the states at every grid time.
         random_state : int, RandomState instance or None, default=None
@@ -620,27 +625,31 @@ class CellFlux(BaseEstimator):
         n = X.shape[0]
         if batch is not None and np.asarray(batch).shape != (n,):
             raise ValueError(
-                f"batch must be 1-D with one id per row of X_control ({n}); got shape "
+                f"batch must be 1-D with one id per row of X_control ({n}). Got shape "
                 f"{np.asarray(batch).shape} instead."
             )
         if perturbation is None:
             if self.perturbations_.shape[0] != 1:
                 raise ValueError(
                     "perturbation is required when fit saw several perturbations "
-                    f"({self.perturbations_.tolist()!r}); got None instead."
+                    f"({self.perturbations_.tolist()!r}). Got None instead."
                 )
             perturbation = self.perturbations_[0]
         w = self.cfg_scale if cfg_scale is None else cfg_scale
-        self._check_guidance(w)
-        steps = self.n_steps if n_steps is None else n_steps
-        if not _is_int(steps) or steps < 1:
-            raise ValueError(f"n_steps must be an integer >= 1; got {steps!r} instead.")
-        seed = torch_seed(random_state)
+        steps = self.n_sampling_steps if n_sampling_steps is None else n_sampling_steps
+        names = ("cfg_scale", "n_sampling_steps", "random_state")
+        validate_parameter_constraints(
+            {name: self._parameter_constraints[name] for name in names},
+            dict(zip(names, (w, steps, random_state))),
+            caller_name=f"{type(self).__name__}.sample",
+        )
+        self._require_unconditional_branch(w)
+        seed = draw_seed(random_state)
         model = self.ema_model_
         device = next(model.parameters()).device
         grid = TIME_GRIDS[self.time_grid](steps)
         Z = self._standardize(X).reshape((n,) + self._net_shape)
-        with seeded(seed, device), torch_threads(self.n_threads), torch.no_grad():
+        with seeded_torch(seed, device, self.n_jobs), torch.no_grad():
             e = self._condition_vectors(perturbation, n)
             gen = torch.Generator(device=device).manual_seed(seed)
             z = torch.as_tensor(Z, dtype=torch.float32, device=device)
@@ -702,7 +711,7 @@ class CellFlux(BaseEstimator):
                                 input_name="X_treated")
         if tuple(X_treated.shape[1:]) != self.feature_shape_:
             raise ValueError(
-                f"X_treated must have samples of shape {self.feature_shape_}; got "
+                f"X_treated must have samples of shape {self.feature_shape_}. Got "
                 f"{tuple(X_treated.shape[1:])} instead."
             )
         return -frechet_distance(generated, X_treated)

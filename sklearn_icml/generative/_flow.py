@@ -1,7 +1,7 @@
 """Flow-matching pieces of CellFlux: time samplers, path, grids, guidance, ODE solvers, EMA.
 
 Each function is a few tensor lines, kept apart from the estimator so that the tests can
-check them one by one against the spec's formulas (section 3 of the CellFlux spec).
+check them one by one against the formulas of the CellFlux paper (Zhang et al., ICML 2025).
 """
 
 import numpy as np
@@ -149,7 +149,7 @@ def integrate(field, x, grid, method="heun", return_trajectory=False):
             x = x + 0.5 * h * (k1 + k2)
         else:
             raise ValueError(
-                f"method must be 'heun', 'euler' or 'midpoint'; got {method!r} instead."
+                f"method must be 'heun', 'euler' or 'midpoint'. Got {method!r} instead."
             )
         if return_trajectory:
             states.append(x)

@@ -1,7 +1,7 @@
 """Velocity networks of CellFlux: a FiLM MLP for vectors and a small FiLM U-Net for images.
 
 Both compute ``emb = MLP_time(sinusoidal(t)) + Linear(E -> C_emb)(e(c))`` and modulate each
-block with scale and shift from ``emb`` (spec section 3.3). A dropped condition removes the
+block with scale and shift from ``emb`` (FiLM, as in CellFlux). A dropped condition removes the
 ``Linear(e)`` term (it adds exactly 0, not the layer's bias).
 """
 

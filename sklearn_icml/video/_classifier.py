@@ -3,12 +3,14 @@
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from scipy.special import softmax
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NonTabularInputMixin
 from ..utils import optional_import
-from ..utils._skorch import SkorchEstimatorMixin, encode_class_labels, torch_threads
+from ..utils._skorch import encode_class_labels, torch_threads
 from ._frames import check_fps, check_videos, encode_videos
 from ._projector import (
     MeanPoolAligner,
@@ -23,6 +25,13 @@ from ._projector import (
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
 nn = torch.nn
+
+
+#: The estimator parameters that build :class:`F16VideoModule` (passed as ``module__*``).
+_ARCHITECTURE = (
+    "hidden_dim", "frames_per_clip", "aligner", "split_init", "pool_stride", "n_layers",
+    "n_heads",
+)
 
 
 class F16VideoModule(nn.Module):
@@ -44,22 +53,12 @@ class F16VideoModule(nn.Module):
     max_clips : int
         Rows of the clip-index embedding (clips per video seen in ``fit``).
     hidden_dim, frames_per_clip, aligner, split_init, pool_stride, n_layers, n_heads
-        As in :class:`F16VideoClassifier`.
+        As in :class:`F16VideoClassifier`, which holds their defaults (keyword-only).
     """
 
     def __init__(
-        self,
-        in_dim,
-        grid,
-        n_classes,
-        max_clips,
-        hidden_dim=32,
-        frames_per_clip=16,
-        aligner="multiframe",
-        split_init=True,
-        pool_stride=2,
-        n_layers=2,
-        n_heads=4,
+        self, in_dim, grid, n_classes, max_clips, *, hidden_dim, frames_per_clip, aligner,
+        split_init, pool_stride, n_layers, n_heads,
     ):
         super().__init__()
         self.grid = tuple(int(g) for g in grid)
@@ -102,7 +101,7 @@ class F16VideoModule(nn.Module):
         return self.head(self.norm(out[:, 0]))
 
 
-class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
+class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeuralEstimator):
     """Video classifier that reads 16 frames per second through the F-16 clip aligner.
 
     A CPU-sized stand-in for F-16 (Li et al., ICML 2025): videos are sampled at ``fps``,
@@ -156,12 +155,17 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
     weight_decay : float, default=0.01
         AdamW weight decay.
     device : str or torch.device, default="cpu"
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch intra-op threads during ``fit`` and prediction (restored afterwards).
     random_state : int, RandomState instance or None, default=None
         Seeds the weights and the mini-batch order.
     verbose : int, default=0
         1 prints skorch's per-epoch table.
+    **kwargs
+        Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
+        ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
+        net as skorch routes them (e.g. ``optimizer__betas=(0.9, 0.98)``); they are
+        parameters like the others (``get_params``, ``set_params``, ``clone``).
 
     Attributes
     ----------
@@ -229,8 +233,8 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "device": "no_validation",  # checked by check_device in fit
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "device": "no_validation",  # checked by the base's check_device in fit
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -252,9 +256,10 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         batch_size=64,
         weight_decay=0.01,
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         random_state=None,
         verbose=0,
+        **kwargs,
     ):
         self.fps = fps
         self.frames_per_clip = frames_per_clip
@@ -270,60 +275,46 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         self.batch_size = batch_size
         self.weight_decay = weight_decay
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
     # ------------------------------------------------------------------ input
-    def _check_config(self):
+    def _validate_clip_layout(self):
         if self.frames_per_clip % self.fps:
             raise ValueError(
                 f"fps={self.fps!r} must divide frames_per_clip={self.frames_per_clip!r}, so "
                 "that each sampled frame is repeated a whole number of times and a clip "
-                "covers one second."
+                f"covers one second. Got fps={self.fps!r} instead."
             )
         if self.hidden_dim % self.n_heads:
             raise ValueError(
-                f"n_heads={self.n_heads!r} must divide hidden_dim={self.hidden_dim!r}."
+                f"n_heads must divide hidden_dim={self.hidden_dim!r}. Got "
+                f"n_heads={self.n_heads!r} instead."
             )
 
     def _rate(self, inference_fps):
         if inference_fps is None:
             return self.fps
-        if (
-            isinstance(inference_fps, bool)
-            or not isinstance(inference_fps, numbers.Integral)
-            or inference_fps < 1
-        ):
-            raise ValueError(
-                f"inference_fps must be None or a positive integer; got {inference_fps!r} "
-                "instead."
-            )
+        validate_parameter_constraints(
+            {"inference_fps": [Interval(numbers.Integral, 1, None, closed="left")]},
+            {"inference_fps": inference_fps},
+            caller_name=f"{type(self).__name__}.predict",
+        )
         if inference_fps > self.fps or self.fps % inference_fps:
             raise ValueError(
                 f"inference_fps must divide the training fps={self.fps} (each frame is "
-                f"repeated fps / inference_fps times); got {inference_fps!r} instead."
+                f"repeated fps / inference_fps times). Got {inference_fps!r} instead."
             )
         return int(inference_fps)
 
-    def _encode(self, X, native_fps, rate, *, fitting):
-        """Validate videos and return padded encoded slots ``(n, n_clips * F, N, C)``."""
-        X = check_videos(X)
-        check_fps(native_fps, rate, "native_fps", "fps" if rate == self.fps else "inference_fps")
-        frame_shape = tuple(X.shape[2:])
-        if fitting:
-            h, w = frame_shape[:2]
-            p = self.patch_size
-            if h % p or w % p:
-                raise ValueError(
-                    f"patch_size={p} must divide the frame height and width; got frames of "
-                    f"{h} x {w} pixels instead."
-                )
-        elif frame_shape != self.frame_shape_:
-            raise ValueError(
-                f"X has frames of shape {frame_shape}, but F16VideoClassifier was fitted on "
-                f"frames of shape {self.frame_shape_}; got X of shape {X.shape} instead."
-            )
+    def _slots_of(self, X, native_fps, rate):
+        """Encoded, padded frame slots ``(n, n_clips * F, N, C)`` of checked videos ``X``."""
+        check_fps(
+            native_fps, rate, "native_fps", "fps" if rate == self.fps else "inference_fps",
+            caller_name=type(self).__name__,
+        )
         slots = encode_videos(
             X, patch_size=self.patch_size, native_fps=native_fps, fps=rate,
             frames_per_clip=self.frames_per_clip,
@@ -331,6 +322,7 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         return pad_to_clips(slots, self.frames_per_clip, "zeros")
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, native_fps=16):
         """Train on videos ``X`` sampled at ``fps``.
 
@@ -347,13 +339,12 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
-        self._check_config()
+        self._validate_clip_layout()
         X_checked = check_videos(X)
         if len(y) != X_checked.shape[0]:
             raise ValueError(
-                f"X and y must have the same number of videos; got {X_checked.shape[0]} and "
-                f"{len(y)} instead."
+                f"X and y must have the same number of videos ({X_checked.shape[0]}). Got "
+                f"{len(y)} labels instead."
             )
         self.classes_, y_index = encode_class_labels(np.asarray(y))
         frame_shape = tuple(X_checked.shape[2:])
@@ -361,7 +352,7 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         h, w = frame_shape[:2]
         if h % p or w % p:
             raise ValueError(
-                f"patch_size={p} must divide the frame height and width; got frames of "
+                f"patch_size={p} must divide the frame height and width. Got frames of "
                 f"{h} x {w} pixels instead."
             )
         grid = (h // p, w // p)
@@ -369,9 +360,10 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         if gh * gw == 0:
             raise ValueError(
                 f"pool_stride={self.pool_stride} is larger than the {grid[0]} x {grid[1]} "
-                "patch grid (floor mode leaves no token); lower pool_stride or patch_size."
+                "patch grid (floor mode leaves no token); lower pool_stride or patch_size. "
+                f"Got pool_stride={self.pool_stride!r} instead."
             )
-        slots = self._encode(X_checked, native_fps, self.fps, fitting=True)
+        slots = self._slots_of(X_checked, native_fps, self.fps)
         n_clips = slots.shape[1] // self.frames_per_clip
         self.frame_shape_ = frame_shape
         self.n_features_in_ = int(np.prod(frame_shape))
@@ -387,13 +379,7 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
             module__grid=grid,
             module__n_classes=len(self.classes_),
             module__max_clips=n_clips,
-            module__hidden_dim=self.hidden_dim,
-            module__frames_per_clip=self.frames_per_clip,
-            module__aligner=self.aligner,
-            module__split_init=self.split_init,
-            module__pool_stride=self.pool_stride,
-            module__n_layers=self.n_layers,
-            module__n_heads=self.n_heads,
+            **{f"module__{name}": getattr(self, name) for name in _ARCHITECTURE},
             criterion=nn.CrossEntropyLoss,
             optimizer=torch.optim.AdamW,
             optimizer__weight_decay=self.weight_decay,
@@ -418,18 +404,31 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
     def _slots(self, X, native_fps, inference_fps):
         check_is_fitted(self)
         rate = self._rate(inference_fps)
-        slots = self._encode(X, native_fps, rate, fitting=False)
+        X = check_videos(X)
+        if tuple(X.shape[2:]) != self.frame_shape_:
+            raise ValueError(
+                f"X has frames of shape {tuple(X.shape[2:])}, but F16VideoClassifier was "
+                f"fitted on frames of shape {self.frame_shape_}. Got X of shape {X.shape} "
+                "instead."
+            )
+        slots = self._slots_of(X, native_fps, rate)
         n_clips = slots.shape[1] // self.frames_per_clip
         if n_clips > self.n_clips_:
             raise ValueError(
                 f"X has videos of {n_clips} one-second clips, but the clip-index embedding "
                 f"was trained on videos of {self.n_clips_} clips; give videos of at most "
-                f"{self.n_clips_} s."
+                f"{self.n_clips_} s. Got X of shape {np.shape(X)} instead."
             )
         return slots
 
+    def _predict_logits(self, X, native_fps=16, inference_fps=None):
+        slots = self._slots(X, native_fps, inference_fps)
+        with torch_threads(self.n_jobs):
+            logits = self.net_.forward(slots, training=False)
+        return logits.numpy().astype(np.float64)
+
     def predict_proba(self, X, native_fps=16, inference_fps=None):
-        """Class probabilities.
+        """Class probabilities: the softmax of the logits.
 
         Parameters
         ----------
@@ -444,10 +443,7 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_videos, n_classes)
         """
-        slots = self._slots(X, native_fps, inference_fps)
-        with torch_threads(self.n_threads):
-            proba = self.net_.predict_proba(slots)
-        return np.asarray(proba, dtype=np.float64)
+        return softmax(self._predict_logits(X, native_fps, inference_fps), axis=1)
 
     def predict(self, X, native_fps=16, inference_fps=None):
         """Predicted class of each video (see :meth:`predict_proba` for the parameters).
@@ -456,8 +452,8 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_videos,)
         """
-        proba = self.predict_proba(X, native_fps=native_fps, inference_fps=inference_fps)
-        return self.classes_[np.argmax(proba, axis=1)]
+        logits = self._predict_logits(X, native_fps, inference_fps)
+        return self.classes_[np.argmax(logits, axis=1)]
 
     def score(self, X, y, sample_weight=None, native_fps=16, inference_fps=None):
         """Accuracy on ``(X, y)`` (see :meth:`predict_proba` for the parameters).
@@ -483,15 +479,8 @@ class F16VideoClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         was_training = module.training
         module.eval()
         try:
-            with torch.no_grad(), torch_threads(self.n_threads):
+            with torch.no_grad(), torch_threads(self.n_jobs):
                 x = torch.from_numpy(slots).to(self.net_.device)
                 return module.clip_tokens(x).cpu().numpy()
         finally:
             module.train(was_training)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # 4-D videos / frame features, not 2-D tables: scikit-learn's data checks do not
-        # apply (tests/video runs the API checks that need no data)
-        tags.input_tags.two_d_array = False
-        return tags

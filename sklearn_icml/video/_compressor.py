@@ -5,12 +5,14 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from ..utils import optional_import
-from ..utils._skorch import seeded, torch_seed
+from ..base import NonTabularInputMixin
+from ..utils import draw_seed, optional_import
+from ..utils._skorch import seeded
+from ._frames import check_frame_array
 from ._projector import (
     MultiFrameProjector,
     make_frame_projector,
@@ -27,13 +29,14 @@ def check_square_grid(n_tokens, name="X"):
     g = math.isqrt(int(n_tokens))
     if g * g != n_tokens:
         raise ValueError(
-            f"{name} has N={n_tokens} tokens per frame, which is not a square grid g x g; "
-            "spatial pooling needs a square grid (or pool_stride=1)."
+            f"{name} must have a square grid g x g of tokens per frame for spatial pooling "
+            f"(or pool_stride=1); N={n_tokens} is not a square grid. Got {n_tokens} tokens "
+            "instead."
         )
     return g
 
 
-class F16ClipCompressor(TransformerMixin, BaseEstimator):
+class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
     """Compress each 1-second clip of frame tokens into the token budget of one frame.
 
     The F-16 aligner as a transformer: frame features ``(n_videos, T, N, C)`` (``N``
@@ -62,7 +65,7 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
         Ceil instead of floor mode (the paper: floor, 27 x 27 -> 13 x 13).
     frame_repeat : int, default=1
         Repeat each input frame this many times along time before grouping: frames given
-        at ``16 / r`` FPS then fill the 16 slots of a one-second clip (section 3.5).
+        at ``16 / r`` FPS then fill the 16 slots of a one-second clip (the paper's low-rate input).
     pad_mode : {"zeros", "edge"}, default="zeros"
         How the trailing partial clip is filled: all-zero frames (the paper) or copies of
         the last frame. A partial clip is never dropped, and no all-zero clip is added
@@ -91,9 +94,8 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] Y. Li, C. Tang, J. Zhuang, Y. Yang, G. Sun, W. Li, Z. Ma and C. Zhang,
-       "Improving LLM Video Understanding with 16 Frames Per Second", ICML 2025,
-       arXiv:2503.13956.
+    .. [1] Li et al., "Improving LLM Video Understanding with 16 Frames Per Second",
+       ICML 2025 (arXiv:2503.13956); full reference in :class:`F16VideoClassifier`.
 
     Examples
     --------
@@ -112,7 +114,7 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
         "pool_ceil": ["boolean"],
         "frame_repeat": [Interval(numbers.Integral, 1, None, closed="left")],
         "pad_mode": [StrOptions({"zeros", "edge"})],
-        "frame_projector": "no_validation",  # checked in fit
+        "frame_projector": [HasMethods(["forward"]), None],
         "random_state": ["random_state"],
     }
 
@@ -139,22 +141,12 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
         self.frame_projector = frame_projector
         self.random_state = random_state
 
-    def _check_features(self, X):
-        X = check_array(
-            X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
-            ensure_min_samples=1,
+    def _validate_features(self, X):
+        return check_frame_array(
+            X, (4,), "4-D frame features (n_videos, n_frames, n_tokens, n_channels)"
         )
-        if X.ndim != 4:
-            raise ValueError(
-                f"X must be 4-D frame features (n_videos, n_frames, n_tokens, n_channels); "
-                f"got an array of shape {X.shape} instead."
-            )
-        if X.shape[1] == 0:
-            raise ValueError(f"X holds empty videos (0 frames); got shape {X.shape} instead.")
-        if X.shape[2] == 0 or X.shape[3] == 0:
-            raise ValueError(f"X holds frames without tokens; got shape {X.shape} instead.")
-        return X
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check the token grid and build the split-initialised projector.
 
@@ -169,8 +161,7 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
-        X = self._check_features(X)
+        X = self._validate_features(X)
         n_tokens, channels = X.shape[2], X.shape[3]
         if self.pool_stride > 1:
             g = check_square_grid(n_tokens)
@@ -178,7 +169,8 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
             if gh * gw == 0:
                 raise ValueError(
                     f"pool_stride={self.pool_stride} is larger than the {g} x {g} token grid "
-                    "(floor mode leaves no token); lower pool_stride."
+                    "(floor mode leaves no token); lower pool_stride. Got "
+                    f"pool_stride={self.pool_stride!r} instead."
                 )
         else:
             g = math.isqrt(n_tokens)
@@ -190,10 +182,10 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
             if isinstance(first, torch.nn.Linear) and first.in_features != channels:
                 raise ValueError(
                     f"frame_projector expects {first.in_features} input channels but X has "
-                    f"{channels}; got X of shape {X.shape} instead."
+                    f"{channels}. Got X of shape {X.shape} instead."
                 )
         else:
-            with seeded(torch_seed(self.random_state)):
+            with seeded(draw_seed(self.random_state)):
                 proj = make_frame_projector(channels, self.hidden_dim)
         self.projector_ = MultiFrameProjector.from_frame_projector(proj, self.frames_per_clip)
         self.projector_.eval()
@@ -217,12 +209,12 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
             ``n_clips = ceil(n_frames * frame_repeat / frames_per_clip)``; float32.
         """
         check_is_fitted(self)
-        X = self._check_features(X)
+        X = self._validate_features(X)
         if X.shape[2] != self._n_tokens or X.shape[3] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[2]} tokens of {X.shape[3]} channels per frame, but "
                 f"F16ClipCompressor was fitted with {self._n_tokens} tokens of "
-                f"{self.n_features_in_} channels; got shape {X.shape} instead."
+                f"{self.n_features_in_} channels. Got shape {X.shape} instead."
             )
         z = X.astype(np.float32)
         if self.frame_repeat > 1:
@@ -235,10 +227,3 @@ class F16ClipCompressor(TransformerMixin, BaseEstimator):
                 y = pool_tokens(y, (g, g), self.pool_stride, self.pool_mode, self.pool_ceil)
         return y.numpy()
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # 4-D videos / frame features, not 2-D tables: scikit-learn's data checks do not
-        # apply (tests/video runs the API checks that need no data)
-        tags.input_tags.two_d_array = False
-        tags.requires_fit = True
-        return tags

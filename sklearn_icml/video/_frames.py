@@ -3,7 +3,15 @@
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import (
+    Interval,
+    validate_parameter_constraints,
+    validate_params,
+)
 from sklearn.utils.validation import check_array
+
+#: A frame rate: a positive, finite number of frames per second.
+RATE = [Interval(numbers.Real, 0, None, closed="neither")]
 
 
 def frame_step(native_fps, fps):
@@ -21,6 +29,15 @@ def frame_step(native_fps, fps):
     return max(int(round(native_fps / fps)), 1)
 
 
+@validate_params(
+    {
+        "n_frames": [Interval(numbers.Integral, 0, None, closed="left")],
+        "native_fps": RATE,
+        "fps": RATE,
+        "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
     """Indices of the frames kept when sampling a video at ``fps``.
 
@@ -49,7 +66,7 @@ def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
     >>> sample_frame_indices(16, 16, 4)
     array([ 0,  4,  8, 12])
     """
-    check_fps(native_fps, fps, "native_fps", "fps")
+    _refuse_upsampling(native_fps, fps, "native_fps", "fps")
     step = frame_step(native_fps, fps)
     indices = np.arange(0, int(n_frames), step, dtype=np.int64)
     if max_time is not None:
@@ -59,22 +76,42 @@ def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
     return indices
 
 
-def check_fps(native_fps, fps, native_name="native_fps", fps_name="fps"):
-    """Raise ValueError unless both rates are positive and ``native_fps >= fps``."""
-    for name, value in ((native_name, native_fps), (fps_name, fps)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, numbers.Real)
-            or not np.isfinite(value)
-            or value <= 0
-        ):
-            raise ValueError(f"{name} must be a positive number; got {value!r} instead.")
+def check_fps(native_fps, fps, native_name="native_fps", fps_name="fps", caller_name=None):
+    """Raise unless both rates are positive finite numbers and ``native_fps >= fps``."""
+    validate_parameter_constraints(
+        {native_name: RATE, fps_name: RATE},
+        {native_name: native_fps, fps_name: fps},
+        caller_name=caller_name or "sample_frame_indices",
+    )
+    _refuse_upsampling(native_fps, fps, native_name, fps_name)
+
+
+def _refuse_upsampling(native_fps, fps, native_name, fps_name):
     if native_fps < fps:
         raise ValueError(
             f"{native_name}={native_fps!r} is below {fps_name}={fps!r}: videos cannot be "
             f"upsampled in time (no interpolation); give videos recorded at >= {fps!r} FPS "
-            f"or lower {fps_name}."
+            f"or lower {fps_name}. Got {native_name}={native_fps!r} instead."
         )
+
+
+def check_frame_array(X, ndims, layout, name="X"):
+    """Validate a finite float array of ``ndims`` dimensions whose axes 1-3 are not empty.
+
+    ``layout`` names the axes for the error message. Returns a float32 or float64 array
+    (a copy when the dtype changes; the caller's array is never modified).
+    """
+    X = check_array(
+        X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
+        input_name=name, ensure_min_samples=1,
+    )
+    if X.ndim not in ndims:
+        raise ValueError(f"{name} must hold {layout}. Got an array of shape {X.shape} instead.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} holds empty videos (0 frames). Got shape {X.shape} instead.")
+    if X.shape[2] == 0 or X.shape[3] == 0:
+        raise ValueError(f"{name} holds empty frames. Got shape {X.shape} instead.")
+    return X
 
 
 def check_videos(X, name="X"):
@@ -83,28 +120,26 @@ def check_videos(X, name="X"):
     Returns a float32 array (a copy when the dtype changes; the caller's array is never
     modified). Values outside [0, 1] are accepted (generator noise); NaN/inf are not.
     """
-    X = check_array(
-        X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
-        input_name=name, ensure_min_samples=1,
+    X = check_frame_array(
+        X, (4, 5), "videos of shape (n_videos, n_frames, height, width) (grayscale) or "
+        "(n_videos, n_frames, height, width, 3) (colour)", name,
     )
-    if X.ndim not in (4, 5):
-        raise ValueError(
-            f"{name} must hold videos of shape (n_videos, n_frames, height, width) "
-            f"(grayscale) or (n_videos, n_frames, height, width, 3) (colour); got an array "
-            f"of shape {X.shape} instead."
-        )
     if X.ndim == 5 and X.shape[-1] != 3:
         raise ValueError(
-            f"{name} is 5-D, so its last axis must be the 3 colour channels; got shape "
+            f"{name} is 5-D, so its last axis must be the 3 colour channels. Got shape "
             f"{X.shape} instead."
         )
-    if X.shape[1] == 0:
-        raise ValueError(f"{name} holds empty videos (0 frames); got shape {X.shape} instead.")
-    if X.shape[2] == 0 or X.shape[3] == 0:
-        raise ValueError(f"{name} holds empty frames; got shape {X.shape} instead.")
     return np.asarray(X, dtype=np.float32)
 
 
+@validate_params(
+    {
+        "frames": ["array-like"],
+        "patch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "colour": ["boolean"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def patch_encode(frames, patch_size, *, colour=False):
     """The frozen frame encoder: cut frames into ``p x p`` patches and flatten them.
 
@@ -149,7 +184,7 @@ def encode_videos(X, *, patch_size, native_fps, fps, frames_per_clip):
     Frames are sampled at ``fps`` (:func:`sample_frame_indices`), encoded once each
     (:func:`patch_encode`), and each encoded frame is repeated ``frames_per_clip / fps``
     times along time, so each group of ``frames_per_clip`` slots is one second of video
-    whatever the rate (section 3.5 of the spec).
+    whatever the rate (the frame repetition of Li et al., ICML 2025, for low frame rates).
 
     Returns
     -------

@@ -3,6 +3,11 @@
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import (
+    Interval,
+    validate_parameter_constraints,
+    validate_params,
+)
 
 from ..utils import optional_import
 
@@ -11,6 +16,10 @@ nn = torch.nn
 F_ = torch.nn.functional
 
 
+_WIDTH = [Interval(numbers.Integral, 1, None, closed="left")]
+
+
+@validate_params({"in_dim": _WIDTH, "hidden_dim": _WIDTH}, prefer_skip_nested_validation=True)
 def make_frame_projector(in_dim, hidden_dim):
     """The per-frame projector ``P(z) = V2 GELU(V1 z + c1) + c2`` (LLaVA's ``mlp2x_gelu``).
 
@@ -31,27 +40,22 @@ def make_frame_projector(in_dim, hidden_dim):
     )
 
 
-def _check_frames_per_clip(frames_per_clip):
-    if (
-        isinstance(frames_per_clip, bool)
-        or not isinstance(frames_per_clip, numbers.Integral)
-        or frames_per_clip < 1
-    ):
-        raise ValueError(
-            f"frames_per_clip must be an integer >= 1; got {frames_per_clip!r} instead."
-        )
-    return int(frames_per_clip)
+def _frames_per_clip(value, caller_name):
+    validate_parameter_constraints(
+        {"frames_per_clip": _WIDTH}, {"frames_per_clip": value}, caller_name=caller_name
+    )
+    return int(value)
 
 
 def _group_clips(z, frames_per_clip):
     """``(B, T, N, C)`` -> ``(B, T/F, N, F*C)``, frames in time order, frame-major."""
     if z.ndim != 4:
-        raise ValueError(f"z must be 4-D (B, T, N, C); got shape {tuple(z.shape)} instead.")
+        raise ValueError(f"z must be 4-D (B, T, N, C). Got shape {tuple(z.shape)} instead.")
     b, t, n, c = z.shape
     if t % frames_per_clip:
         raise ValueError(
-            f"the number of frames T={t} must be a multiple of frames_per_clip="
-            f"{frames_per_clip}; pad the last clip first (pad_to_clips)."
+            f"the number of frames T must be a multiple of frames_per_clip="
+            f"{frames_per_clip}; pad the last clip first (pad_to_clips). Got T={t} instead."
         )
     z = z.reshape(b, t // frames_per_clip, frames_per_clip, n, c).transpose(2, 3)
     return z.reshape(b, t // frames_per_clip, n, frames_per_clip * c)
@@ -84,7 +88,7 @@ class MultiFrameProjector(nn.Module):
 
     def __init__(self, in_dim, hidden_dim, frames_per_clip=16):
         super().__init__()
-        self.frames_per_clip = _check_frames_per_clip(frames_per_clip)
+        self.frames_per_clip = _frames_per_clip(frames_per_clip, type(self).__name__)
         self.in_dim = int(in_dim)
         self.hidden_dim = int(hidden_dim)
         f = self.frames_per_clip
@@ -131,11 +135,11 @@ class MultiFrameProjector(nn.Module):
             or layers[2].out_features != layers[0].out_features
         ):
             raise TypeError(
-                "frame_proj must be nn.Sequential(Linear(C, H), GELU(), Linear(H, H)); got "
+                "frame_proj must be nn.Sequential(Linear(C, H), GELU(), Linear(H, H)). Got "
                 f"{frame_proj!r} instead."
             )
         v1, act, v2 = layers
-        f = _check_frames_per_clip(frames_per_clip)
+        f = _frames_per_clip(frames_per_clip, f"{cls.__name__}.from_frame_projector")
         c, h = v1.in_features, v1.out_features
         proj = cls(c, h, f)
         proj.act = nn.GELU(approximate=act.approximate)
@@ -152,16 +156,20 @@ class MultiFrameProjector(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
-class MeanPoolAligner(nn.Module):
+class _PerFrameAligner(nn.Module):
+    """A per-frame projector applied to the frames of each clip (the baselines' shared part)."""
+
+    def __init__(self, in_dim, hidden_dim, frames_per_clip=16):
+        super().__init__()
+        self.frames_per_clip = _frames_per_clip(frames_per_clip, type(self).__name__)
+        self.frame_proj = make_frame_projector(in_dim, hidden_dim)
+
+
+class MeanPoolAligner(_PerFrameAligner):
     """Baseline aligner: the time average of per-frame projections over each clip.
 
     Frame order inside a clip is discarded, so the rotation direction is lost.
     """
-
-    def __init__(self, in_dim, hidden_dim, frames_per_clip=16):
-        super().__init__()
-        self.frames_per_clip = _check_frames_per_clip(frames_per_clip)
-        self.frame_proj = make_frame_projector(in_dim, hidden_dim)
 
     def forward(self, z):
         b, t, n, c = z.shape
@@ -169,13 +177,8 @@ class MeanPoolAligner(nn.Module):
         return y.reshape(b, t // self.frames_per_clip, self.frames_per_clip, n, -1).mean(2)
 
 
-class SingleFrameAligner(nn.Module):
+class SingleFrameAligner(_PerFrameAligner):
     """Baseline aligner: the per-frame projection of the first frame of each clip (1 FPS)."""
-
-    def __init__(self, in_dim, hidden_dim, frames_per_clip=16):
-        super().__init__()
-        self.frames_per_clip = _check_frames_per_clip(frames_per_clip)
-        self.frame_proj = make_frame_projector(in_dim, hidden_dim)
 
     def forward(self, z):
         return self.frame_proj(z[:, :: self.frames_per_clip])

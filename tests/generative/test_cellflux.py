@@ -15,7 +15,7 @@ from sklearn_icml.generative._flow import edm_time_grid, ema_decay  # noqa: E402
 from sklearn_icml.generative._networks import FiLMMLPVelocity  # noqa: E402
 from sklearn_icml.utils._skorch import seeded, torch_seed  # noqa: E402
 
-FAST = dict(hidden_dims=(16,), embedding_dim=4, max_epochs=1, n_steps=4, cfg_scale=0.0,
+FAST = dict(hidden_dims=(16,), embedding_dim=4, max_epochs=1, n_sampling_steps=4, cfg_scale=0.0,
             cond_drop_prob=0.0, lr=1e-3, batch_size=64, random_state=0)
 
 
@@ -165,7 +165,7 @@ def test_closed_form_gaussian_transport():
     y = np.r_[["control"] * n, ["T"] * n]
     model = CellFlux(hidden_dims=(64, 64), noise_level=0.0, cfg_scale=0.0, cond_drop_prob=0.0,
                      time_sampler="uniform", lr=2e-3, batch_size=128, max_epochs=25,
-                     n_steps=30, random_state=0).fit(X, y)
+                     n_sampling_steps=30, random_state=0).fit(X, y)
     out = model.predict(rng.normal(0, 1, (4000, 1)), "T")
     assert out.mean() == pytest.approx(3.0, abs=0.05)
     assert out.std() == pytest.approx(0.5, abs=0.05)
@@ -176,7 +176,7 @@ def test_batch_preservation_e1_scaled():
     """E1 (scaled down): batch kept by CellFlux, lost by the noise-to-data ablation."""
     X, y, b = make_batch_shift_1d(1500, random_state=0)
     kw = dict(hidden_dims=(64, 64), cfg_scale=0.0, cond_drop_prob=0.0, noise_level=0.0,
-              time_sampler="uniform", lr=2e-3, batch_size=128, max_epochs=15, n_steps=30,
+              time_sampler="uniform", lr=2e-3, batch_size=128, max_epochs=15, n_sampling_steps=30,
               random_state=0)
     query = np.random.default_rng(1).normal(2, 0.5, (3000, 1))
     out = CellFlux(**kw).fit(X, y, batch=b).predict(query, "A")
@@ -267,7 +267,7 @@ def test_bad_inputs():
     for params, name in [
         ({"noise_level": -0.1}, "noise_level"),
         ({"cfg_scale": -1.0}, "cfg_scale"),
-        ({"n_steps": 0}, "n_steps"),
+        ({"n_sampling_steps": 0}, "n_sampling_steps"),
         ({"cond_drop_prob": 1.5}, "cond_drop_prob"),
         ({"cond_drop_prob": -0.1}, "cond_drop_prob"),
         ({"hidden_dims": (0,)}, "hidden_dims"),
@@ -293,8 +293,8 @@ def test_bad_inputs_at_sampling(fitted):
         model.predict(Xc)
     with pytest.raises(ValueError, match="one label per row"):
         model.sample(Xc, ["A", "B"])
-    with pytest.raises(ValueError, match="n_steps"):
-        model.sample(Xc, "A", n_steps=0)
+    with pytest.raises(ValueError, match="n_sampling_steps"):
+        model.sample(Xc, "A", n_sampling_steps=0)
     with pytest.raises(ValueError, match="cfg_scale"):
         model.sample(Xc, "A", cfg_scale=-0.5)
     with pytest.raises(ValueError, match="NaN"):

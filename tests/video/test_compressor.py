@@ -84,7 +84,7 @@ def test_reproducible_and_clone():
 @pytest.mark.parametrize(
     ("X", "params", "match"),
     [
-        (np.zeros((2, 16, 9)), {}, "must be 4-D"),
+        (np.zeros((2, 16, 9)), {}, "must hold 4-D"),
         (np.zeros((2, 16, 12, 3)), {}, "not a square grid"),
         (np.zeros((2, 0, 16, 3)), {}, "0 frames"),
         (np.full((2, 16, 16, 3), np.nan), {}, "NaN"),

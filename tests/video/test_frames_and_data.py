@@ -120,13 +120,13 @@ def test_generator_radius_task():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"task": "speed"}, "task must be"),
-        ({"radius": -1.0}, "radius must be a positive"),
-        ({"blob_sigma": 0.0}, "blob_sigma must be a positive"),
-        ({"noise": -0.1}, "noise must be a finite"),
+        ({"task": "speed"}, "'task' parameter"),
+        ({"radius": -1.0}, "'radius' parameter"),
+        ({"blob_sigma": 0.0}, "'blob_sigma' parameter"),
+        ({"noise": -0.1}, "'noise' parameter"),
         ({"freq_range": (3.0, 1.0)}, "freq_range must satisfy"),
-        ({"freq_range": 3.0}, "freq_range must be a pair"),
-        ({"duration_s": 0}, "duration_s must be >= 1"),
+        ({"freq_range": 3.0}, "'freq_range' parameter"),
+        ({"duration_s": 0}, "'duration_s' parameter"),
     ],
 )
 def test_generator_bad_input(kwargs, match):
