@@ -32,6 +32,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
@@ -128,9 +129,11 @@ class BaseRunner(NonTabularInputMixin, BaseEstimator):
         raise NotImplementedError
 
     def _check_is_run(self):
-        check_is_fitted(
-            self, msg=f"This {type(self).__name__} has not been run yet: call run(env) first."
-        )
+        # check_is_fitted wants a fit method; a runner's results are its *_ attributes
+        if not any(k.endswith("_") and not k.startswith("__") for k in vars(self)):
+            raise NotFittedError(
+                f"This {type(self).__name__} has not been run yet: call run(env) first."
+            )
 
 
 def _run_one_seed(algorithm, env, seed):
@@ -394,7 +397,8 @@ class BaseNeuralEstimator(BaseEstimator):
       ``iterator_train__``, ``iterator_valid__`` or ``callbacks__`` to the net, as skorch
       does; they are parameters (``get_params``, ``set_params``, ``clone``,
       ``GridSearchCV``). A subclass accepts them with ``**kwargs`` in ``__init__`` and
-      passes them to :meth:`_store_routed_params`;
+      passes them to :meth:`_store_routed_params`, which only stores; ``fit`` raises a
+      TypeError for a keyword without one of these prefixes;
     * exposes ``module_``, ``history_`` and ``n_epochs_run_``. A fitted estimator pickles
       through skorch's own ``__getstate__``.
 
@@ -411,17 +415,23 @@ class BaseNeuralEstimator(BaseEstimator):
     """
 
     def _store_routed_params(self, kwargs):
+        # __init__ only stores, as everywhere in scikit-learn: a keyword without a routed
+        # prefix is kept too and refused by fit (see _check_routed_params)
+        self._routed_keys = tuple(sorted(set(getattr(self, "_routed_keys", ())) | set(kwargs)))
         for key, value in kwargs.items():
-            if not key.startswith(ROUTED_PREFIXES):
-                raise TypeError(
-                    f"{type(self).__name__}() got an unexpected keyword argument {key!r}; "
-                    f"only arguments prefixed {', '.join(ROUTED_PREFIXES)} are routed to the "
-                    f"skorch net. Got {key!r} instead."
-                )
             setattr(self, key, value)
 
     def _routed_params(self):
-        return {k: v for k, v in vars(self).items() if k.startswith(ROUTED_PREFIXES)}
+        return {k: getattr(self, k) for k in getattr(self, "_routed_keys", ())}
+
+    def _check_routed_params(self):
+        unknown = [k for k in self._routed_params() if not k.startswith(ROUTED_PREFIXES)]
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword argument(s) {unknown}; only "
+                f"arguments prefixed {', '.join(ROUTED_PREFIXES)} are routed to the skorch "
+                f"net. Got {unknown[0]!r} instead."
+            )
 
     def get_params(self, deep=True):
         params = super().get_params(deep=deep)
@@ -429,8 +439,13 @@ class BaseNeuralEstimator(BaseEstimator):
         return params
 
     def set_params(self, **params):
-        for key in [k for k in params if k.startswith(ROUTED_PREFIXES)]:
-            setattr(self, key, params.pop(key))
+        routed = {
+            k: params.pop(k)
+            for k in list(params)
+            if k.startswith(ROUTED_PREFIXES) or k in getattr(self, "_routed_keys", ())
+        }
+        if routed:
+            self._store_routed_params(routed)
         return super().set_params(**params)
 
     def _fit_net(self, net_cls, X, y, *, stop_below=None, **net_kwargs):
@@ -453,6 +468,7 @@ class BaseNeuralEstimator(BaseEstimator):
         """
         from .utils import _skorch
 
+        self._check_routed_params()
         device = _skorch.check_device(getattr(self, "device", "cpu"))
         verbose = int(getattr(self, "verbose", 0))
         callbacks = list(net_kwargs.pop("callbacks", None) or [])

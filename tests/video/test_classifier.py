@@ -206,13 +206,5 @@ def test_sklearn_api_checks_that_need_no_2d_data(check_name, estimator_name):
 
     import sklearn_icml.video as video
 
-    if (estimator_name, check_name) == (
-        "F16VideoClassifier", "check_do_not_raise_errors_in_init_or_set_params"
-    ):
-        # the check passes the name of ``**kwargs`` itself ("kwargs=-1") as a parameter;
-        # BaseNeuralEstimator routes only module__/optimizer__/... keywords to the net and
-        # raises TypeError for any other, by design
-        pytest.skip("**kwargs routes only prefixed keywords to the skorch net")
-
     estimator = getattr(video, estimator_name)(**TINY if "Classifier" in estimator_name else {})
     getattr(estimator_checks, check_name)(estimator_name, estimator)

@@ -1,0 +1,130 @@
+"""The template bases of sklearn_icml.base, on toy subclasses."""
+
+import pickle
+from numbers import Integral, Real
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import Interval
+
+from sklearn_icml.base import (
+    BaseCodec,
+    BaseEnvironment,
+    BaseNeuralEstimator,
+    BaseRunner,
+    run_seeds,
+)
+from sklearn_icml.utils import spawn_seeds
+
+
+class Coin(BaseEnvironment):
+    _parameter_constraints = {
+        "p": [Interval(Real, 0, 1, closed="both")],
+        "random_state": [None, Integral],
+    }
+
+    def __init__(self, p=0.5, random_state=None):
+        self.p = p
+        self.random_state = random_state
+
+    def _build(self):
+        self._rng = np.random.default_rng(self.random_state)
+
+    def flip(self):
+        self._setup()
+        return bool(self._rng.random() < self.p)
+
+
+class Flipper(BaseRunner):
+    _parameter_constraints = {
+        "n_flips": [Interval(Integral, 1, None, closed="left")],
+        "random_state": [None, Integral],
+    }
+    _environment_types = (Coin,)
+
+    def __init__(self, n_flips=50, random_state=None):
+        self.n_flips = n_flips
+        self.random_state = random_state
+
+    def _run(self, env):
+        self.heads_ = sum(env.flip() for _ in range(self.n_flips))
+        self.seed_seen_ = self.random_state
+
+
+def test_runner_validates_checks_env_and_returns_self():
+    runner = Flipper(n_flips=10)
+    with pytest.raises(NotFittedError):
+        runner._check_is_run()
+    assert runner.run(Coin(p=1.0)) is runner and runner.heads_ == 10
+    runner._check_is_run()
+    with pytest.raises(ValueError, match="n_flips"):
+        Flipper(n_flips=0).run(Coin())
+    with pytest.raises(TypeError, match="env must be a Coin"):
+        Flipper().run("not an env")
+
+
+def test_environment_validates_at_first_use_and_after_set_params():
+    coin = Coin(p=2.0)  # stored, not checked
+    with pytest.raises(ValueError, match="'p' parameter"):
+        coin.flip()
+    coin.set_params(p=1.0)
+    assert coin.flip() is True
+    assert clone(coin).get_params() == coin.get_params()
+
+
+def test_run_seeds_is_reproducible_clones_and_splits_seeds():
+    algorithm, env = Flipper(), Coin(p=0.5)
+    runs = run_seeds(algorithm, env, seeds=[3, 4, 5])
+    again = run_seeds(algorithm, env, seeds=[3, 4, 5], n_jobs=2)
+    assert [r.heads_ for r in runs] == [r.heads_ for r in again]
+    assert [r.seed_seen_ for r in runs] == [spawn_seeds(s, 2)[1] for s in (3, 4, 5)]
+    assert algorithm.random_state is None and not hasattr(algorithm, "heads_")
+    with pytest.raises(ValueError, match="at least one seed"):
+        run_seeds(algorithm, env, seeds=[])
+
+
+class Raw(BaseCodec):
+    _parameter_constraints = {"dtype": [str]}
+
+    def __init__(self, dtype="<f8"):
+        self.dtype = dtype
+
+    def _fit(self, X):
+        self.n_values_ = len(X)
+
+    def _encode(self, X):
+        return np.asarray(X, dtype=self.dtype).tobytes()
+
+    def _decode(self, data):
+        return np.frombuffer(data, dtype=self.dtype)
+
+
+def test_codec_needs_fit_round_trips_and_rejects_non_bytes():
+    codec = Raw()
+    with pytest.raises(NotFittedError):
+        codec.encode([1.0])
+    codec.fit([1.0, 2.0])
+    X = np.array([1.5, -2.0, 3.25])
+    np.testing.assert_array_equal(codec.decode(codec.encode(X)), X)
+    with pytest.raises(TypeError, match="bytes"):
+        codec.decode([1, 2])
+    assert codec.__sklearn_tags__().input_tags.two_d_array is False
+
+
+class Net(BaseNeuralEstimator):
+    def __init__(self, *, lr=0.1, **kwargs):
+        self.lr = lr
+        self._store_routed_params(kwargs)
+
+
+def test_routed_params_are_parameters_and_unknown_keywords_fail_at_fit():
+    net = Net(module__hidden=8, optimizer__momentum=0.9)
+    assert net.get_params() == {"lr": 0.1, "module__hidden": 8, "optimizer__momentum": 0.9}
+    twin = clone(net.set_params(module__hidden=16, lr=0.2))
+    assert twin.get_params() == {"lr": 0.2, "module__hidden": 16, "optimizer__momentum": 0.9}
+    assert pickle.loads(pickle.dumps(twin)).module__hidden == 16
+    typo = Net(hiden=3)  # __init__ only stores, as scikit-learn requires
+    with pytest.raises(TypeError, match="'hiden'"):
+        typo._fit_net(object, None, None)
