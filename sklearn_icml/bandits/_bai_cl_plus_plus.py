@@ -46,12 +46,7 @@ class BAIClPlusPlus(BAICl):
 
     Attributes
     ----------
-    %(bai_best_arms)s
-    labels_ : ndarray of shape (n_agents,)
-        Cluster label of every agent: the position of its best arm in
-        ``found_best_arms_``.
-    %(bai_attributes)s
-    %(bai_phase1_attributes)s
+    %(bai_cl_attributes)s
     reference_means_ : dict
         ``mu_bar``: the phase-1 estimate of each found best arm's mean on its own bandit.
 
@@ -70,17 +65,11 @@ class BAIClPlusPlus(BAICl):
     ``delta / (2N)`` on the fallback SE. Communication per phase-2 test: the arm id and
     ``mu_bar`` down (1 real), plus the agent's answer.
 
-    References
-    ----------
-    %(bai_references)s
-
-    Examples
-    --------
+    %(bai_references_and_example_env)s
     >>> from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401
     >>> from sklearn_icml.bandits import BAIClPlusPlus
-    %(bai_example_env)s
-    >>> bai_cl = BAIClPlusPlus(n_clusters=2, eta=0.5, eta1=0.8, random_state=0).run(env)
-    >>> bai_cl.best_arms_
+    >>> plus = BAIClPlusPlus(n_clusters=2, eta=0.5, eta1=0.8, random_state=0).run(env)
+    >>> plus.best_arms_
     array([0, 1, 0, 1, 1, 0])
     """
 

@@ -250,7 +250,11 @@ class ClusteredBanditEnv(BaseEnvironment):
         validate_arguments(
             self,
             "pull_arms",
-            {"agent": [index_at_least(0)], "arms": ["array-like"], "n": ["array-like", numbers.Integral]},
+            {
+                "agent": [index_at_least(0)],
+                "arms": ["array-like"],
+                "n": ["array-like", numbers.Integral],
+            },
             agent=agent,
             arms=arms,
             n=n,

@@ -37,9 +37,6 @@ c_bit : float, default=1.0
     Cost of sending one bit.
 max_total_pulls : int, default=10**12
     Safety limit of one SE call; exceeding it raises ``RuntimeError``.""",
-    "bai_best_arms": """\
-best_arms_ : ndarray of shape (n_agents,)
-    Arm declared best for every agent.""",
     "bai_attributes": """\
 n_clusters_found_ : int
     Number of distinct clusters found.
@@ -59,13 +56,24 @@ n_bits_ : int
     Bits sent.
 communication_cost_ : float
     ``c_real * n_reals_ + c_bit * n_bits_``.""",
-    "bai_phase1_attributes": """\
+    "bai_cl_attributes": """\
+best_arms_ : ndarray of shape (n_agents,)
+    Arm declared best for every agent.
+labels_ : ndarray of shape (n_agents,)
+    Cluster label of every agent: the position of its best arm in ``found_best_arms_``.
+%(bai_attributes)s
 n_phase1_agents_ : int
     Agents visited in phase 1 (a coupon-collector time, about ``M H_M`` for equal
     clusters).
 found_best_arms_ : list of int
     The best arms found in phase 1, in order of discovery.""",
-    "bai_example_env": """\
+    "bai_references_and_example_env": """\
+References
+----------
+%(bai_references)s
+
+Examples
+--------
 >>> from sklearn_icml.bandits import ClusteredBanditEnv
 >>> env = ClusteredBanditEnv([[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]], [0, 1, 0, 1, 1, 0],
 ...                          random_state=0)""",
@@ -78,10 +86,14 @@ t : int
 Z : array-like of shape (grid_side, grid_side)
     One arm in ``[0, n_arms)`` per unit.""",
     "interference_references": _INTERFERENCE_PAPER,
-    "exp3ix_references": _INTERFERENCE_PAPER
+    "exp3ix_references_and_examples": "References\n----------\n"
+    + _INTERFERENCE_PAPER
     + """
 .. [2] G. Neu, "Explore no more: Improved high-probability regret bounds for
-   non-stochastic bandits", NeurIPS 2015.""",
+   non-stochastic bandits", NeurIPS 2015.
+
+Examples
+--------""",
     "exp3ix_params": """\
 n_arms : int
     Number of arms ``k``.
@@ -118,6 +130,19 @@ fixed_arm_rewards_ : ndarray of shape (horizon, n_arms)
 best_arm_ : int
     After :meth:`run`: the hindsight-best fixed arm.""",
 }
+
+
+def _expand(pieces):
+    """Let a piece name other pieces: substitute until no ``%(`` is left."""
+    pieces = dict(pieces)
+    for name, text in pieces.items():
+        while "%(" in text:
+            text = text % pieces
+        pieces[name] = text
+    return pieces
+
+
+PIECES = _expand(PIECES)
 
 
 def fill_doc(obj):

@@ -32,11 +32,13 @@ from ._validation import index_at_least, validate_arguments
 
 
 class _PerRound:
-    """A per-round record: the first ``n_rounds_`` rows of a buffer filled round by round."""
+    """A per-round record: the first ``n_rounds_`` rows of a buffer filled round by round.
 
-    def __init__(self, buffer, doc):
+    Documented in the Attributes of the policy that declares it.
+    """
+
+    def __init__(self, buffer):
         self.buffer = buffer
-        self.__doc__ = doc
 
     def __get__(self, obj, owner=None):
         if obj is None:
@@ -64,15 +66,9 @@ class _BaseInterferenceEXP3IX(BaseRunner):
         "random_state": ["random_state"],
     }
 
-    probs_ = _PerRound(
-        "_probs", "ndarray of shape (n_rounds_, n_arms): the distribution ``p_t`` of each round."
-    )
-    loss_estimates_ = _PerRound(
-        "_loss_hat", "ndarray of shape (n_rounds_, n_arms): the loss estimates fed to EXP3-IX."
-    )
-    observed_rewards_ = _PerRound(
-        "_observed", "ndarray of shape (n_rounds_,): the mean observed outcome of each round."
-    )
+    probs_ = _PerRound("_probs")
+    loss_estimates_ = _PerRound("_loss_hat")
+    observed_rewards_ = _PerRound("_observed")
 
     # -- set-up
     def _start(self, grid_side):
@@ -293,12 +289,7 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
         units.
     InterferenceGridEnv : the environment.
 
-    References
-    ----------
-    %(exp3ix_references)s
-
-    Examples
-    --------
+    %(exp3ix_references_and_examples)s
     >>> from sklearn_icml.bandits import InterferenceGridEnv, SwitchbackEXP3IX
     >>> env = InterferenceGridEnv(10, 3, 200, random_state=0)
     >>> policy = SwitchbackEXP3IX(3, 200, random_state=100).run(env)
@@ -308,9 +299,7 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     True
     """
 
-    arms_ = _PerRound(
-        "_arms", "ndarray of shape (n_rounds_,): the arm every unit got in each round."
-    )
+    arms_ = _PerRound("_arms")
 
     def __init__(self, n_arms, horizon, *, learning_rate=None, ix_gamma=None, random_state=None):
         self.n_arms = n_arms
@@ -396,12 +385,7 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     two cells along each axis (which :func:`exposure_probability` needs) and small enough
     to leave many cells on a moderate grid.
 
-    References
-    ----------
-    %(exp3ix_references)s
-
-    Examples
-    --------
+    %(exp3ix_references_and_examples)s
     >>> from sklearn_icml.bandits import ClusterRandomizedEXP3IX, InterferenceGridEnv
     >>> env = InterferenceGridEnv(20, 3, 200, random_state=0)
     >>> policy = ClusterRandomizedEXP3IX(3, 200, exposure_radius=1, random_state=100)
@@ -420,15 +404,9 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         "resample_partition": ["boolean"],
     }
 
-    n_cells_ = _PerRound(
-        "_n_cells", "ndarray of shape (n_rounds_,): cells meeting the grid in each round."
-    )
-    exposure_rate_ = _PerRound(
-        "_exposure", "ndarray of shape (n_rounds_, n_arms): share of units exposed to each arm."
-    )
-    shifts_ = _PerRound(
-        "_shifts", "ndarray of shape (n_rounds_, 2): the partition's shift in each round."
-    )
+    n_cells_ = _PerRound("_n_cells")
+    exposure_rate_ = _PerRound("_exposure")
+    shifts_ = _PerRound("_shifts")
 
     def __init__(
         self,

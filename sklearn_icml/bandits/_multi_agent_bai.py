@@ -161,7 +161,8 @@ class NaiveBAI(_BaseMultiAgentBAI):
 
     Attributes
     ----------
-    %(bai_best_arms)s
+    best_arms_ : ndarray of shape (n_agents,)
+        Arm declared best for every agent.
     labels_ : ndarray of shape (n_agents,)
         Cluster label of every agent: its best arm.
     %(bai_attributes)s
@@ -170,13 +171,7 @@ class NaiveBAI(_BaseMultiAgentBAI):
     --------
     ClBAI, BAICl : algorithms that share samples between agents of a cluster.
 
-    References
-    ----------
-    %(bai_references)s
-
-    Examples
-    --------
-    %(bai_example_env)s
+    %(bai_references_and_example_env)s
     >>> from sklearn_icml.bandits import NaiveBAI
     >>> naive = NaiveBAI(delta=0.05).run(env)
     >>> naive.best_arms_, naive.n_bits_, naive.score(env)
@@ -222,7 +217,8 @@ class ClBAI(_BaseMultiAgentBAI):
 
     Attributes
     ----------
-    %(bai_best_arms)s
+    best_arms_ : ndarray of shape (n_agents,)
+        Arm declared best for every agent.
     labels_ : ndarray of shape (n_agents,)
         Cluster label of every agent: its connected component in the clustering graph.
     %(bai_attributes)s
@@ -249,13 +245,7 @@ class ClBAI(_BaseMultiAgentBAI):
     agents), and phase 1 stops after ``ceil(log2(round_const / eta))`` rounds; the
     constants are parameters (``round_const``, ``delta``).
 
-    References
-    ----------
-    %(bai_references)s
-
-    Examples
-    --------
-    %(bai_example_env)s
+    %(bai_references_and_example_env)s
     >>> from sklearn_icml.bandits import ClBAI
     >>> cl = ClBAI(eta=0.5).run(env)
     >>> cl.best_arms_, cl.labels_, cl.n_reals_
@@ -339,12 +329,7 @@ class BAICl(_BaseMultiAgentBAI):
 
     Attributes
     ----------
-    %(bai_best_arms)s
-    labels_ : ndarray of shape (n_agents,)
-        Cluster label of every agent: the position of its best arm in
-        ``found_best_arms_``.
-    %(bai_attributes)s
-    %(bai_phase1_attributes)s
+    %(bai_cl_attributes)s
 
     See Also
     --------
@@ -366,13 +351,7 @@ class BAICl(_BaseMultiAgentBAI):
     every estimate is within its radius), the one with the highest estimated mean is
     taken.
 
-    References
-    ----------
-    %(bai_references)s
-
-    Examples
-    --------
-    %(bai_example_env)s
+    %(bai_references_and_example_env)s
     >>> from sklearn_icml.bandits import BAICl
     >>> bai_cl = BAICl(n_clusters=2, eta=0.5, random_state=0).run(env)
     >>> bai_cl.best_arms_, bai_cl.n_reals_, bai_cl.found_best_arms_

@@ -15,7 +15,7 @@ Examples
 from .. import bandits
 from ..bandits._bai_cl_plus_plus import BAIClPlusPlus
 
-# setattr: the name is added to the subpackage at run time, not in its source
-setattr(bandits, "BAIClPlusPlus", BAIClPlusPlus)
+# the name is added to the subpackage at run time, not in its source
+bandits.BAIClPlusPlus = BAIClPlusPlus
 if "BAIClPlusPlus" not in bandits.__all__:
     bandits.__all__ += ["BAIClPlusPlus"]

@@ -116,7 +116,7 @@ def test_env_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         env.reset()  # checked at first use
     with pytest.raises(exc, match=match):
-        env.eta_  # reading a derived attribute is a first use too
+        env.eta_  # noqa: B018 (reading a derived attribute is a first use too)
 
 
 @pytest.mark.parametrize(

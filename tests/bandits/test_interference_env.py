@@ -161,7 +161,7 @@ def test_bad_parameters_raise_at_first_use(kwargs, match):
     with pytest.raises(ValueError, match=match):
         env.fixed_arm_rewards(0)
     with pytest.raises(ValueError, match=match):
-        env.theta_  # reading a derived attribute is a first use too
+        env.theta_  # noqa: B018 (reading a derived attribute is a first use too)
 
 
 def test_set_params_rechecks():

@@ -151,8 +151,9 @@ def test_clustering_rule_by_hand():
     n_comp, labels = clustering._cluster_agents(means, active, eta)
     assert n_comp == 2 and labels[0] == labels[1] == labels[3] != labels[2]
     # exactly eta / 2 apart still links
-    rows, _ = clustering._same_cluster_edges(np.array([[0.5, 0.0], [0.7, 0.0]]), np.ones((2, 2), bool),
-                                      0.4)
+    rows, _ = clustering._same_cluster_edges(
+        np.array([[0.5, 0.0], [0.7, 0.0]]), np.ones((2, 2), bool), 0.4
+    )
     assert rows.size == 1
 
 
