@@ -355,7 +355,7 @@ def _warn_if_not_separable(means, eta):
         "n_arms": [Interval(numbers.Integral, 2, None, closed="left")],
         "best_mean": [Interval(numbers.Real, None, None, closed="neither")],
         "near_mean": [Interval(numbers.Real, None, None, closed="neither")],
-        "low": [tuple, list],
+        "low": ["array-like"],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
     },
