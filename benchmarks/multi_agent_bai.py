@@ -11,7 +11,9 @@ import numpy as np
 from _harness import Report, median_time, package_version, parse_args
 from joblib import Parallel, delayed
 
-from sklearn_icml.bandits import (
+from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401
+
+from sklearn_icml.bandits import (  # isort: skip (after the experimental import)
     BAICl,
     BAIClPlusPlus,
     ClBAI,
@@ -27,10 +29,10 @@ NAMES = ["Naive", "Cl-BAI", "BAI-Cl", "BAI-Cl++"]
 def make_algorithms(env, n_clusters, delta, seed):
     return {
         "Naive": NaiveBAI(delta=delta),
-        "Cl-BAI": ClBAI(delta=delta, eta=env.eta, random_state=seed),
-        "BAI-Cl": BAICl(n_clusters, delta=delta, eta=env.eta, random_state=seed),
+        "Cl-BAI": ClBAI(delta=delta, eta=env.eta_, random_state=seed),
+        "BAI-Cl": BAICl(n_clusters, delta=delta, eta=env.eta_, random_state=seed),
         "BAI-Cl++": BAIClPlusPlus(
-            n_clusters, delta=delta, eta=env.eta, eta1=env.eta1, random_state=seed
+            n_clusters, delta=delta, eta=env.eta_, eta1=env.eta1_, random_state=seed
         ),
     }
 
@@ -68,7 +70,7 @@ def table_e1_e2(report, quick):
     comm_rows = []
     for n, label in [(30, "E1"), (90, "E2")]:
         runs = many_seeds(n, 3, 10, 0.05, seeds)
-        pulls = {a: np.mean([r[a][0].sample_complexity for r in runs]) for a in NAMES}
+        pulls = {a: np.mean([r[a][0].sample_complexity_ for r in runs]) for a in NAMES}
         errors = {a: sum(r[a][1] for r in runs) for a in NAMES}
         rows = []
         for a in NAMES:
@@ -91,13 +93,13 @@ def table_e1_e2(report, quick):
             res = [r[a][0] for r in runs]
             comm_rows.append([
                 f"N={n}", a,
-                np.mean([x.n_messages for x in res]),
-                np.mean([x.n_reals for x in res]),
-                np.mean([x.n_bits for x in res]),
-                np.mean([x.communication_cost for x in res]),
+                np.mean([x.n_messages_ for x in res]),
+                np.mean([x.n_reals_ for x in res]),
+                np.mean([x.n_bits_ for x in res]),
+                np.mean([x.communication_cost_ for x in res]),
             ])
-        clusters = [r["Cl-BAI"][0].n_clusters_found for r in runs]
-        phase1 = np.mean([r["BAI-Cl"][0].n_phase1_agents for r in runs])
+        clusters = [r["Cl-BAI"][0].n_clusters_found_ for r in runs]
+        phase1 = np.mean([r["BAI-Cl"][0].n_phase1_agents_ for r in runs])
         note = (
             f"Cl-BAI clusters found per run: {clusters} "
             f"({'target: exactly 3 in every run' if n == 90 else 'the spec states no target at N=30'}). "
@@ -163,7 +165,7 @@ def stress(report, quick):
     rows = []
     for a in NAMES:
         fails = sum(r[a][1] for r in runs)
-        pulls = np.mean([r[a][0].sample_complexity for r in runs])
+        pulls = np.mean([r[a][0].sample_complexity_ for r in runs])
         rows.append([
             a,
             "<= 0.1 (0/200 seen)" if a in ("Cl-BAI", "BAI-Cl") else "-",
@@ -171,8 +173,8 @@ def stress(report, quick):
             "2.34e5 +- 15 %" if a == "Cl-BAI" else "-",
             f"{pulls:.3g}",
         ])
-    clusters = {r["Cl-BAI"][0].n_clusters_found for r in runs}
-    cl_pulls = np.mean([r["Cl-BAI"][0].sample_complexity for r in runs])
+    clusters = {r["Cl-BAI"][0].n_clusters_found_ for r in runs}
+    cl_pulls = np.mean([r["Cl-BAI"][0].sample_complexity_ for r in runs])
     report.add_table(
         f"E3: delta-PC stress (eta = 0.2, M=2, K=4, N=20, delta=0.1), {len(seeds)} seeds",
         ["algorithm", "target failure rate", "measured failure rate", "target pulls",
@@ -191,7 +193,7 @@ def pulls_vs_n(report, quick):
     for n in ns:
         runs = many_seeds(n, 3, 10, 0.05, seeds)
         for a in NAMES:
-            curves[a].append(np.mean([r[a][0].sample_complexity for r in runs]))
+            curves[a].append(np.mean([r[a][0].sample_complexity_ for r in runs]))
         rows.append([n] + [f"{curves[a][-1]:.3g}" for a in NAMES]
                     + [f"{curves['BAI-Cl'][-1] / curves['Naive'][-1]:.3f}"])
     out = Path(__file__).resolve().parents[1] / "examples" / "multi_agent_bai_bench.png"
@@ -233,8 +235,8 @@ def timing(report, quick):
         seconds, res = median_time(go, repeat=3 if quick else 7)
         base = base or seconds
         rows.append([name, f"{seconds * 1e3:.1f}", f"{seconds / base:.2f}",
-                     f"{res.sample_complexity:.3g}",
-                     f"{res.sample_complexity / seconds:.3g}"])
+                     f"{res.sample_complexity_:.3g}",
+                     f"{res.sample_complexity_ / seconds:.3g}"])
     report.add_table(
         "Time for one N=90 run (M=3, K=10; median of repeated runs, 1 core)",
         ["algorithm", "ms", "ratio to Naive", "pulls simulated", "pulls per second"],
@@ -290,14 +292,14 @@ def peers(report, quick):
         rows["LUCB1 (best-arm)"]["time"].append(time.perf_counter() - start)
         rows["LUCB1 (best-arm)"]["pulls"].append(sum(p for _, p in agent_runs))
         rows["LUCB1 (best-arm)"]["err"] += any(
-            b != env0.best_arms[i] for i, (b, _) in enumerate(agent_runs)
+            b != env0.best_arms_[i] for i, (b, _) in enumerate(agent_runs)
         )
         for name, algo in make_algorithms(env0, m, delta, seed).items():
             env = ClusteredBanditEnv(means, assignment, noise="bernoulli", random_state=seed)
             start = time.perf_counter()
             res = algo.run(env)
             rows[name]["time"].append(time.perf_counter() - start)
-            rows[name]["pulls"].append(res.sample_complexity)
+            rows[name]["pulls"].append(res.sample_complexity_)
             rows[name]["err"] += res.score(env) < 1.0
     base_pulls = np.mean(rows["LUCB1 (best-arm)"]["pulls"])
     base_time = np.median(rows["LUCB1 (best-arm)"]["time"])

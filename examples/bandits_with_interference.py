@@ -28,7 +28,7 @@ from sklearn_icml.bandits import (
     ClusterRandomizedEXP3IX,
     InterferenceGridEnv,
     SwitchbackEXP3IX,
-    regret_across_seeds,
+    run_seeds,
 )
 
 T, k, seeds = 500, 3, range(8)
@@ -43,9 +43,10 @@ for L in sides:
     # arm effects 0.5, 0.4, 0.3; each unit feels the arms of its 3 x 3 neighbourhood
     env = InterferenceGridEnv(L, k, T, theta=[0.5, 0.4, 0.3], kappa=1)
     for name, policy in policies.items():
-        # env seed s, policy seed 100 + s, seeds run in parallel with joblib
-        results = regret_across_seeds(policy, env, seeds, n_jobs=2)
-        regrets[name, L] = np.array([r.regret for r in results])
+        # run_seeds splits each seed into an env seed and a policy seed (spawn_seeds);
+        # the seeds run in parallel with joblib
+        runs = run_seeds(policy, env, seeds, n_jobs=2)
+        regrets[name, L] = np.array([run.regret_ for run in runs])
         print(f"N = {L * L:4d}  {name:>10}: regret {regrets[name, L].mean():5.1f} "
               f"+- {regrets[name, L].std(ddof=1):.2f} (std over {len(seeds)} seeds)")
 

@@ -36,14 +36,17 @@ for n in n_agents:
     totals = {name: [] for name in names}
     for seed in seeds:
         means, assignment = make_clustered_bandit(n, 3, 10, random_state=seed)
-        eta = ClusteredBanditEnv(means, assignment).eta  # the margin the learner is told
+        env = ClusteredBanditEnv(means, assignment)
+        eta = env.eta_  # the margin the learner is told
         algos = [NaiveBAI(delta=delta), ClBAI(delta=delta, eta=eta),
                  BAICl(3, delta=delta, eta=eta)]
         for name, algo in zip(names, algos):
-            results, scores = run_seeds(algo, means, assignment, seeds=[seed])
-            if scores[0] < 1.0:  # happens with probability <= delta
-                print(f"  {name} missed the best arm of {1 - scores[0]:.0%} of agents")
-            totals[name].append(results[0].sample_complexity)
+            # run_seeds clones env and algo, seeding both from the seed
+            (run,) = run_seeds(algo, env, seeds=[seed])
+            score = run.score(env)  # fraction of agents given their best arm
+            if score < 1.0:  # happens with probability <= delta
+                print(f"  {name} missed the best arm of {1 - score:.0%} of agents")
+            totals[name].append(run.sample_complexity_)
     for name in names:
         pulls[name].append(np.mean(totals[name]))
     print(f"N = {n:3d}: " + ", ".join(f"{k} {pulls[k][-1]:.3g}" for k in names))

@@ -26,7 +26,14 @@ TEST_PARAMS = {
     # 10 DP-SGD steps with little noise: fast, and enough to fit the checks' toy data
     "DPSGDClassifier": {"noise_multiplier": 0.01, "num_steps": 10, "num_selected": 5, "lr": 1.0},
     # --- multi-agent-bai ---
+    # runners and environments (not estimators: test_public_api builds them with these)
+    "BAICl": {"n_clusters": 2, "eta": 0.2},
+    "BAIClPlusPlus": {"n_clusters": 2, "eta": 0.2, "eta1": 0.2},
+    "ClusteredBanditEnv": {"means": [[0.9, 0.1], [0.1, 0.9]], "assignment": [0, 1, 1]},
     # --- bandits-with-interference ---
+    "InterferenceGridEnv": {"grid_side": 4, "n_arms": 3, "horizon": 10},
+    "SwitchbackEXP3IX": {"n_arms": 3, "horizon": 10},
+    "ClusterRandomizedEXP3IX": {"n_arms": 3, "horizon": 10},
     # --- streaming-parity-rnn ---
     # tiny net, 10 epochs; a large alphabet so the checks' rounded data are valid symbols
     "StreamingParityRNNClassifier": {

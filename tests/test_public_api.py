@@ -61,12 +61,6 @@ CLASSES = sorted(_public_classes())
 _PENDING = {
     "alignment.PreferenceLMTrainer",
     "alignment.TabularPreferencePolicy",
-    "bandits.BAICl",
-    "bandits.BAIClPlusPlus",
-    "bandits.ClusterRandomizedEXP3IX",
-    "bandits.ClusteredBanditEnv",
-    "bandits.InterferenceGridEnv",
-    "bandits.SwitchbackEXP3IX",
     "compression.AdaptiveContextCodec",
     "compression.SerLiCCodec",
     "lora.FlatLoRACallback",

@@ -9,33 +9,13 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from ..base import BaseEnvironment
+from ..utils import check_generator
 from ..utils.validation import check_int_vector
-
-_NOISES = ("gaussian", "bernoulli")
-
-
-def _check_int(value, name, *, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {value!r} instead.")
-    if value < low or (high is not None and value >= high):
-        span = f"[{low}, {high})" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be in {span}; got {value!r} instead.")
-    return int(value)
-
-
-def _make_rng(random_state):
-    seedlike = numbers.Integral | np.random.SeedSequence
-    if random_state is None or (
-        isinstance(random_state, seedlike) and not isinstance(random_state, bool)
-    ):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator | np.random.RandomState):
-        return random_state
-    raise TypeError(
-        "random_state must be None, an int, a SeedSequence, a numpy Generator or a "
-        f"RandomState; got {random_state!r} instead."
-    )
+from ._env_attributes import BuiltAttribute
+from ._validation import check_below, index_at_least, validate_arguments
 
 
 def separability_margins(means):
@@ -76,13 +56,17 @@ def separability_margins(means):
     return round(eta, 12), round(eta1, 12)
 
 
-class ClusteredBanditEnv:
+class ClusteredBanditEnv(BaseEnvironment):
     """N agents, each facing one of M bandit instances with K shared arms.
 
     Agent ``i`` pulls arms of bandit ``assignment[i]``, whose arm ``k`` has mean reward
     ``means[assignment[i], k]``. :meth:`pull` returns the sum of ``n`` fresh rewards drawn in
     one call and counts ``n`` pulls, so simulations cost the same whatever the number of
     pulls.
+
+    The parameters are stored as given and checked at first use (any method, or reading a
+    derived attribute such as ``eta_``); the arrays are then copied, so changing the
+    caller's arrays afterwards does not change the environment.
 
     Parameters
     ----------
@@ -96,33 +80,33 @@ class ClusteredBanditEnv:
     sigma : float, default=1.0
         Standard deviation of Gaussian rewards. The algorithms' guarantees assume
         1-sub-Gaussian rewards, i.e. ``sigma <= 1`` (Bernoulli rewards are 1/2-sub-Gaussian).
-    random_state : None, int, SeedSequence, Generator or RandomState, default=None
-        Source of the rewards. :meth:`reset` re-seeds from it when it is an int or a
-        SeedSequence.
+    random_state : int, RandomState instance or None, default=None
+        Source of the rewards, through :func:`~sklearn_icml.utils.check_generator`.
+        :meth:`reset` re-seeds from it (an int gives the same rewards again).
 
     Attributes
     ----------
-    means : ndarray of shape (n_clusters, n_arms)
+    means_ : ndarray of shape (n_clusters, n_arms)
         Read-only copy of the means.
-    assignment : ndarray of shape (n_agents,)
+    assignment_ : ndarray of shape (n_agents,)
         Read-only copy of the assignment.
-    n_agents, n_arms, n_clusters : int
+    n_agents_, n_arms_, n_clusters_ : int
         N, K and M.
-    best_arms : ndarray of shape (n_agents,)
+    best_arms_ : ndarray of shape (n_agents,)
         The best arm of every agent (``argmax`` of its bandit's means).
-    cluster_best_arms : ndarray of shape (n_clusters,)
+    cluster_best_arms_ : ndarray of shape (n_clusters,)
         The best arm of every bandit instance.
-    eta : float
+    eta_ : float
         Separability margin (Assumption 2.1 of the paper): the smallest, over pairs of
         distinct bandits ``a != b``, of ``mu[b, k*_b] - mu[b, k*_a]``; ``inf`` if M = 1.
-        The algorithms' guarantees need ``eta > 0``; the environment warns otherwise.
-    eta1 : float
+        The algorithms' guarantees need ``eta_ > 0``; the environment warns otherwise.
+    eta1_ : float
         Margin of Assumption 6.1 (used by BAI-Cl++): the smallest
         ``|mu[a, k*_a] - mu[b, k*_a]|`` over ``a != b``; ``inf`` if M = 1.
-    total_pulls : int
-        Pulls made since construction or the last :meth:`reset`.
-    pulls_per_agent : ndarray of shape (n_agents,)
-        Pulls made by each agent since construction or the last :meth:`reset`.
+    total_pulls_ : int
+        Pulls made since the first use or the last :meth:`reset`.
+    pulls_per_agent_ : ndarray of shape (n_agents,)
+        Pulls made by each agent since the first use or the last :meth:`reset`.
 
     See Also
     --------
@@ -138,91 +122,83 @@ class ClusteredBanditEnv:
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
     >>> env = ClusteredBanditEnv([[0.9, 0.5], [0.5, 0.9]], [0, 1, 1], random_state=0)
-    >>> env.best_arms, float(env.eta)
+    >>> env.best_arms_, float(env.eta_)
     (array([0, 1, 1]), 0.4)
     >>> total = env.pull(agent=2, arm=1, n=10_000)   # the sum of 10 000 rewards
-    >>> round(total / 10_000, 1), env.total_pulls
+    >>> round(total / 10_000, 1), env.total_pulls_
     (0.9, 10000)
     """
 
-    def __init__(self, means, assignment, noise="gaussian", sigma=1.0, random_state=None):
-        means_arr = np.array(means, dtype=np.float64) if _is_numeric(means) else None
-        if means_arr is None:
-            raise TypeError(f"means must be a numeric 2-D array; got {type(means).__name__}.")
-        if means_arr.ndim != 2:
+    _parameter_constraints = {
+        "means": ["array-like"],
+        "assignment": ["array-like"],
+        "noise": [StrOptions({"gaussian", "bernoulli"})],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    means_ = BuiltAttribute()
+    assignment_ = BuiltAttribute()
+    n_agents_ = BuiltAttribute()
+    n_arms_ = BuiltAttribute()
+    n_clusters_ = BuiltAttribute()
+    best_arms_ = BuiltAttribute()
+    cluster_best_arms_ = BuiltAttribute()
+    eta_ = BuiltAttribute()
+    eta1_ = BuiltAttribute()
+    total_pulls_ = BuiltAttribute()
+    pulls_per_agent_ = BuiltAttribute()
+
+    def __init__(self, means, assignment, *, noise="gaussian", sigma=1.0, random_state=None):
+        self.means = means
+        self.assignment = assignment
+        self.noise = noise
+        self.sigma = sigma
+        self.random_state = random_state
+
+    def _build(self):
+        means = _check_means(self.means, self.noise)
+        if not np.isfinite(self.sigma):
+            raise ValueError(f"sigma must be a positive finite float. Got {self.sigma!r} instead.")
+        assignment = check_int_vector(self.assignment, "assignment")
+        if assignment.shape[0] == 0:
             raise ValueError(
-                "means must be 2-D (n_clusters, n_arms); got an array of shape "
-                f"{means_arr.shape} instead."
+                "assignment must name the cluster of at least one agent. Got an empty "
+                "sequence instead."
             )
-        if means_arr.shape[0] < 1:
-            raise ValueError("means must have at least one row (one bandit instance).")
-        if means_arr.shape[1] < 2:
+        n_clusters = means.shape[0]
+        outside = np.flatnonzero((assignment < 0) | (assignment >= n_clusters))
+        if outside.size:
+            bad = int(outside[0])
             raise ValueError(
-                f"means must have at least 2 arms (columns); got {means_arr.shape[1]} instead."
-            )
-        if not np.all(np.isfinite(means_arr)):
-            raise ValueError("means contains NaN or infinity; every mean must be finite.")
-        if noise not in _NOISES:
-            raise ValueError(f"noise must be one of {_NOISES}; got {noise!r} instead.")
-        if noise == "bernoulli" and (means_arr.min() < 0 or means_arr.max() > 1):
-            raise ValueError(
-                "Bernoulli means must lie in [0, 1]; got values in "
-                f"[{means_arr.min()!r}, {means_arr.max()!r}] instead."
-            )
-        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
-            raise TypeError(f"sigma must be a positive float; got {sigma!r} instead.")
-        if not (np.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"sigma must be a positive finite float; got {sigma!r} instead.")
-        assignment_arr = check_int_vector(assignment, "assignment")
-        if assignment_arr.shape[0] == 0:
-            raise ValueError("assignment is empty; at least one agent is required.")
-        n_clusters = means_arr.shape[0]
-        if assignment_arr.min() < 0 or assignment_arr.max() >= n_clusters:
-            bad = int(np.flatnonzero((assignment_arr < 0) | (assignment_arr >= n_clusters))[0])
-            raise ValueError(
-                f"assignment has label {assignment_arr[bad]} at agent {bad}, outside "
-                f"[0, {n_clusters}) (means has {n_clusters} rows). Got {assignment_arr[bad]!r} "
+                f"assignment has label {assignment[bad]} at agent {bad}, outside "
+                f"[0, {n_clusters}) (means has {n_clusters} rows). Got {assignment[bad]!r} "
                 "instead."
             )
+        means.setflags(write=False)
+        assignment.setflags(write=False)
+        self._means_ = means
+        self._assignment_ = assignment
+        self._n_agents_ = int(assignment.shape[0])
+        self._n_clusters_, self._n_arms_ = (int(s) for s in means.shape)
+        self._cluster_best_arms_ = np.argmax(means, axis=1)
+        self._best_arms_ = self._cluster_best_arms_[assignment]
+        self._eta_, self._eta1_ = separability_margins(means)
+        self._arm_means = means[assignment]  # (N, K) mean of every agent's arms
+        _warn_if_not_separable(means, self._eta_)
+        self._reset_counters()
 
-        means_arr.setflags(write=False)
-        assignment_arr.setflags(write=False)
-        self.means = means_arr
-        self.assignment = assignment_arr
-        self.noise = noise
-        self.sigma = float(sigma)
-        self.random_state = random_state
-        self.n_agents = int(assignment_arr.shape[0])
-        self.n_clusters, self.n_arms = (int(s) for s in means_arr.shape)
-        self.cluster_best_arms = np.argmax(means_arr, axis=1)
-        self.best_arms = self.cluster_best_arms[assignment_arr]
-        self.eta, self.eta1 = separability_margins(means_arr)
-
-        top = means_arr.max(axis=1, keepdims=True)
-        tied = np.flatnonzero((means_arr == top).sum(axis=1) > 1)
-        if tied.size:
-            warnings.warn(
-                f"bandit {int(tied[0])} has several arms tied for the best mean; the best arm "
-                "is not unique and no delta-PC guarantee holds on this instance.",
-                UserWarning,
-                stacklevel=2,
-            )
-        elif self.eta <= 0:
-            warnings.warn(
-                f"the instance violates separability (eta = {self.eta!r} <= 0: two bandits "
-                "share a best arm, or a bandit's best arm is not worse on another bandit); "
-                "the clustered algorithms' delta-PC guarantee is void.",
-                UserWarning,
-                stacklevel=2,
-            )
-        self.reset()
+    def _reset_counters(self):
+        self._rng = check_generator(self.random_state)
+        self._total_pulls_ = 0
+        self._pulls_per_agent_ = np.zeros(self._n_agents_, dtype=np.int64)
 
     def reset(self):
         """Zero the pull counters and re-seed the reward generator; return ``self``."""
-        self._rng = _make_rng(self.random_state)
-        self._arm_means = self.means[self.assignment]  # (N, K) mean of every agent's arms
-        self.total_pulls = 0
-        self.pulls_per_agent = np.zeros(self.n_agents, dtype=np.int64)
+        if getattr(self, "_is_set_up", False):
+            self._reset_counters()
+        else:
+            self._setup()  # which starts from zero counters and a fresh generator
         return self
 
     def pull(self, agent, arm, n=1):
@@ -231,9 +207,9 @@ class ClusteredBanditEnv:
         Parameters
         ----------
         agent : int
-            Agent index in ``[0, n_agents)``.
+            Agent index in ``[0, n_agents_)``.
         arm : int
-            Arm index in ``[0, n_arms)``.
+            Arm index in ``[0, n_arms_)``.
         n : int, default=1
             Number of pulls, ``>= 1``.
 
@@ -242,9 +218,16 @@ class ClusteredBanditEnv:
         total : float
             Sum of ``n`` fresh rewards.
         """
-        agent = _check_int(agent, "agent", low=0, high=self.n_agents)
-        arm = _check_int(arm, "arm", low=0, high=self.n_arms)
-        n = _check_int(n, "n", low=1)
+        validate_arguments(
+            self,
+            "pull",
+            {"agent": [index_at_least(0)], "arm": [index_at_least(0)], "n": [index_at_least(1)]},
+            agent=agent,
+            arm=arm,
+            n=n,
+        )
+        agent = self._check_agent(agent)
+        arm = check_below(arm, "arm", self._n_arms_, "the number of arms")
         return float(self._draw(agent, np.array([arm]), np.array([n], dtype=np.int64))[0])
 
     def pull_arms(self, agent, arms, n):
@@ -253,9 +236,9 @@ class ClusteredBanditEnv:
         Parameters
         ----------
         agent : int
-            Agent index in ``[0, n_agents)``.
+            Agent index in ``[0, n_agents_)``.
         arms : array-like of int of shape (n_pulled,)
-            Arm indices in ``[0, n_arms)``.
+            Arm indices in ``[0, n_arms_)``.
         n : int or array-like of int of shape (n_pulled,)
             Number of pulls of each arm, every one ``>= 1``.
 
@@ -264,16 +247,37 @@ class ClusteredBanditEnv:
         totals : ndarray of shape (n_pulled,)
             Sum of the fresh rewards of each arm.
         """
-        agent = _check_int(agent, "agent", low=0, high=self.n_agents)
-        arms = check_int_vector(np.atleast_1d(arms), "arms", low=0)
-        if arms.size and arms.max() >= self.n_arms:
-            raise ValueError(
-                f"arms must be in [0, {self.n_arms}); got {int(arms.max())!r} instead."
-            )
+        validate_arguments(
+            self,
+            "pull_arms",
+            {
+                "agent": [index_at_least(0)],
+                "arms": ["array-like"],
+                "n": ["array-like", numbers.Integral],
+            },
+            agent=agent,
+            arms=arms,
+            n=n,
+        )
+        agent = self._check_agent(agent)
+        arms = self._check_arms(arms)
         n = check_int_vector(np.broadcast_to(n, arms.shape), "n", length=arms.shape[0])
         if n.size and n.min() < 1:
-            raise ValueError(f"n must be >= 1 for every arm; got {int(n.min())!r} instead.")
+            raise ValueError(f"n must be >= 1 for every arm. Got {int(n.min())!r} instead.")
         return self._draw(agent, arms, n)
+
+    def _check_agent(self, agent):
+        self._setup()
+        return check_below(agent, "agent", self._n_agents_, "the number of agents")
+
+    def _check_arms(self, arms):
+        """``arms`` as an int vector of arm ids in ``[0, n_arms_)``."""
+        arms = check_int_vector(np.atleast_1d(arms), "arms", low=0)
+        if arms.size and arms.max() >= self._n_arms_:
+            raise ValueError(
+                f"arms must be in [0, {self._n_arms_}). Got {int(arms.max())!r} instead."
+            )
+        return arms
 
     def _draw(self, agents, arms, n):
         """Unchecked vectorised pull, the engine of every algorithm.
@@ -282,33 +286,81 @@ class ClusteredBanditEnv:
         the sums of ``n[j]`` fresh rewards of arm ``arms[j]`` of agent ``agents[j]`` (one
         generator call for all of them) and counts the pulls.
         """
+        self._setup()
         mu = self._arm_means[agents, arms]
         if self.noise == "gaussian":
             sums = self._rng.normal(n * mu, self.sigma * np.sqrt(n))
         else:
             sums = self._rng.binomial(n, mu).astype(np.float64)
-        self.total_pulls += int(n.sum())
+        self._total_pulls_ += int(n.sum())
         if np.ndim(agents) == 0:
-            self.pulls_per_agent[agents] += int(n.sum())
+            self._pulls_per_agent_[agents] += int(n.sum())
         else:
-            np.add.at(self.pulls_per_agent, agents, n)
+            np.add.at(self._pulls_per_agent_, agents, n)
         return np.atleast_1d(sums)
 
-    def __repr__(self):
-        return (
-            f"ClusteredBanditEnv(n_agents={self.n_agents}, n_clusters={self.n_clusters}, "
-            f"n_arms={self.n_arms}, noise={self.noise!r}, sigma={self.sigma!r})"
+
+def _check_means(means, noise):
+    """``means`` as a float (n_clusters, n_arms) copy, checked for the reward model."""
+    try:
+        arr = np.array(means)
+    except (TypeError, ValueError):
+        arr = np.array(None)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"means must be a numeric 2-D array. Got {means!r} instead.")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(
+            "means must be 2-D (n_clusters, n_arms) with at least one row. Got an array of "
+            f"shape {arr.shape} instead."
+        )
+    if arr.shape[1] < 2:
+        raise ValueError(
+            f"means must have at least 2 arms (columns). Got {arr.shape[1]} instead."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"means must be finite. Got {means!r} instead.")
+    if noise == "bernoulli" and (arr.min() < 0 or arr.max() > 1):
+        raise ValueError(
+            "Bernoulli means must lie in [0, 1]. Got values in "
+            f"[{arr.min()!r}, {arr.max()!r}] instead."
+        )
+    return arr
+
+
+def _warn_if_not_separable(means, eta):
+    top = means.max(axis=1, keepdims=True)
+    tied = np.flatnonzero((means == top).sum(axis=1) > 1)
+    if tied.size:
+        warnings.warn(
+            f"bandit {int(tied[0])} has several arms tied for the best mean; the best arm "
+            "is not unique and no delta-PC guarantee holds on this instance.",
+            UserWarning,
+            stacklevel=5,
+        )
+    elif eta <= 0:
+        warnings.warn(
+            f"the instance violates separability (eta = {eta!r} <= 0: two bandits "
+            "share a best arm, or a bandit's best arm is not worse on another bandit); "
+            "the clustered algorithms' delta-PC guarantee is void.",
+            UserWarning,
+            stacklevel=5,
         )
 
 
-def _is_numeric(values):
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError):
-        return False
-    return arr.dtype.kind in "biuf"
-
-
+@validate_params(
+    {
+        "n_agents": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_arms": [Interval(numbers.Integral, 2, None, closed="left")],
+        "best_mean": [Interval(numbers.Real, None, None, closed="neither")],
+        "near_mean": [Interval(numbers.Real, None, None, closed="neither")],
+        "low": ["array-like"],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_clustered_bandit(
     n_agents,
     n_clusters,
@@ -325,7 +377,7 @@ def make_clustered_bandit(
     Bandit ``m`` has its best arm ``m`` at ``best_mean``, a near-optimal arm ``M + m`` at
     ``near_mean`` and every other arm uniform in ``low``; agents are spread evenly over the
     clusters (``np.arange(N) % M``), then shuffled. The steps use one
-    ``np.random.default_rng(random_state)`` in this order: ``means = rng.uniform(*low,
+    generator ``check_generator(random_state)`` in this order: ``means = rng.uniform(*low,
     size=(M, K))``, the two fixed arms per bandit, ``rng.shuffle(assignment)``. The
     separability margin is ``best_mean - low[1]`` or more.
 
@@ -345,8 +397,8 @@ def make_clustered_bandit(
         Range of the other arms' means, ``low[0] <= low[1] < best_mean``.
     shuffle : bool, default=True
         Shuffle the assignment of agents to clusters.
-    random_state : None, int or SeedSequence, default=None
-        Seed of the generator.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the generator (through :func:`~sklearn_icml.utils.check_generator`).
 
     Returns
     -------
@@ -368,24 +420,21 @@ def make_clustered_bandit(
     >>> means[1, [1, 4]].tolist()
     [0.9, 0.88]
     """
-    n_agents = _check_int(n_agents, "n_agents", low=1)
-    n_clusters = _check_int(n_clusters, "n_clusters", low=1)
-    n_arms = _check_int(n_arms, "n_arms", low=2)
     if n_arms < 2 * n_clusters:
         raise ValueError(
             f"n_arms must be >= 2 * n_clusters = {2 * n_clusters} (a best and a near-optimal "
-            f"arm per cluster); got {n_arms!r} instead."
+            f"arm per cluster). Got {n_arms!r} instead."
         )
     low = tuple(float(v) for v in low)
     if len(low) != 2 or not low[0] <= low[1]:
-        raise ValueError(f"low must be a pair (lo, hi) with lo <= hi; got {low!r} instead.")
+        raise ValueError(f"low must be a pair (lo, hi) with lo <= hi. Got {low!r} instead.")
     if not near_mean < best_mean:
         raise ValueError(
-            f"near_mean must be < best_mean = {best_mean!r}; got {near_mean!r} instead."
+            f"near_mean must be < best_mean = {best_mean!r}. Got {near_mean!r} instead."
         )
     if not low[1] < best_mean:
-        raise ValueError(f"low[1] must be < best_mean = {best_mean!r}; got {low[1]!r} instead.")
-    rng = np.random.default_rng(random_state)
+        raise ValueError(f"low[1] must be < best_mean = {best_mean!r}. Got {low[1]!r} instead.")
+    rng = check_generator(random_state)
     means = rng.uniform(low[0], low[1], size=(n_clusters, n_arms))
     for m in range(n_clusters):
         means[m, m] = best_mean

@@ -4,47 +4,13 @@ import numbers
 
 import numpy as np
 from scipy.signal import fftconvolve
-from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 
-_INTERFERENCE_MODELS = ("neighborhood", "power_law")
-
-
-def _check_generator(random_state, name="random_state"):
-    """A :class:`numpy.random.Generator` from ``random_state``.
-
-    ``None`` and integers give ``np.random.default_rng(random_state)`` (so an integer seed
-    ``s`` reproduces the stream the spec defines); a Generator is used as is; a legacy
-    ``RandomState`` seeds a new Generator from one draw of it.
-    """
-    if random_state is None or (
-        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-    ):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-    raise ValueError(
-        f"{name} must be None, an int, a numpy Generator or a RandomState; "
-        f"got {random_state!r} instead."
-    )
-
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} instead.")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} instead.")
-    return int(value)
-
-
-def _check_real(value, name, *, low=None, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number; got {value!r} instead.")
-    if low is not None and (value <= low if low_open else value < low):
-        sign = ">" if low_open else ">="
-        raise ValueError(f"{name} must be {sign} {low}; got {value!r} instead.")
-    return float(value)
+from ..base import BaseEnvironment
+from ..utils import check_generator
+from ._docstrings import fill_doc
+from ._env_attributes import BuiltAttribute
+from ._validation import check_below, index_at_least, validate_arguments
 
 
 def _box_bounds(n, radius):
@@ -84,7 +50,8 @@ def _power_law_kernel(grid_side, beta):
     return (1.0 + dist) ** (-float(beta))
 
 
-class InterferenceGridEnv(BaseEstimator):
+@fill_doc
+class InterferenceGridEnv(BaseEnvironment):
     """Units on an ``L x L`` grid whose outcomes depend on the arms around them.
 
     Unit ``u`` at ``(x_u, y_u)`` has, in round ``t`` under the assignment ``Z`` (one arm per
@@ -99,9 +66,9 @@ class InterferenceGridEnv(BaseEstimator):
     environment knows its noise-free outcome functions, so it gives the exact rewards
     ``fixed_arm_rewards(t)`` of the fixed-arm assignments that regret is measured against.
 
-    Not an estimator: it subclasses :class:`~sklearn.base.BaseEstimator` only for
-    ``get_params``/``clone``. Parameters are checked at construction (outcomes are proved to
-    stay in ``[0, 1]``); the phases are drawn lazily from ``random_state`` on first use.
+    The parameters are stored as given and checked at first use (any method, or reading
+    ``theta_``, ``phases_`` or ``n_units_``); the check proves that outcomes stay in
+    ``[0, 1]``, and the phases are then drawn from ``random_state``.
 
     Parameters
     ----------
@@ -127,8 +94,9 @@ class InterferenceGridEnv(BaseEstimator):
     noise_std : float, default=0.0
         Standard deviation of Gaussian observation noise added (then clipped to
         ``[0, 1]``) by :meth:`outcomes`; regret always uses the noise-free outcomes.
-    random_state : int, Generator, RandomState or None, default=None
-        Seeds the phases (``np.random.default_rng(random_state)``) and then the noise.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the phases (through :func:`~sklearn_icml.utils.check_generator`: an int ``s``
+        gives ``np.random.default_rng(s)``) and then the noise.
 
     Attributes
     ----------
@@ -137,17 +105,26 @@ class InterferenceGridEnv(BaseEstimator):
     theta_ : ndarray of shape (horizon, n_arms)
         The arm effects of every round.
     phases_ : ndarray of shape (grid_side, grid_side)
-        The phases ``phi_u`` (available after the first call of any round method).
+        The phases ``phi_u``.
 
     See Also
     --------
     SwitchbackEXP3IX : all units get the same arm each round.
     ClusterRandomizedEXP3IX : cells of a random partition get independent arms.
 
+    Notes
+    -----
+    The paper [1]_ states its regret bounds for any outcome functions in ``[0, 1]`` chosen
+    by an oblivious adversary, under neighbourhood interference and, more generally,
+    interference that decays with distance. This environment is one concrete instance of
+    that setting, chosen by this library so that the exact fixed-arm rewards are known:
+    outcomes linear in the local shares of the arms, a base that drifts with period 50
+    rounds, ``"neighborhood"`` for the first model and the power-law kernel
+    ``(1 + d)^-beta`` for the second.
+
     References
     ----------
-    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
-       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
+    %(interference_references)s
 
     Examples
     --------
@@ -164,6 +141,24 @@ class InterferenceGridEnv(BaseEstimator):
     >>> bool(rewards[1] < env.mean_reward(0, Z) < rewards[0])
     True
     """
+
+    _parameter_constraints = {
+        "grid_side": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_arms": [Interval(numbers.Integral, 1, None, closed="left")],
+        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
+        "interference": [StrOptions({"neighborhood", "power_law"})],
+        "kappa": [Interval(numbers.Integral, 0, None, closed="left")],
+        "beta": [Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "theta": ["array-like", None],
+        "base_amplitude": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "base_level": [Interval(numbers.Real, -np.inf, np.inf, closed="neither")],
+        "noise_std": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    n_units_ = BuiltAttribute()
+    theta_ = BuiltAttribute()
+    phases_ = BuiltAttribute()
 
     def __init__(
         self,
@@ -191,32 +186,12 @@ class InterferenceGridEnv(BaseEstimator):
         self.base_level = base_level
         self.noise_std = noise_std
         self.random_state = random_state
-        self._check()
-
-    def set_params(self, **params):
-        """Set parameters, re-check them and forget the drawn phases."""
-        super().set_params(**params)
-        self._check()
-        return self
 
     # ------------------------------------------------------------------ validation
-    def _check(self):
-        """Validate every parameter; derive ``theta_``; reset the lazily drawn state."""
-        L = _check_int(self.grid_side, "grid_side", 1)
-        k = _check_int(self.n_arms, "n_arms", 1)
-        T = _check_int(self.horizon, "horizon", 1)
-        if self.interference not in _INTERFERENCE_MODELS:
-            raise ValueError(
-                f"interference must be one of {_INTERFERENCE_MODELS}; "
-                f"got {self.interference!r} instead."
-            )
-        _check_int(self.kappa, "kappa", 0)
-        _check_real(self.beta, "beta", low=0.0, low_open=True)
-        amplitude = _check_real(self.base_amplitude, "base_amplitude", low=0.0)
-        level = _check_real(self.base_level, "base_level")
-        _check_real(self.noise_std, "noise_std", low=0.0)
-        _check_generator(self.random_state)  # type check only; nothing drawn here
-
+    def _build(self):
+        """Derive ``theta_`` (checking the outcome range), draw the phases, set up sums."""
+        L, k, T = self.grid_side, self.n_arms, self.horizon
+        amplitude, level = float(self.base_amplitude), float(self.base_level)
         if self.theta is None:
             theta = np.linspace(0.5, 0.3, k) if k > 1 else np.array([0.5])
         else:
@@ -224,10 +199,10 @@ class InterferenceGridEnv(BaseEstimator):
             if theta.shape not in ((k,), (T, k)):
                 raise ValueError(
                     f"theta must have shape ({k},) or ({T}, {k}) for n_arms={k}, "
-                    f"horizon={T}; got shape {theta.shape} instead."
+                    f"horizon={T}. Got shape {theta.shape} instead."
                 )
             if not np.all(np.isfinite(theta)):
-                raise ValueError("theta contains NaN or infinity; every value must be finite.")
+                raise ValueError(f"theta must be finite. Got {self.theta!r} instead.")
         theta = np.broadcast_to(theta, (T, k)).copy()
         # f_{u,.} is a probability vector, so Y lies in [b + min_i theta_i, b + max_i theta_i].
         low = level - amplitude + theta.min()
@@ -239,50 +214,41 @@ class InterferenceGridEnv(BaseEstimator):
                 f"base_amplitude={amplitude!r}, theta in [{theta.min():.4g}, "
                 f"{theta.max():.4g}]). Got theta={self.theta!r} instead."
             )
-        self.n_units_ = L * L
-        self.theta_ = theta
-        self._rng = None
+        self._n_units_ = L * L
+        self._theta_ = theta
+        self._rng = check_generator(self.random_state)
+        self._phases_ = self._rng.uniform(0.0, 2.0 * np.pi, size=(L, L))
+        self._last_base = (None, None, None)
+        self._arms = np.arange(k)[:, None, None]
+        if self.interference == "neighborhood":
+            self._ball = _ball_size(L, self.kappa).astype(float)
+            bounds = _box_bounds(L, self.kappa)
+            self._bounds = (bounds, bounds)
+        else:
+            self._kernel = _power_law_kernel(L, self.beta)
 
-    def _ensure_state(self):
-        if self._rng is None:
-            L = self.grid_side
-            self._rng = _check_generator(self.random_state)
-            self.phases_ = self._rng.uniform(0.0, 2.0 * np.pi, size=(L, L))
-            self._last_base = (None, None, None)
-            self._arms = np.arange(self.n_arms)[:, None, None]
-            if self.interference == "neighborhood":
-                self._ball = _ball_size(L, self.kappa).astype(float)
-                bounds = _box_bounds(L, self.kappa)
-                self._bounds = (bounds, bounds)
-            else:
-                self._kernel = _power_law_kernel(L, self.beta)
-
-    def _check_round(self, t):
-        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or not (
-            0 <= t < self.horizon
-        ):
-            raise ValueError(
-                f"t must be an integer round index in [0, {self.horizon}); got {t!r} instead."
-            )
-        return int(t)
+    def _check_round(self, method, t):
+        validate_arguments(self, method, {"t": [index_at_least(0)]}, t=t)
+        self._setup()
+        return check_below(t, "t", self.horizon, "a round index below the horizon")
 
     def _check_assignment(self, Z):
         Z = np.asarray(Z)
         L = self.grid_side
         if Z.shape != (L, L):
             raise ValueError(
-                f"Z must have shape ({L}, {L}) (one arm per unit); got shape {Z.shape} instead."
+                f"Z must have shape ({L}, {L}) (one arm per unit). Got shape {Z.shape} instead."
             )
         if Z.dtype.kind == "f":
             if not np.all(np.isfinite(Z)) or not np.all(Z == np.round(Z)):
                 raise ValueError(
-                    "Z must hold integer arm indices; got non-integer values instead."
+                    f"Z must hold integer arm indices. Got non-integer values in {Z!r} instead."
                 )
         elif Z.dtype.kind not in "iu":
-            raise ValueError(f"Z must hold integer arm indices; got dtype {Z.dtype} instead.")
+            raise ValueError(f"Z must hold integer arm indices. Got dtype {Z.dtype} instead.")
         if Z.size and (Z.min() < 0 or Z.max() >= self.n_arms):
             raise ValueError(
-                f"Z must hold arms in [0, {self.n_arms}); got values in "
+                f"Z must hold arms in [0, {self.n_arms}). Got values in "
                 f"[{Z.min()}, {Z.max()}] instead."
             )
         return Z.astype(np.intp, copy=False)
@@ -292,7 +258,7 @@ class InterferenceGridEnv(BaseEstimator):
         """``b_t`` for every unit; the last round's is kept (step then fixed_arm_rewards)."""
         if self._last_base[0] != t:
             base = self.base_level + self.base_amplitude * np.sin(
-                2.0 * np.pi * t / 50.0 + self.phases_
+                2.0 * np.pi * t / 50.0 + self._phases_
             )
             self._last_base = (t, base, None)
         return self._last_base[1]
@@ -314,18 +280,13 @@ class InterferenceGridEnv(BaseEstimator):
     def _noise_free(self, t, Z):
         """Noise-free outcomes ``Y_t(Z)``; ``t`` and ``Z`` already checked."""
         shares = self._shares(Z)
-        effect = (self.theta_[t] @ shares.reshape(self.n_arms, -1)).reshape(Z.shape)
+        effect = (self._theta_[t] @ shares.reshape(self.n_arms, -1)).reshape(Z.shape)
         return self._base(t) + effect
 
     def outcomes(self, t, Z):
         """Every unit's outcome in round ``t`` under the assignment ``Z``.
 
-        Parameters
-        ----------
-        t : int
-            Round index in ``[0, horizon)``.
-        Z : array-like of shape (grid_side, grid_side)
-            One arm in ``[0, n_arms)`` per unit.
+        %(grid_round_args)s
 
         Returns
         -------
@@ -338,12 +299,7 @@ class InterferenceGridEnv(BaseEstimator):
     def step(self, t, Z):
         """Observed outcomes and the noise-free mean reward, computed once.
 
-        Parameters
-        ----------
-        t : int
-            Round index in ``[0, horizon)``.
-        Z : array-like of shape (grid_side, grid_side)
-            One arm in ``[0, n_arms)`` per unit.
+        %(grid_round_args)s
 
         Returns
         -------
@@ -352,9 +308,8 @@ class InterferenceGridEnv(BaseEstimator):
         mean_reward : float
             ``r_t(Z)``, the noise-free average outcome, as :meth:`mean_reward` returns it.
         """
-        t = self._check_round(t)
+        t = self._check_round("step", t)
         Z = self._check_assignment(Z)
-        self._ensure_state()
         Y = self._noise_free(t, Z)
         mean_reward = float(Y.mean())
         if self.noise_std > 0:
@@ -364,20 +319,14 @@ class InterferenceGridEnv(BaseEstimator):
     def mean_reward(self, t, Z):
         """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
 
-        Parameters
-        ----------
-        t : int
-            Round index in ``[0, horizon)``.
-        Z : array-like of shape (grid_side, grid_side)
-            One arm in ``[0, n_arms)`` per unit.
+        %(grid_round_args)s
 
         Returns
         -------
         reward : float
         """
-        t = self._check_round(t)
+        t = self._check_round("mean_reward", t)
         Z = self._check_assignment(Z)
-        self._ensure_state()
         return float(self._noise_free(t, Z).mean())
 
     def fixed_arm_rewards(self, t):
@@ -392,18 +341,18 @@ class InterferenceGridEnv(BaseEstimator):
         -------
         rewards : ndarray of shape (n_arms,)
         """
-        t = self._check_round(t)
-        self._ensure_state()
+        t = self._check_round("fixed_arm_rewards", t)
         # f_{u,i}(i * 1) = 1 for every unit, in both interference models; computed as the
         # mean of b_t + theta_i so that it equals mean_reward(t, i * 1) exactly
         base = self._base(t)
         if self._last_base[2] is None:
-            fixed = np.array([(base + theta).mean() for theta in self.theta_[t]])
+            fixed = np.array([(base + theta).mean() for theta in self._theta_[t]])
             self._last_base = (t, base, fixed)
         return self._last_base[2].copy()
 
     def all_fixed_arm_rewards(self):
         """``fixed_arm_rewards(t)`` of every round, shape ``(horizon, n_arms)``."""
+        self._setup()
         return np.array([self.fixed_arm_rewards(t) for t in range(self.horizon)])
 
     def hindsight_best_arm(self):

@@ -1,4 +1,4 @@
-"""Demo: switchback vs cluster-randomised EXP3-IX on an interference grid (spec E1, reduced)."""
+"""Demo: switchback vs cluster-randomised EXP3-IX on an interference grid (reduced size)."""
 
 from . import register_demo
 
@@ -15,7 +15,7 @@ def demo():
         ClusterRandomizedEXP3IX,
         InterferenceGridEnv,
         SwitchbackEXP3IX,
-        regret_across_seeds,
+        run_seeds,
     )
 
     T = 500
@@ -26,7 +26,7 @@ def demo():
         ("switchback", SwitchbackEXP3IX(3, T)),
         ("cluster", ClusterRandomizedEXP3IX(3, T, exposure_radius=1, cell_size=6)),
     ]:
-        regrets = np.array([r.regret for r in regret_across_seeds(policy, env, range(6))])
+        regrets = np.array([run.regret_ for run in run_seeds(policy, env, range(6))])
         figures[f"{name} regret"] = f"{regrets.mean():.1f}+-{regrets.std(ddof=1):.2f}"
         spread[name] = regrets.std(ddof=1)
     figures["std ratio cluster/switchback"] = float(spread["cluster"] / spread["switchback"])

@@ -1,4 +1,4 @@
-"""Demo: Cl-BAI and BAI-Cl against naive per-agent BAI on 30 agents in 3 clusters (spec 6.1)."""
+"""Demo: Cl-BAI and BAI-Cl against naive per-agent BAI on 30 agents in 3 clusters."""
 
 from . import register_demo
 
@@ -18,7 +18,7 @@ def demo():
     )
 
     means, assignment = make_clustered_bandit(30, 3, 10, random_state=0)
-    eta = ClusteredBanditEnv(means, assignment).eta
+    eta = ClusteredBanditEnv(means, assignment).eta_
     figures = {}
     pulls = {}
     for name, algo in [
@@ -27,10 +27,10 @@ def demo():
         ("BAI-Cl", BAICl(3, delta=0.05, eta=eta, random_state=0)),
     ]:
         env = ClusteredBanditEnv(means, assignment, random_state=0)
-        result = algo.run(env)
-        pulls[name] = result.sample_complexity
-        figures[f"{name} pulls"] = f"{result.sample_complexity:.3g}"
-        figures[f"{name} correct"] = result.score(env)
+        algo.run(env)
+        pulls[name] = algo.sample_complexity_
+        figures[f"{name} pulls"] = f"{algo.sample_complexity_:.3g}"
+        figures[f"{name} correct"] = algo.score(env)
     figures["Cl-BAI/naive"] = pulls["Cl-BAI"] / pulls["naive"]
     figures["BAI-Cl/naive"] = pulls["BAI-Cl"] / pulls["naive"]
     return figures

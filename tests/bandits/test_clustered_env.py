@@ -12,25 +12,28 @@ MEANS = np.array([[0.9, 0.7, 0.3, 0.0], [0.7, 0.9, 0.3, 0.0]])
 
 def test_attributes_and_margins():
     env = ClusteredBanditEnv(MEANS, [0, 1, 1, 0])
-    assert (env.n_agents, env.n_arms, env.n_clusters) == (4, 4, 2)
-    np.testing.assert_array_equal(env.best_arms, [0, 1, 1, 0])
-    assert env.eta == pytest.approx(0.2)
-    assert env.eta1 == pytest.approx(0.2)
+    assert (env.n_agents_, env.n_arms_, env.n_clusters_) == (4, 4, 2)
+    np.testing.assert_array_equal(env.best_arms_, [0, 1, 1, 0])
+    assert env.eta_ == pytest.approx(0.2)
+    assert env.eta1_ == pytest.approx(0.2)
     # eta1 differs from eta when the best arm's mean is far on the other bandit
     eta, eta1 = separability_margins([[0.9, 0.5, 0.0], [0.1, 0.8, 0.0]])
     assert eta == pytest.approx(0.4) and eta1 == pytest.approx(0.3)
     assert separability_margins([[0.1, 0.5]]) == (np.inf, np.inf)
 
 
-def test_user_arrays_not_modified_and_stored_read_only():
+def test_user_arrays_not_modified_and_copied_read_only_at_first_use():
     means = MEANS.copy()
     assignment = np.array([0, 1])
     env = ClusteredBanditEnv(means, assignment)
+    assert env.means is means  # a parameter, stored as given (scikit-learn's manners)
+    env.reset()  # first use: checked, then copied
     means[0, 0] = -5.0
     assignment[0] = 1
-    assert env.means[0, 0] == 0.9 and env.assignment[0] == 0
+    assert env.means_[0, 0] == 0.9 and env.assignment_[0] == 0
     with pytest.raises(ValueError):
-        env.means[0, 0] = 1.0
+        env.means_[0, 0] = 1.0
+    np.testing.assert_array_equal(means, [[-5.0, 0.7, 0.3, 0.0], [0.7, 0.9, 0.3, 0.0]])
 
 
 @pytest.mark.parametrize("n", [1, 25, 400])
@@ -42,7 +45,7 @@ def test_exact_sum_gaussian_variance(n):
     stat = (m - 1) * x.var(ddof=1) / (0.25 / n)
     assert stats.chi2.ppf(1e-4, m - 1) < stat < stats.chi2.ppf(1 - 1e-4, m - 1)
     assert abs(x.mean() - 0.9) < 5 * np.sqrt(0.25 / n / m)
-    assert env.total_pulls == m * n and env.pulls_per_agent.tolist() == [0, m * n]
+    assert env.total_pulls_ == m * n and env.pulls_per_agent_.tolist() == [0, m * n]
 
 
 def test_exact_sum_bernoulli():
@@ -58,16 +61,16 @@ def test_pull_arms_counts_and_reset():
     env = ClusteredBanditEnv(MEANS, [0, 1, 0], random_state=3)
     first = env.pull_arms(2, [0, 3], [10, 5])
     assert first.shape == (2,)
-    assert env.total_pulls == 15 and env.pulls_per_agent.tolist() == [0, 0, 15]
+    assert env.total_pulls_ == 15 and env.pulls_per_agent_.tolist() == [0, 0, 15]
     assert env.reset() is env
-    assert env.total_pulls == 0 and env.pulls_per_agent.sum() == 0
+    assert env.total_pulls_ == 0 and env.pulls_per_agent_.sum() == 0
     np.testing.assert_array_equal(env.pull_arms(2, [0, 3], [10, 5]), first)
 
 
 def test_batched_draw_counts_every_agent():
     env = ClusteredBanditEnv(MEANS, [0, 1, 0], random_state=0)
     env._draw(np.array([0, 2, 2]), np.array([0, 1, 2]), np.array([3, 4, 5]))
-    assert env.pulls_per_agent.tolist() == [3, 0, 9] and env.total_pulls == 12
+    assert env.pulls_per_agent_.tolist() == [3, 0, 9] and env.total_pulls_ == 12
 
 
 def test_make_clustered_bandit_follows_the_recipe():
@@ -81,8 +84,8 @@ def test_make_clustered_bandit_follows_the_recipe():
     np.testing.assert_array_equal(means, expected)
     np.testing.assert_array_equal(assignment, expected_assignment)
     env = ClusteredBanditEnv(means, assignment)
-    assert env.eta >= 0.4
-    np.testing.assert_array_equal(env.cluster_best_arms, [0, 1, 2])
+    assert env.eta_ >= 0.4
+    np.testing.assert_array_equal(env.cluster_best_arms_, [0, 1, 2])
     _, unshuffled = make_clustered_bandit(7, 3, 6, shuffle=False, random_state=0)
     assert unshuffled.tolist() == [0, 1, 2, 0, 1, 2, 0]
 
@@ -99,7 +102,7 @@ def test_make_clustered_bandit_follows_the_recipe():
         ({"assignment": [0, -1]}, ValueError, r"outside \[0, 2\)"),
         ({"assignment": [0, 0.5]}, ValueError, "integers"),
         ({"assignment": [[0, 1]]}, ValueError, "1-D"),
-        ({"noise": "laplace"}, ValueError, "noise must be one of"),
+        ({"noise": "laplace"}, ValueError, "'noise' parameter"),
         ({"noise": "bernoulli", "means": [[1.2, 0.0]]}, ValueError, r"\[0, 1\]"),
         ({"sigma": 0.0}, ValueError, "sigma"),
         ({"sigma": -1.0}, ValueError, "sigma"),
@@ -109,8 +112,11 @@ def test_make_clustered_bandit_follows_the_recipe():
 )
 def test_env_bad_input(kwargs, exc, match):
     args = {"means": MEANS, "assignment": [0, 1], **kwargs}
+    env = ClusteredBanditEnv(**args)  # __init__ only stores
     with pytest.raises(exc, match=match):
-        ClusteredBanditEnv(**args)
+        env.reset()  # checked at first use
+    with pytest.raises(exc, match=match):
+        env.eta_  # noqa: B018 (reading a derived attribute is a first use too)
 
 
 @pytest.mark.parametrize(
@@ -122,15 +128,15 @@ def test_env_bad_input(kwargs, exc, match):
 )
 def test_env_warns_on_non_separable_instances(means, match):
     with pytest.warns(UserWarning, match=match):
-        ClusteredBanditEnv(means, [0, 1])
+        ClusteredBanditEnv(means, [0, 1]).reset()
 
 
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda e: e.pull(0, 0, 0), ValueError, "n must be"),
-        (lambda e: e.pull(0, 0, 2.0), TypeError, "n must be an integer"),
-        (lambda e: e.pull(0, 0, True), TypeError, "n must be an integer"),
+        (lambda e: e.pull(0, 0, 0), ValueError, "'n' parameter of ClusteredBanditEnv.pull"),
+        (lambda e: e.pull(0, 0, 2.0), TypeError, "'n' parameter"),
+        (lambda e: e.pull(0, 0, True), TypeError, "'n' parameter"),
         (lambda e: e.pull(2, 0), ValueError, "agent"),
         (lambda e: e.pull(-1, 0), ValueError, "agent"),
         (lambda e: e.pull(0, 4), ValueError, "arm"),
@@ -143,7 +149,15 @@ def test_pull_bad_input(call, exc, match):
     env = ClusteredBanditEnv(MEANS, [0, 1], random_state=0)
     with pytest.raises(exc, match=match):
         call(env)
-    assert env.total_pulls == 0
+    assert env.total_pulls_ == 0
+
+
+def test_set_params_sets_up_again():
+    env = ClusteredBanditEnv(MEANS, [0, 1], random_state=0)
+    env.pull(0, 0, 5)
+    assert env.eta_ == pytest.approx(0.2)
+    env.set_params(means=[[0.9, 0.1], [0.1, 0.9]], assignment=[0, 1, 1])
+    assert env.n_agents_ == 3 and env.eta_ == pytest.approx(0.8) and env.total_pulls_ == 0
 
 
 @pytest.mark.parametrize(

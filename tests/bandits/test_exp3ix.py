@@ -1,4 +1,4 @@
-"""Switchback and cluster-randomised EXP3-IX: the spec's section 7 and 8 checks."""
+"""Switchback and cluster-randomised EXP3-IX: exposure, estimators, regret, bad input."""
 
 import math
 import pickle
@@ -10,13 +10,14 @@ from sklearn.base import clone
 
 from sklearn_icml.bandits import (
     ClusterRandomizedEXP3IX,
-    InterferenceBanditResult,
     InterferenceGridEnv,
     SwitchbackEXP3IX,
     exposure_probability,
-    regret_across_seeds,
+    run_seeds,
 )
-from sklearn_icml.bandits._exp3ix import _exp3ix_on_sequence, _monochrome_ball
+from sklearn_icml.bandits._exp3ix_core import _exp3ix_on_sequence
+from sklearn_icml.bandits._partitions import _monochrome_ball
+from sklearn_icml.utils import spawn_seeds
 
 P3 = np.array([0.5, 0.3, 0.2])
 
@@ -123,8 +124,8 @@ def _env(L=8, T=60, seed=0, **kw):
 def test_one_arm_has_zero_regret(policy_cls):
     env = InterferenceGridEnv(6, 1, 40, random_state=0)
     result = policy_cls(1, 40, random_state=1).run(env)
-    assert result.regret == 0.0
-    np.testing.assert_array_equal(result.cumulative_regret, 0.0)
+    assert result.regret_ == 0.0
+    np.testing.assert_array_equal(result.cumulative_regret_, 0.0)
 
 
 def test_concentrated_weights_assign_arm_zero_and_give_the_exact_loss():
@@ -147,11 +148,11 @@ def test_switchback_is_plain_exp3ix_on_the_fixed_arm_sequence():
     env = _env(L=10, T=300, seed=4)
     policy = SwitchbackEXP3IX(3, 300, random_state=104)
     result = policy.run(env)
-    assert result.probs.shape[0] == 300
+    assert result.probs_.shape[0] == 300
     arms_policy = policy.arms_
     # the arm played is the one whose fixed-arm reward was realised
     np.testing.assert_allclose(
-        result.rewards, result.fixed_arm_rewards[np.arange(300), arms_policy], atol=1e-12
+        result.rewards_, result.fixed_arm_rewards_[np.arange(300), arms_policy], atol=1e-12
     )
     arms_core = _exp3ix_on_sequence(
         env.all_fixed_arm_rewards(), policy.learning_rate_, policy.ix_gamma_, 104
@@ -180,7 +181,7 @@ def test_ht_ix_is_unbiased_and_ix_shrinks_it():
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
 
     unbiased = ClusterRandomizedEXP3IX(3, 20001, cell_size=6, ix_gamma=0.0, random_state=0)
-    est = _estimates_at_fixed_p(unbiased, env, P3, 20000)  # the spec's 20 000 draws
+    est = _estimates_at_fixed_p(unbiased, env, P3, 20000)  # 20 000 draws
     se = est.std(axis=0, ddof=1) / np.sqrt(est.shape[0])
     assert np.all(np.abs(est.mean(axis=0) - target) <= 3 * se), (est.mean(axis=0), target, se)
 
@@ -256,12 +257,12 @@ def test_regret_bookkeeping_and_best_arm_policy():
     env = InterferenceGridEnv(6, 3, 80, theta=theta, random_state=0)
     policy = ClusterRandomizedEXP3IX(3, 80, random_state=0)
     result = policy.run(env)
-    assert isinstance(result, InterferenceBanditResult)
-    assert result.cumulative_regret[-1] == result.regret == policy.regret_
+    assert result is policy  # run returns the policy; the results are its *_ attributes
+    assert result.cumulative_regret_[-1] == result.regret_ == policy.regret_
     fixed = env.all_fixed_arm_rewards()
-    np.testing.assert_allclose(result.fixed_arm_rewards, fixed)
-    assert result.regret == pytest.approx(fixed.sum(axis=0).max() - result.rewards.sum())
-    assert policy.best_arm_ == env.hindsight_best_arm() == policy.hindsight_best_arm_(env)
+    np.testing.assert_allclose(result.fixed_arm_rewards_, fixed)
+    assert result.regret_ == pytest.approx(fixed.sum(axis=0).max() - result.rewards_.sum())
+    assert policy.best_arm_ == env.hindsight_best_arm()
 
     best = env.hindsight_best_arm()
     for arm in range(3):
@@ -269,9 +270,9 @@ def test_regret_bookkeeping_and_best_arm_policy():
         always._assign = lambda t, p, arm=arm: np.full((6, 6), arm)
         res = always.run(env)
         gap = fixed[:, best].sum() - fixed[:, arm].sum()
-        assert res.regret == pytest.approx(gap, abs=1e-9)
+        assert res.regret_ == pytest.approx(gap, abs=1e-9)
         if arm == best:
-            assert abs(res.regret) <= 1e-9
+            assert abs(res.regret_) <= 1e-9
 
 
 def test_same_seed_same_run_and_parallel_seeds_match():
@@ -279,18 +280,21 @@ def test_same_seed_same_run_and_parallel_seeds_match():
     pol = ClusterRandomizedEXP3IX(3, 50, random_state=7)
     a = pol.run(env)
     b = clone(pol).run(clone(env))
-    np.testing.assert_array_equal(a.cumulative_regret, b.cumulative_regret)
-    serial = regret_across_seeds(pol, env, [0, 1, 2], n_jobs=1)
+    np.testing.assert_array_equal(a.cumulative_regret_, b.cumulative_regret_)
+    serial = run_seeds(pol, env, [0, 1, 2], n_jobs=1)
     with parallel_config(backend="threading"):  # no process start-up in the test suite
-        parallel = regret_across_seeds(pol, env, [0, 1, 2], n_jobs=2)
+        parallel = run_seeds(pol, env, [0, 1, 2], n_jobs=2)
     # what a process backend ships to its workers
     np.testing.assert_array_equal(
-        pickle.loads(pickle.dumps(pol)).run(pickle.loads(pickle.dumps(env))).cumulative_regret,
-        a.cumulative_regret,
+        pickle.loads(pickle.dumps(pol)).run(pickle.loads(pickle.dumps(env))).cumulative_regret_,
+        a.cumulative_regret_,
     )
-    direct = clone(pol).set_params(random_state=101).run(clone(env).set_params(random_state=1))
-    assert [r.regret for r in serial] == [r.regret for r in parallel]
-    assert serial[1].regret == direct.regret
+    env_seed, policy_seed = spawn_seeds(1, 2)  # what run_seeds gives seed 1
+    direct = clone(pol).set_params(random_state=policy_seed).run(
+        clone(env).set_params(random_state=env_seed)
+    )
+    assert [r.regret_ for r in serial] == [r.regret_ for r in parallel]
+    assert serial[1].regret_ == direct.regret_
     assert pol.random_state == 7 and env.random_state == 0  # left untouched
 
 
@@ -298,11 +302,11 @@ def test_noisy_outcomes_regret_uses_noise_free_rewards():
     env = _env(L=8, T=40, noise_std=0.2)
     policy = SwitchbackEXP3IX(3, 40, random_state=0)
     result = policy.run(env)
-    assert not np.allclose(policy.observed_rewards_, result.rewards)
+    assert not np.allclose(policy.observed_rewards_, result.rewards_)
     clean = _env(L=8, T=40)
-    Zs = [np.full((8, 8), np.argmin(np.abs(clean.fixed_arm_rewards(t) - result.rewards[t])))
+    Zs = [np.full((8, 8), np.argmin(np.abs(clean.fixed_arm_rewards(t) - result.rewards_[t])))
           for t in range(40)]
-    np.testing.assert_allclose(result.rewards, [clean.mean_reward(t, Z) for t, Z in
+    np.testing.assert_allclose(result.rewards_, [clean.mean_reward(t, Z) for t, Z in
                                                 enumerate(Zs)], atol=1e-12)
 
 
@@ -326,7 +330,7 @@ def test_cluster_spread_shrinks_with_n_but_switchback_does_not():
     ]:
         for L in (12, 17):  # N = 144 and 289 (x2.01)
             env = InterferenceGridEnv(L, 3, T, theta=[0.5, 0.4, 0.3])
-            regrets = [r.regret for r in regret_across_seeds(policy, env, seeds)]
+            regrets = [r.regret_ for r in run_seeds(policy, env, seeds)]
             variances[name, L] = np.var(regrets, ddof=1)
     cluster_ratio = variances["cluster", 17] / variances["cluster", 12]
     switch_ratio = variances["switchback", 17] / variances["switchback", 12]
@@ -399,7 +403,7 @@ def test_select_errors():
         SwitchbackEXP3IX(3, 10).select(1, 5)
     with pytest.raises(ValueError, match="grid_side"):
         SwitchbackEXP3IX(3, 10).select(0, 0)
-    with pytest.raises(ValueError, match="integer round"):
+    with pytest.raises(ValueError, match="'t' parameter of SwitchbackEXP3IX.select"):
         SwitchbackEXP3IX(3, 10).select(0.0, 5)
     policy = SwitchbackEXP3IX(3, 1)
     Z = policy.select(0, 4)
@@ -417,8 +421,6 @@ def test_run_rejects_a_mismatched_env():
         SwitchbackEXP3IX(3, 5).run(object())
 
 
-def test_regret_across_seeds_bad_input():
+def test_run_seeds_bad_input():
     with pytest.raises(ValueError, match="seeds"):
-        regret_across_seeds(SwitchbackEXP3IX(3, 5), _env(L=4, T=5), [])
-    with pytest.raises(ValueError, match="policy_seed_offset"):
-        regret_across_seeds(SwitchbackEXP3IX(3, 5), _env(L=4, T=5), [0], policy_seed_offset=-1)
+        run_seeds(SwitchbackEXP3IX(3, 5), _env(L=4, T=5), [])

@@ -91,7 +91,7 @@ def test_interference_moves_outcomes_of_neighbours_only():
     np.testing.assert_allclose(diff[3:6, 3:6], -0.2 / 9)
 
 
-def test_phases_follow_the_spec_seeding():
+def test_phases_follow_the_documented_seeding():
     env = InterferenceGridEnv(5, 3, 10, random_state=7)
     env.fixed_arm_rewards(0)
     expected = np.random.default_rng(7).uniform(0, 2 * np.pi, size=(5, 5))
@@ -155,16 +155,21 @@ def test_inputs_are_not_modified_and_clone_works():
         ({"random_state": "seed"}, "random_state"),
     ],
 )
-def test_bad_construction_raises(kwargs, match):
+def test_bad_parameters_raise_at_first_use(kwargs, match):
     params = {"grid_side": 4, "n_arms": 3, "horizon": 10, **kwargs}
+    env = InterferenceGridEnv(**params)  # __init__ only stores
     with pytest.raises(ValueError, match=match):
-        InterferenceGridEnv(**params)
+        env.fixed_arm_rewards(0)
+    with pytest.raises(ValueError, match=match):
+        env.theta_  # noqa: B018 (reading a derived attribute is a first use too)
 
 
 def test_set_params_rechecks():
     env = InterferenceGridEnv(4, 3, 10)
+    env.fixed_arm_rewards(0)
+    env.set_params(theta=[0.95, 0.4, 0.3])
     with pytest.raises(ValueError, match="theta"):
-        env.set_params(theta=[0.95, 0.4, 0.3])
+        env.fixed_arm_rewards(0)
 
 
 @pytest.mark.parametrize(
@@ -186,5 +191,5 @@ def test_bad_assignment_raises(Z, match):
 @pytest.mark.parametrize("t", [-1, 10, 1.5, True])
 def test_bad_round_raises(t):
     env = InterferenceGridEnv(4, 3, 10, random_state=0)
-    with pytest.raises(ValueError, match="round index"):
+    with pytest.raises(ValueError, match="round index|'t' parameter"):
         env.fixed_arm_rewards(t)

@@ -1,0 +1,151 @@
+"""BAI-Cl++ (experimental): BAI-Cl whose phase 2 matches agents by one arm's mean.
+
+Importing it needs ``from sklearn_icml.experimental import enable_bai_cl_plus_plus``.
+"""
+
+import math
+
+import numpy as np
+
+from ._docstrings import fill_doc
+from ._multi_agent_bai import _ETA, BAICl, _id_bits
+
+
+def _one_arm_pulls(radius, delta):
+    """Pulls that put one mean within ``radius`` with probability ``1 - delta``."""
+    return math.ceil(2.0 * math.log(2.0 / delta) / radius**2)
+
+
+@fill_doc
+class BAIClPlusPlus(BAICl):
+    """BAI-Cl++ (experimental): BAI-Cl whose phase 2 matches agents by one arm's mean.
+
+    Phase 1 is BAI-Cl's; in addition, each newly found best arm ``b`` is pulled afresh until
+    its mean ``mu_bar[b]`` is known to ``eta1 / 8``. In phase 2 an agent tests the known best
+    arms in a random order: it estimates arm ``b`` to ``eta1 / 8`` and accepts ``b`` when its
+    estimate is within ``eta1 / 2`` of ``mu_bar[b]``; if no arm is accepted it falls back to
+    BAI-Cl's phase 2. This needs the paper's Assumption 6.1: the best arm of a bandit has a
+    mean at least ``eta1`` away on every other bandit.
+
+    Experimental: import it with
+    ``from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa`` first; its
+    API may change without a deprecation cycle.
+
+    Parameters
+    ----------
+    n_clusters : int
+        M, the number of clusters, in ``[1, K]``.
+    %(bai_delta)s
+    %(bai_eta)s
+    eta1 : float
+        Margin of Assumption 6.1 (``> 0``). Required.
+    %(bai_round_const)s
+    %(bai_costs)s
+    random_state : int, RandomState instance or None, default=None
+        Draws the phase-1 order and the phase-2 test orders.
+
+    Attributes
+    ----------
+    %(bai_cl_attributes)s
+    reference_means_ : dict
+        ``mu_bar``: the phase-1 estimate of each found best arm's mean on its own bandit.
+
+    See Also
+    --------
+    BAICl : the same phase 1, with an SE-based phase 2.
+
+    Notes
+    -----
+    The paper [1]_ describes BAI-Cl++ as BAI-Cl with a cheaper phase 2 under Assumption
+    6.1, without every step of that phase. This library's phase 2 is the one-arm test
+    above; it saves samples over BAI-Cl only when the ``M`` SE candidates of BAI-Cl's
+    phase 2 cost more than a few one-arm tests, i.e. for many clusters. Confidence budget:
+    each phase-1 agent spends ``delta / (3N)`` on its capped SE, its finishing SE and the
+    estimate of ``mu_bar``; each phase-2 agent spends ``delta / (2NM)`` per test and
+    ``delta / (2N)`` on the fallback SE. Communication per phase-2 test: the arm id and
+    ``mu_bar`` down (1 real), plus the agent's answer.
+
+    %(bai_references_and_example_env)s
+    >>> from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401
+    >>> from sklearn_icml.bandits import BAIClPlusPlus
+    >>> plus = BAIClPlusPlus(n_clusters=2, eta=0.5, eta1=0.8, random_state=0).run(env)
+    >>> plus.best_arms_
+    array([0, 1, 0, 1, 1, 0])
+    """
+
+    _parameter_constraints = {
+        **BAICl._parameter_constraints,
+        "eta1": _ETA,
+    }
+
+    def __init__(
+        self,
+        n_clusters,
+        *,
+        delta=0.05,
+        eta=None,
+        eta1=None,
+        round_const=17.0,
+        c_real=64.0,
+        c_bit=1.0,
+        max_total_pulls=10**12,
+        random_state=None,
+    ):
+        super().__init__(
+            n_clusters,
+            delta=delta,
+            eta=eta,
+            round_const=round_const,
+            c_real=c_real,
+            c_bit=c_bit,
+            max_total_pulls=max_total_pulls,
+            random_state=random_state,
+        )
+        self.eta1 = eta1
+
+    def _check_run_params(self, env):
+        super()._check_run_params(env)
+        if self.eta1 is None:
+            raise ValueError(
+                "eta1 must be given to BAIClPlusPlus (the margin of the paper's Assumption "
+                "6.1). Got None instead."
+            )
+
+    def _phase1_levels(self, n):
+        return self.delta / (3 * n), self.delta / (3 * n)
+
+    def _on_new_best_arm(self, env, book, agent, arm):
+        pulls = _one_arm_pulls(self.eta1 / 8.0, self.delta / (3 * env.n_agents_))
+        total = book.draw(agent, np.array([arm]), np.array([pulls], dtype=np.int64))[0]
+        self._mu_bar[arm] = total / pulls
+
+    def _identify(self, env, book, rng):
+        n, k = env.n_agents_, env.n_arms_
+        self._mu_bar = {}
+        best, found, remaining, visited = self._phase1(env, book, rng)
+        m = len(found)
+        test_pulls = _one_arm_pulls(self.eta1 / 8.0, self.delta / (2 * n * max(m, 1)))
+        n_rest = remaining.size
+        # every remaining agent tests the found arms in its own random order, all agents
+        # of a step in one draw; an agent stops testing at its first accepted arm
+        order = np.argsort(rng.random_sample((n_rest, m)), axis=1)
+        tests = np.array(found, dtype=np.int64)[order]
+        reference = np.array([self._mu_bar[a] for a in found])[order]
+        accepted = np.full(n_rest, -1, dtype=np.int64)
+        for step in range(m):
+            rows = np.flatnonzero(accepted < 0)
+            if rows.size == 0:
+                break
+            pulls = np.full(rows.size, test_pulls, dtype=np.int64)
+            est = book.draw(remaining[rows], tests[rows, step], pulls) / test_pulls
+            book.send(rows.size, reals=rows.size, bits=rows.size * _id_bits(k))
+            ok = np.abs(est - reference[rows, step]) <= self.eta1 / 2.0
+            accepted[rows[ok]] = tests[rows[ok], step]
+        best[remaining] = accepted
+        n_ok = int(np.sum(accepted >= 0))
+        book.send(n_ok, bits=n_ok * _id_bits(k))  # each matched agent's answer
+        fallback = remaining[accepted < 0]  # no arm matched: BAI-Cl's phase 2
+        self._match_by_se(book, best, fallback, found, k, self.delta / (2 * n))
+        best, labels, n_found, extra = self._finish(best, found, visited)
+        extra["reference_means"] = dict(self._mu_bar)
+        return best, labels, n_found, extra
