@@ -543,7 +543,8 @@ class NeuralClassifierMixin(ClassifierMixin):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self._predict_logits(X), axis=1)]
+        logits = self._predict_logits(X)  # first: it raises NotFittedError when not fitted
+        return self.classes_[np.argmax(logits, axis=1)]
 
     def _predict_logits(self, X):
         raise NotImplementedError
