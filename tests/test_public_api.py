@@ -69,8 +69,6 @@ _PENDING = {
     "bandits.SwitchbackEXP3IX",
     "compression.AdaptiveContextCodec",
     "compression.SerLiCCodec",
-    "lora.FlatLoRACallback",
-    "lora.FlatLoRAPerturbation",
     "mas.AgentLLM",
     "mas.ArithmeticMockLLM",
     "mas.MASExecutor",

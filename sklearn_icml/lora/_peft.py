@@ -1,10 +1,12 @@
 """compress_peft_collection: joint compression of peft LoRA adapters, per weight position."""
 
 import math
+import numbers
 import re
 from collections.abc import Mapping
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._collection import _to_numpy
@@ -70,6 +72,16 @@ def _factors_by_module(state_dict, position):
     return pairs
 
 
+@validate_params(
+    {
+        "adapter_state_dicts": [list, tuple, Mapping],
+        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+        "core": [StrOptions({"full", "diag"})],
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "adapter_configs": [list, tuple, Mapping, None],
+    },
+    prefer_skip_nested_validation=False,
+)
 def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=1, *,
                              adapter_configs=None, **kwargs):
     """Jointly compress LoRA adapters saved by peft, one shared basis per weight position.
@@ -130,14 +142,9 @@ def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=
     if isinstance(adapter_state_dicts, Mapping):
         names = list(adapter_state_dicts)
         dicts = [adapter_state_dicts[name] for name in names]
-    elif isinstance(adapter_state_dicts, list | tuple):
+    else:
         names = list(range(len(adapter_state_dicts)))
         dicts = list(adapter_state_dicts)
-    else:
-        raise TypeError(
-            "adapter_state_dicts must be a list of state dicts or a dict of name -> state "
-            f"dict; got {type(adapter_state_dicts).__name__} instead."
-        )
     if not dicts:
         raise ValueError("adapter_state_dicts is empty; give at least one adapter.")
     if adapter_configs is None:
