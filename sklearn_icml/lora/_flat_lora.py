@@ -161,6 +161,17 @@ _PERTURBATION_PARAMS_DOC = """rho : float, default=0.05
         per step, so meant for float32/float64 base weights); ``"copy"`` keeps a copy of
         the touched weights and puts it back exactly."""
 
+_PARAMETERS_DOC = (
+    """
+    Parameters
+    ----------
+    """
+    + _PERTURBATION_PARAMS_DOC
+    + """
+    interval : int, default=1
+        Perturb one optimiser step in every ``interval``."""
+)
+
 
 class FlatLoRAPerturbation(BaseEstimator):
     __doc__ = (
@@ -178,13 +189,9 @@ class FlatLoRAPerturbation(BaseEstimator):
     Works with the library's own :class:`~sklearn_icml.lora._lora_layer.LoRALinear`
     (see :func:`inject_lora`) and with peft ``LoraLayer`` modules (found by duck typing).
 
-    Parameters
-    ----------
-    """
-        + _PERTURBATION_PARAMS_DOC
+"""
+        + _PARAMETERS_DOC
         + """
-    interval : int, default=1
-        Perturb one optimiser step in every ``interval``.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise: :meth:`attach` turns it into a numpy Generator
         (:func:`~sklearn_icml.utils.check_generator`), from which each perturbation draws
@@ -550,13 +557,9 @@ class FlatLoRACallback(BaseEstimator):
     uses ``set_params``), without subclassing skorch's class, so ``sklearn_icml.lora``
     imports without torch.
 
-    Parameters
-    ----------
-    """
-        + _PERTURBATION_PARAMS_DOC
+"""
+        + _PARAMETERS_DOC
         + """
-    interval : int, default=1
-        Perturb one optimiser step in every ``interval``.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise, as in :class:`FlatLoRAPerturbation`.
     accumulation_steps : int, default=1

@@ -138,6 +138,25 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         """The skorch net class of the fit (a plain ``NeuralNet``: Flat-LoRA is a callback)."""
         return optional_import("skorch", "neural").NeuralNet
 
+    def fit(self, X, y):
+        """Fine-tune the LoRA factors on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (classifier), or targets, 1-D or of shape
+            ``(n_samples, n_targets)`` (regressor).
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, **self._target_checks)
+        y_net, n_outputs, criterion = self._encode_target(y)
+        return self._fit_flat(X, y_net, n_outputs, criterion)
+
     def _fit_flat(self, X, y, n_outputs, criterion):
         from ..utils import _skorch
 
@@ -306,39 +325,20 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     """
     )
 
-    def fit(self, X, y):
-        """Fine-tune the LoRA factors on ``(X, y)``.
+    _target_checks = {}
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y)
+    def _encode_target(self, y):
         from ..utils._skorch import encode_class_labels
 
-        torch = optional_import("torch", "neural")
         self.classes_, y_index = encode_class_labels(y)
-        return self._fit_flat(X, y_index, self.classes_.shape[0], torch.nn.CrossEntropyLoss)
+        criterion = optional_import("torch", "neural").nn.CrossEntropyLoss
+        return y_index, self.classes_.shape[0], criterion
 
     def predict(self, X):
-        """The most probable class of each sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)  # before NeuralClassifierMixin.predict reads classes_
+        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
         return super().predict(X)
+
+    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
 
     def _predict_logits(self, X):
         return self._forward(X)
@@ -372,25 +372,13 @@ class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
     """
     )
 
-    def fit(self, X, y):
-        """Fine-tune the LoRA factors on ``(X, y)``.
+    _target_checks = {"multi_output": True, "y_numeric": True}
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
-        torch = optional_import("torch", "neural")
+    def _encode_target(self, y):
         y = np.asarray(y, dtype=np.float32)
         self._y_1d = y.ndim == 1
         y2 = y.reshape(-1, 1) if self._y_1d else y
-        return self._fit_flat(X, y2, y2.shape[1], torch.nn.MSELoss)
+        return y2, y2.shape[1], optional_import("torch", "neural").nn.MSELoss
 
     def predict(self, X):
         """Predicted targets.
