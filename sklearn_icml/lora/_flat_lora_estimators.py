@@ -280,7 +280,7 @@ _DOC_NOTES = """
     The perturbation follows [1]_: filter-wise Gaussian noise on the frozen weights at
     every optimiser step, removed after the step, with a cosine ramp of its scale. The base
     model and the LoRA initialisation are drawn under the seed of ``random_state``; the
-    optimiser is AdamW, as in the paper's fine-tuning runs. Predictions run the module in
+    optimiser is AdamW, the usual optimiser of LoRA fine-tuning. Predictions run the module in
     float64 in one pass, so that they do not depend on which rows are predicted together.
 
     References

@@ -147,8 +147,7 @@ class BilevelState:
         Per-sample features whose weighted mean is logged per stage (user
         ``sample_features``: with one-hot sources, the weight share of each source).
     online : bool
-        The online variant (section 3.3 of the paper): each DWM update also commits the
-        look-ahead step
+        The online variant of the schedule: each DWM update also commits the look-ahead step
         ``theta <- theta'`` to the learner (SGD with ``lookahead_lr`` and the weights of
         the DWM before that update).
     """

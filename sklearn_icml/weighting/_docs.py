@@ -46,9 +46,9 @@ def shared_params_doc(*, lr, optimizer, max_iter, auto_loss_feature):
     use_batch_context : bool, default=True
         Give the DWM the batch mean of its inputs (interactions within a batch).
     online : bool, default=False
-        The online variant of the schedule (section 3.3 of the paper): every DWM update
-        also commits its look-ahead step to the learner (``theta <- theta'``, an SGD step
-        of ``lookahead_lr`` on the weighted batch, outside the learner's optimiser). The
+        The online variant of the bi-level schedule: every DWM update also commits its
+        look-ahead step to the learner (``theta <- theta'``, an SGD step of
+        ``lookahead_lr`` on the weighted batch, outside the learner's optimiser). The
         learner then also moves during DWM phases, ``dwm_steps_per_stage`` extra steps
         per stage (counted in ``n_online_steps_``, not in ``n_iter_``).
     loss_feature : {{"auto", "raw", "log1p"}}, default="auto"

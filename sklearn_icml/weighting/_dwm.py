@@ -317,7 +317,7 @@ _NOTES_DOC = (
     """
     Notes
     -----
-    Bi-level schedule (section 3.3 of [1]_). The learner minimises
+    The bi-level schedule of [1]_, in stages. The learner minimises
     ``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
     stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
     of the validation loss after one look-ahead SGD step of the learner. The learner is
