@@ -43,7 +43,7 @@ class LoRALinear(nn.Module):
         super().__init__()
         if not isinstance(base_layer, nn.Linear):
             raise TypeError(
-                f"base_layer must be a torch.nn.Linear; got {type(base_layer).__name__} "
+                f"base_layer must be a torch.nn.Linear. Got {type(base_layer).__name__} "
                 "instead."
             )
         self.base_layer = base_layer

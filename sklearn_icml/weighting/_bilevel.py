@@ -59,7 +59,7 @@ class PerSampleLoss(nn.Module):
     def __init__(self, kind="squared_error"):
         super().__init__()
         if kind not in LOSSES:
-            raise ValueError(f"kind must be one of {sorted(LOSSES)}; got {kind!r} instead.")
+            raise ValueError(f"kind must be one of {sorted(LOSSES)}. Got {kind!r} instead.")
         self.kind = kind
 
     def per_sample(self, outputs, y):

@@ -4,7 +4,7 @@ import functools
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import optional_import
@@ -44,8 +44,20 @@ class CharGRUModule(nn.Module):
     torch.Size([2, 5, 5])
     """
 
+    _parameter_constraints = {
+        "vocab_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, vocab_size, embedding_dim=32, hidden_size=64):
         super().__init__()
+        # a torch module, not an estimator: its arguments are checked when it is built
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            {"vocab_size": vocab_size, "embedding_dim": embedding_dim, "hidden_size": hidden_size},
+            caller_name=type(self).__name__,
+        )
         self.embedding = nn.Embedding(int(vocab_size), int(embedding_dim))
         self.ih = nn.Linear(int(embedding_dim), 3 * int(hidden_size))
         self.hh = nn.Linear(int(hidden_size), 3 * int(hidden_size))
