@@ -386,3 +386,23 @@ def test_quiet_unless_verbose(clf_data, capsys):
     DWMClassifier(**FAST, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     assert "valid_loss" in out and "ess_mean" in out
+
+
+def test_stages_run_as_a_callback_and_net_parameters_are_routed(clf_data):
+    from sklearn_icml.weighting._bilevel import BilevelStages
+
+    X, y = clf_data
+    clf = DWMClassifier(**FAST, optimizer__momentum=0.5)
+    assert clf.get_params()["optimizer__momentum"] == 0.5
+    assert clone(clf).optimizer__momentum == 0.5
+    clf.fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["momentum"] == 0.5
+    stages = dict(clf.net_.callbacks_)["bilevel_stages"]
+    assert isinstance(stages, BilevelStages) and stages.state is None  # released after fit
+    assert len(clf.stage_weight_stats_) == clf.n_epochs_run_ == 3
+    assert clf.n_iter_ == 30
+    # the old names are not parameters any more
+    with pytest.raises(TypeError, match="max_steps"):
+        DWMClassifier(max_steps=30)
+    with pytest.raises(TypeError, match="n_threads"):
+        DWMRegressor(n_threads=1)
