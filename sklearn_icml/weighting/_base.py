@@ -1,6 +1,5 @@
 """The base of the data weighting estimators: their shared parameters and the bi-level fit."""
 
-import copy
 import numbers
 
 import numpy as np
@@ -210,22 +209,6 @@ class _BaseDWM(BaseNeuralEstimator):
         self.net_.bilevel = None
         stages.state = None
         return self
-
-    def _resolve_module(self, n_features, n_outputs, default_kwargs, default_module):
-        module = getattr(self, "module", None)
-        if module is None:
-            return {"module": default_module, "module__n_features": n_features,
-                    "module__n_outputs": n_outputs, **default_kwargs}
-        if isinstance(module, torch.nn.Module):
-            return {"module": copy.deepcopy(module)}
-        if callable(module):
-            return {"module": module, "module__n_features": n_features,
-                    "module__n_outputs": n_outputs}
-        raise TypeError(
-            "module must be None, a torch.nn.Module instance or a callable "
-            "module(n_features=..., n_outputs=...) returning one. Got "
-            f"{type(module).__name__} instead."
-        )
 
     @property
     def learner_(self):

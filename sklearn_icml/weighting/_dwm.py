@@ -210,11 +210,27 @@ class _TabularDWM(_BaseDWM):
             y_val=target_val,
             loss_kind=self._loss_kind(),
             module_kwargs=self._resolve_module(
-                d, n_outputs, {"module__hidden_sizes": hidden_sizes}, MLPModule
+                d, n_outputs, {"module__hidden_sizes": hidden_sizes}
             ),
             train_rows=rows,
             n_rows=n,
             share_features=sf_tr,
+        )
+
+    def _resolve_module(self, n_features, n_outputs, default_kwargs):
+        module = self.module
+        if module is None:
+            return {"module": MLPModule, "module__n_features": n_features,
+                    "module__n_outputs": n_outputs, **default_kwargs}
+        if isinstance(module, torch.nn.Module):
+            return {"module": copy.deepcopy(module)}
+        if callable(module):
+            return {"module": module, "module__n_features": n_features,
+                    "module__n_outputs": n_outputs}
+        raise TypeError(
+            "module must be None, a torch.nn.Module instance or a callable "
+            "module(n_features=..., n_outputs=...) returning one. Got "
+            f"{type(module).__name__} instead."
         )
 
     def _learner_input(self, X):
