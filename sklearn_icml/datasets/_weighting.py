@@ -3,8 +3,10 @@
 import numbers
 
 import numpy as np
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, validate_params
+
+from ..utils import check_random_state
 
 SOURCE_NAMES = ("A", "B", "C", "D")
 
@@ -237,7 +239,7 @@ def make_markov_languages(
         )
     transitions = np.stack(
         [
-            np.random.RandomState(seed).dirichlet(np.full(vocab_size, float(alpha)), vocab_size)
+            check_random_state(int(seed)).dirichlet(np.full(vocab_size, float(alpha)), vocab_size)
             for seed in language_seeds
         ]
     )
