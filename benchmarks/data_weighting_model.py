@@ -123,7 +123,7 @@ def warm_up():
 def fit_timed(estimator, *args, **kwargs):
     start = time.perf_counter()
     estimator.fit(*args, **kwargs)
-    return estimator, (time.perf_counter() - start) / estimator.n_steps_
+    return estimator, (time.perf_counter() - start) / estimator.n_iter_
 
 
 def group_shares(sums, groups, n_groups):
@@ -144,7 +144,7 @@ def run_e1(seed, cfg, with_raw):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "dwm_raw", "uniform_loop", "l2rw",
                                        "mwn")}
     data = make_mixed_source_regression(n_per_source=cfg["n_per_source"], random_state=seed)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_steps": cfg["steps"],
+    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     fit_args = (data.X, data.y, data.X_val, data.y_val)
     fit_kw = {"sample_features": data.source_onehot}
@@ -212,7 +212,7 @@ def run_e2(seed, cfg):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "uniform_loop", "l2rw", "mwn")}
     X, y, corrupted, X_val, y_val, X_te, y_te = digits_split(seed)
     clean = ~corrupted
-    common = {"hidden_sizes": (64,), "lr": 0.1, "max_steps": cfg["steps"],
+    common = {"hidden_sizes": (64,), "lr": 0.1, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     res = {}
     for key, steps in (("uniform", 0), ("dwm", cfg["dwm_steps"])):
@@ -299,10 +299,10 @@ def run_e3(seed, method, cfg):
     if method in ("uniform", "dwm", "dwm_online", "a_only"):
         dwm_steps = cfg["dwm_steps"] if method.startswith("dwm") else 0
         rows = lang == 0 if method == "a_only" else np.ones(lang.shape[0], dtype=bool)
-        est = DWMCharLM(max_steps=cfg["steps"], n_stages=cfg["stages"], batch_size=64,
+        est = DWMCharLM(max_iter=cfg["steps"], n_stages=cfg["stages"], batch_size=64,
                         dwm_steps_per_stage=dwm_steps, online=method == "dwm_online",
                         random_state=seed).fit(data.X[rows], X_val=data.X_val)
-        t = (time.process_time() - start) / est.n_steps_
+        t = (time.process_time() - start) / est.n_iter_
         sums = est.stage_weight_sums_
         shares = [float(sums[k][lang[rows] == 0].sum() / sums[k].sum())
                   for k in range(sums.shape[0])]

@@ -28,7 +28,6 @@ from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 from sklearn_icml.lora import FlatLoRAClassifier, FlatLoRAPerturbation  # noqa: E402
-from sklearn_icml.lora._flat_lora_estimators import _net_class  # noqa: E402
 from sklearn_icml.lora._lora_layer import LoRALinear  # noqa: E402
 
 torch.set_num_threads(1)
@@ -55,7 +54,7 @@ def e1():
     flat.perturb(50)
     secs = time.perf_counter() - start
     eps = (lay.weight - w0).double()
-    flat.restore()
+    flat.unperturb()
     expected = 0.5 * 0.05 / 32 * clean.norm(dim=1)
     ratio = (eps.std(dim=1) / expected).numpy()
     mean_z = float((eps.mean(dim=1) / (expected / 32)).abs().max())
@@ -75,7 +74,7 @@ def _cycles(dtype, restore, n=100):
     flat.attach(model, total_steps=2)
     for _ in range(n):
         flat.perturb(1)
-        flat.restore()
+        flat.unperturb()
     return float((model[0].weight - w0).abs().max() / w0.abs().max())
 
 
@@ -146,9 +145,9 @@ class _IsotropicPerturbation(FlatLoRAPerturbation):
 
 
 def _sam_net_class(rho_sam):
-    base = _net_class()
+    import skorch
 
-    class _SAMNet(base):
+    class _SAMNet(skorch.NeuralNet):
         """LoRA-SAM: ascend to A, B + rho g/||g||, take the gradient there, step from A, B."""
 
         def train_step(self, batch, **fit_params):
@@ -172,6 +171,13 @@ def _sam_net_class(rho_sam):
     return _SAMNet
 
 
+class _SAMClassifier(FlatLoRAClassifier):
+    """Peer: LoRA-SAM, the same fit on a net whose train_step is two-pass SAM."""
+
+    def _net_class(self):
+        return _sam_net_class(0.05)
+
+
 def _finetune(pre, data, seed, rho, epochs, *, backend="own", kind="flat"):
     clf = FlatLoRAClassifier(
         module=pre, lora_rank=4, lora_alpha=8, lr=3e-3, max_epochs=epochs, batch_size=64,
@@ -187,14 +193,8 @@ def _finetune(pre, data, seed, rho, epochs, *, backend="own", kind="flat"):
         finally:
             fl.FlatLoRAPerturbation = orig
     elif kind == "sam":
-        import sklearn_icml.lora._flat_lora_estimators as fe
-
-        orig = fe._net_class
-        fe._net_class = lambda: _sam_net_class(0.05)
-        try:
-            clf.set_params(rho=0.0).fit(data["train4"], data["y_tr"])
-        finally:
-            fe._net_class = orig
+        clf = _SAMClassifier(**clf.set_params(rho=0.0).get_params())
+        clf.fit(data["train4"], data["y_tr"])
     else:
         clf.fit(data["train4"], data["y_tr"])
     return clf

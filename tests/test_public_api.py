@@ -63,8 +63,6 @@ _PENDING = {
     "alignment.TabularPreferencePolicy",
     "compression.AdaptiveContextCodec",
     "compression.SerLiCCodec",
-    "lora.FlatLoRACallback",
-    "lora.FlatLoRAPerturbation",
     "mas.AgentLLM",
     "mas.ArithmeticMockLLM",
     "mas.MASExecutor",

@@ -3,13 +3,34 @@
 import numbers
 
 import numpy as np
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
 
 SOURCE_NAMES = ("A", "B", "C", "D")
 
 
+def _positive_int(low=1):
+    return [Interval(numbers.Integral, low, None, closed="left")]
+
+
+_FINITE_NON_NEGATIVE = [Interval(numbers.Real, 0, np.inf, closed="left")]
+_FRACTION = [Interval(numbers.Real, 0, 1, closed="both")]
+
+
+@validate_params(
+    {
+        "n_per_source": _positive_int(),
+        "n_features": _positive_int(),
+        "n_val": _positive_int(),
+        "n_test": _positive_int(),
+        "noise": _FINITE_NON_NEGATIVE,
+        "noisy_source_noise": _FINITE_NON_NEGATIVE,
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_mixed_source_regression(
     n_per_source=1000,
     *,
@@ -62,13 +83,6 @@ def make_mixed_source_regression(
     >>> data.X.shape, data.source.tolist()[:6], data.X_val.shape
     ((20, 3), [0, 0, 0, 0, 0, 1], (200, 3))
     """
-    n_per_source = check_positive_int(n_per_source, "n_per_source")
-    n_features = check_positive_int(n_features, "n_features")
-    n_val = check_positive_int(n_val, "n_val")
-    n_test = check_positive_int(n_test, "n_test")
-    for name, value in (("noise", noise), ("noisy_source_noise", noisy_source_noise)):
-        if not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-            raise ValueError(f"{name} must be a finite number >= 0; got {value!r} instead.")
     rng = check_random_state(random_state)
     coef = rng.standard_normal(n_features)
     signs = np.array([1.0, 1.0, -1.0, 0.0])
@@ -97,6 +111,10 @@ def make_mixed_source_regression(
     )
 
 
+@validate_params(
+    {"y": ["array-like"], "noise_rate": _FRACTION, "random_state": ["random_state"]},
+    prefer_skip_nested_validation=True,
+)
 def corrupt_labels(y, noise_rate, *, random_state=None):
     """Symmetric label noise: each label moves, with probability ``noise_rate``, to another class.
 
@@ -126,13 +144,11 @@ def corrupt_labels(y, noise_rate, *, random_state=None):
     """
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D; got an array of shape {y.shape} instead.")
-    if not isinstance(noise_rate, numbers.Real) or not 0 <= noise_rate <= 1:
-        raise ValueError(f"noise_rate must be a number in [0, 1]; got {noise_rate!r} instead.")
+        raise ValueError(f"y must be 1-D. Got an array of shape {y.shape} instead.")
     classes, index = np.unique(y, return_inverse=True)
     k = classes.shape[0]
     if k < 2:
-        raise ValueError(f"y must hold at least 2 classes to corrupt; got {k} instead.")
+        raise ValueError(f"y must hold at least 2 classes to corrupt. Got {k} instead.")
     rng = check_random_state(random_state)
     corrupted = rng.random_sample(y.shape[0]) < noise_rate
     shift = rng.randint(1, k, size=y.shape[0])
@@ -152,6 +168,20 @@ def _markov_sequences(transitions, n, seq_len, rng):
     return X
 
 
+@validate_params(
+    {
+        "n_sequences": _positive_int(),
+        "seq_len": _positive_int(2),
+        "vocab_size": _positive_int(2),
+        "target_fraction": _FRACTION,
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_val": _positive_int(),
+        "n_test": _positive_int(),
+        "language_seeds": [tuple, list],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_markov_languages(
     n_sequences=2000,
     *,
@@ -170,7 +200,8 @@ def make_markov_languages(
     own seed, so the languages are fixed while the samples vary with ``random_state``);
     a sequence starts with a uniform symbol. The training pool mixes the target language
     A (share ``target_fraction``) with language B; validation and test sequences come
-    from A. This is the spec's tiny-LM data-weighting experiment.
+    from A: a tiny counterpart of the paper's setting, where a language model pre-trains
+    on a pool that mixes the target domain with others (Yu et al., ICML 2025).
 
     Parameters
     ----------
@@ -202,24 +233,13 @@ def make_markov_languages(
     >>> data.X.shape, int(data.language.sum()), data.X_val.shape
     ((10, 5), 7, (2, 5))
     """
-    n_sequences = check_positive_int(n_sequences, "n_sequences")
-    seq_len = check_positive_int(seq_len, "seq_len", minimum=2)
-    vocab_size = check_positive_int(vocab_size, "vocab_size", minimum=2)
-    n_val = check_positive_int(n_val, "n_val")
-    n_test = check_positive_int(n_test, "n_test")
-    if not isinstance(target_fraction, numbers.Real) or not 0 <= target_fraction <= 1:
-        raise ValueError(
-            f"target_fraction must be a number in [0, 1]; got {target_fraction!r} instead."
-        )
-    if not isinstance(alpha, numbers.Real) or not alpha > 0:
-        raise ValueError(f"alpha must be a number > 0; got {alpha!r} instead.")
     if len(language_seeds) != 2:
         raise ValueError(
-            f"language_seeds must hold 2 seeds (A, B); got {language_seeds!r} instead."
+            f"language_seeds must hold 2 seeds (A, B). Got {language_seeds!r} instead."
         )
     transitions = np.stack(
         [
-            np.random.RandomState(seed).dirichlet(np.full(vocab_size, float(alpha)), vocab_size)
+            check_random_state(int(seed)).dirichlet(np.full(vocab_size, float(alpha)), vocab_size)
             for seed in language_seeds
         ]
     )

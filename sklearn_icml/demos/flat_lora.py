@@ -1,4 +1,4 @@
-"""Demo: Flat-LoRA vs plain LoRA fine-tuning a pre-trained MLP on noisy digits (spec E3, small)."""
+"""Demo: Flat-LoRA vs plain LoRA fine-tuning a pre-trained MLP on noisy digits (a small run)."""
 
 from . import register_demo
 

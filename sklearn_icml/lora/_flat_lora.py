@@ -9,22 +9,53 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 
-from ..utils import optional_import
+from ..utils import check_generator, optional_import
 
-_SCHEDULES = ("cosine", "constant")
-_RESTORES = ("regenerate", "copy")
-_MAX_SEED = 2**63 - 1
+# each perturbation draws one seed in [0, 2**63 - 1) from the Generator of random_state
+_NOISE_SEED_BOUND = 2**63 - 1
 
 
 def _torch():
     return optional_import("torch", "neural")
 
 
+@validate_params(
+    {
+        "model": [HasMethods(["named_modules", "parameters"])],
+        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "target_modules": [str, tuple, list],
+    },
+    prefer_skip_nested_validation=True,
+)
 def inject_lora(model, *, rank=8, alpha=16, target_modules=("Linear",)):
     """Replace matching ``nn.Linear`` layers by the library's minimal ``LoRALinear``, in place.
 
-    See ``sklearn_icml.lora._lora_layer.inject_lora`` (this wrapper imports torch lazily).
+    Every parameter of ``model`` is frozen, then each matching layer is wrapped, so only the
+    LoRA factors are trainable (as with peft's defaults). torch is imported when this
+    function runs.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to adapt (modified in place and returned).
+    rank : int, default=8
+        LoRA rank ``r``.
+    alpha : float, default=16
+        LoRA alpha; the update is scaled by ``alpha / rank``.
+    target_modules : str or sequence of str, default=("Linear",)
+        Class names or module names (peft's suffix rule) of the layers to adapt.
+
+    Returns
+    -------
+    model : torch.nn.Module
+
+    Raises
+    ------
+    ValueError
+        If no ``nn.Linear`` layer matches ``target_modules``.
 
     Examples
     --------
@@ -34,46 +65,9 @@ def inject_lora(model, *, rank=8, alpha=16, target_modules=("Linear",)):
     >>> type(net[0]).__name__
     'LoRALinear'
     """
-    from ._lora_layer import inject_lora as _inject
+    from ._lora_layer import _inject_lora
 
-    return _inject(model, rank=rank, alpha=alpha, target_modules=target_modules)
-
-
-# ------------------------------------------------------------------ validation helpers
-def _check_rho(rho, name="rho"):
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
-        raise ValueError(f"{name} must be a finite float >= 0; got {rho!r} instead.")
-    if not math.isfinite(rho) or rho < 0:
-        raise ValueError(f"{name} must be a finite float >= 0; got {rho!r} instead.")
-    return float(rho)
-
-
-def _check_common(rho, schedule, interval, restore):
-    rho = _check_rho(rho)
-    if not callable(schedule) and schedule not in _SCHEDULES:
-        raise ValueError(
-            f"schedule must be one of {_SCHEDULES} or a callable (t, total_steps) -> float in "
-            f"[0, 1]; got {schedule!r} instead."
-        )
-    if isinstance(interval, bool) or not isinstance(interval, numbers.Integral) or interval < 1:
-        raise ValueError(f"interval must be an integer >= 1; got {interval!r} instead.")
-    if restore not in _RESTORES:
-        raise ValueError(f"restore must be one of {_RESTORES}; got {restore!r} instead.")
-    return rho
-
-
-def _seed_stream(random_state):
-    """A numpy Generator turning ``random_state`` into one 63-bit seed per perturbation."""
-    if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(np.random.SeedSequence(random_state))
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(int(random_state.randint(np.iinfo(np.int32).max)))
-    if isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(int(random_state.integers(_MAX_SEED)))
-    raise ValueError(
-        f"random_state must be None, an int, a RandomState or a Generator; got "
-        f"{random_state!r} instead."
-    )
+    return _inject_lora(model, rank=rank, alpha=alpha, target_modules=target_modules)
 
 
 # ------------------------------------------------------------------ layer discovery
@@ -148,36 +142,61 @@ def _cosine(t, total):
 
 
 # ------------------------------------------------------------------ the perturbation
-class FlatLoRAPerturbation:
-    """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
+#: The parameters FlatLoRAPerturbation, FlatLoRACallback and the estimators share.
+_PERTURBATION_CONSTRAINTS = {
+    "rho": [Interval(numbers.Real, 0, np.inf, closed="left")],
+    "schedule": [StrOptions({"cosine", "constant"}), callable],
+    "restore": [StrOptions({"regenerate", "copy"})],
+}
+
+_PERTURBATION_PARAMS_DOC = """rho : float, default=0.05
+        Perturbation strength (finite, >= 0). ``0`` is plain LoRA: nothing is drawn or
+        touched.
+    schedule : {"cosine", "constant"} or callable, default="cosine"
+        The ramp ``c(t)`` of the noise scale: ``0.5 * (1 - cos(pi t / total_steps))``,
+        ``1``, or ``schedule(t, total_steps)`` returning a float in ``[0, 1]``.
+    restore : {"regenerate", "copy"}, default="regenerate"
+        How the noise is removed after each step: ``"regenerate"`` subtracts the noise
+        regenerated from its seed (the paper's memory trick; exact up to one float rounding
+        per step, so meant for float32/float64 base weights); ``"copy"`` keeps a copy of
+        the touched weights and puts it back exactly."""
+
+_PARAMETERS_DOC = (
+    """
+    Parameters
+    ----------
+    """
+    + _PERTURBATION_PARAMS_DOC
+    + """
+    interval : int, default=1
+        Perturb one optimiser step in every ``interval``."""
+)
+
+
+class FlatLoRAPerturbation(BaseEstimator):
+    __doc__ = (
+        """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
 
     Flat-LoRA trains LoRA factors ``A, B`` on the expected loss
     ``E_eps L(W + s B A + eps)`` with independent ``eps_ij ~ N(0, sigma_i^2)``,
     ``sigma_i = c(t) * rho / sqrt(n) * ||W'_i||`` (``W' = W + s B A`` the merged weight,
     ``n`` its fan-in, ``c(t)`` a cosine ramp from 0 to 1), one noise sample per optimiser
-    step. :meth:`perturb` adds the noise to the frozen weights in place; :meth:`restore`
+    step. :meth:`perturb` adds the noise to the frozen weights in place; :meth:`unperturb`
     removes it by regenerating the identical noise from the stored seed, so only one integer
     and the ``O(out_features)`` row scales are kept (``restore="copy"`` keeps copies of the
-    weights instead and restores them bit-exactly).
+    weights instead and puts them back bit-exactly).
 
     Works with the library's own :class:`~sklearn_icml.lora._lora_layer.LoRALinear`
     (see :func:`inject_lora`) and with peft ``LoraLayer`` modules (found by duck typing).
 
-    Parameters
-    ----------
-    rho : float, default=0.05
-        Perturbation strength (>= 0). ``0`` is plain LoRA: nothing is drawn or touched.
-    schedule : {"cosine", "constant"} or callable, default="cosine"
-        ``c(t)``: ``0.5 * (1 - cos(pi t / total_steps))``, ``1``, or
-        ``schedule(t, total_steps)`` returning a float in ``[0, 1]``.
-    interval : int, default=1
-        Perturb one optimiser step in every ``interval``.
-    restore : {"regenerate", "copy"}, default="regenerate"
-        ``"regenerate"`` subtracts the regenerated noise (paper's memory trick; exact up to
-        one float rounding per step, so meant for float32/float64 base weights);
-        ``"copy"`` keeps a copy of the touched weights and restores it exactly.
+"""
+        + _PARAMETERS_DOC
+        + """
     random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the noise: one 63-bit seed per perturbation is drawn from it.
+        Seeds the noise: :meth:`attach` turns it into a numpy Generator
+        (:func:`~sklearn_icml.utils.check_generator`), from which each perturbation draws
+        one 63-bit seed for torch's generator. An int gives the same noise after every
+        :meth:`attach`; a Generator is used as it is, so its stream goes on.
 
     Attributes
     ----------
@@ -191,11 +210,21 @@ class FlatLoRAPerturbation:
         Per-row noise std ``(out_features, 1)`` of each layer at the last perturbation.
     n_perturb_calls_ : int
         Number of :meth:`perturb` calls since :meth:`attach`.
+    n_restore_calls_ : int
+        Number of :meth:`unperturb` calls that removed a perturbation since :meth:`attach`.
 
     See Also
     --------
     FlatLoRACallback : the skorch callback driving this object.
     FlatLoRAClassifier, FlatLoRARegressor : estimators trained with it.
+
+    Notes
+    -----
+    The noise follows the filter-wise scheme of [1]_ (one std per output row, scaled by
+    the row norm of the merged weight and the fan-in, ramped by a cosine schedule). The
+    paper perturbs at every step; ``interval`` (perturb one step in ``interval``) and
+    ``restore="copy"`` (exact restores for low-precision base weights) are options of this
+    library.
 
     References
     ----------
@@ -215,10 +244,17 @@ class FlatLoRAPerturbation:
     >>> flat.perturb(step=0)
     >>> bool((model[0].weight != before).any())
     True
-    >>> flat.restore()
+    >>> flat.unperturb()
     >>> float((model[0].weight - before).abs().max()) < 1e-6
     True
     """
+    )
+
+    _parameter_constraints = {
+        **_PERTURBATION_CONSTRAINTS,
+        "interval": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state", np.random.Generator],
+    }
 
     def __init__(
         self, rho=0.05, schedule="cosine", interval=1, restore="regenerate", random_state=None
@@ -226,25 +262,11 @@ class FlatLoRAPerturbation:
         self.rho = rho
         self.schedule = schedule
         self.interval = interval
-        self.restore_mode = restore
+        self.restore = restore
         self.random_state = random_state
 
-    # sklearn-style parameter access (the argument is called ``restore``)
-    def get_params(self, deep=True):
-        return {
-            "rho": self.rho,
-            "schedule": self.schedule,
-            "interval": self.interval,
-            "restore": self.restore_mode,
-            "random_state": self.random_state,
-        }
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"FlatLoRAPerturbation({args})"
-
     def attach(self, model, total_steps=None):
-        """Find the LoRA layers of ``model`` and reset the seed stream.
+        """Validate the parameters, find the LoRA layers of ``model``, reset the seed stream.
 
         Parameters
         ----------
@@ -258,7 +280,7 @@ class FlatLoRAPerturbation:
         -------
         self
         """
-        self._rho = _check_common(self.rho, self.schedule, self.interval, self.restore_mode)
+        self._validate_params()
         if self.schedule != "constant":
             if (
                 total_steps is None
@@ -268,15 +290,15 @@ class FlatLoRAPerturbation:
             ):
                 raise ValueError(
                     f"total_steps must be a positive integer when schedule={self.schedule!r} "
-                    f"(the ramp needs the length of the run); got {total_steps!r} instead."
+                    f"(the ramp needs the length of the run). Got {total_steps!r} instead."
                 )
         self._layers = _find_lora_layers(model)
-        if self.restore_mode == "regenerate":
+        if self.restore == "regenerate":
             low = {str(layer.weight().dtype) for layer in self._layers} & {
                 "torch.bfloat16",
                 "torch.float16",
             }
-            if low and self._rho > 0:
+            if low and self.rho > 0:
                 warnings.warn(
                     f"base weights in {sorted(low)}: restore='regenerate' leaves a rounding "
                     "error per step that accumulates; use restore='copy' for exact restores.",
@@ -285,7 +307,7 @@ class FlatLoRAPerturbation:
                 )
         self.layers_ = [layer.name for layer in self._layers]
         self.total_steps_ = None if total_steps is None else int(total_steps)
-        self._seeds = _seed_stream(self.random_state)
+        self._seeds = check_generator(self.random_state)
         self.seed_ = None
         self.row_std_ = []
         self.n_perturb_calls_ = 0
@@ -308,7 +330,9 @@ class FlatLoRAPerturbation:
         -------
         scale : float
         """
-        rho = _check_common(self.rho, self.schedule, self.interval, self.restore_mode)
+        if not hasattr(self, "_layers"):
+            self._validate_params()
+        rho = float(self.rho)
         total = getattr(self, "total_steps_", None)
         if self.schedule == "constant":
             c = 1.0
@@ -316,7 +340,7 @@ class FlatLoRAPerturbation:
             if total is None:
                 raise ValueError(
                     f"total_steps is unknown; call attach(model, total_steps) first (needed by "
-                    f"schedule={self.schedule!r})."
+                    f"schedule={self.schedule!r}). Got total_steps=None instead."
                 )
             t = min(max(int(step), 0), total)
             if self.schedule == "cosine":
@@ -325,21 +349,21 @@ class FlatLoRAPerturbation:
                 c = self.schedule(t, total)
                 if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0 <= c <= 1:
                     raise ValueError(
-                        f"schedule(t, total_steps) must return a float in [0, 1]; got {c!r} at "
-                        f"t={t} instead."
+                        f"schedule(t, total_steps) must return a float in [0, 1] (at t={t}). "
+                        f"Got {c!r} instead."
                     )
                 c = float(c)
         return c * rho
 
-    def _check_attached(self):
+    def _ensure_attached(self):
         if not hasattr(self, "_layers"):
-            raise RuntimeError("call attach(model, total_steps) before perturb/restore.")
+            raise RuntimeError("call attach(model, total_steps) before perturb/unperturb.")
 
     def perturb(self, step):
         """Add the filter-wise Gaussian noise of optimiser step ``step`` to the base weights.
 
         Skipped (nothing drawn) when ``step % interval != 0`` or the scale ``c(step) * rho``
-        is 0; the call is counted either way and must be paired with :meth:`restore`.
+        is 0; the call is counted either way and must be paired with :meth:`unperturb`.
 
         Parameters
         ----------
@@ -347,26 +371,24 @@ class FlatLoRAPerturbation:
             Optimiser step (0-based).
         """
         torch = _torch()
-        self._check_attached()
+        self._ensure_attached()
         if self._active:
-            raise RuntimeError("perturb called twice without restore in between.")
+            raise RuntimeError("perturb called twice without unperturb in between.")
         self.n_perturb_calls_ += 1
         self._active = True
         scale = self.noise_scale(step)
         self._drawn = False
         if scale == 0.0 or step % self.interval != 0:
             return
-        self.seed_ = int(self._seeds.integers(_MAX_SEED))
+        self.seed_ = int(self._seeds.integers(_NOISE_SEED_BOUND))
         gens = {}
         self.row_std_ = []
-        self._copies = [] if self.restore_mode == "copy" else None
+        self._copies = [] if self.restore == "copy" else None
         recorded = [] if self._record_noise else None
         with torch.no_grad():
             for layer in self._layers:
                 w = layer.weight()
-                delta = layer.delta()
-                merged = w if delta is None else w + delta.to(w.dtype)
-                std = self._row_std(merged, scale)
+                std = self._row_std(_merged_weight(layer), scale)
                 self.row_std_.append(std)
                 if self._copies is not None:
                     self._copies.append(w.clone())
@@ -402,7 +424,7 @@ class FlatLoRAPerturbation:
             One ``(out_features, in_features)`` tensor per layer (empty when nothing was
             drawn).
         """
-        self._check_attached()
+        self._ensure_attached()
         if not getattr(self, "_drawn", False):
             return []
         gens = {}
@@ -411,10 +433,10 @@ class FlatLoRAPerturbation:
             for layer, std in zip(self._layers, self.row_std_)
         ]
 
-    def restore(self):
+    def unperturb(self):
         """Remove the current perturbation (regenerated noise subtracted, or copies put back)."""
         torch = _torch()
-        self._check_attached()
+        self._ensure_attached()
         if not self._active:
             return
         self.n_restore_calls_ += 1
@@ -438,11 +460,21 @@ class FlatLoRAPerturbation:
         return bool(getattr(self, "_active", False) and getattr(self, "_drawn", False))
 
     def detach(self):
-        """Restore if needed and drop the references to the model's layers."""
+        """Remove any noise and drop the references to the model's layers."""
         if hasattr(self, "_layers"):
-            self.restore()
+            self.unperturb()
             del self._layers
 
+    @validate_params(
+        {
+            "model": [HasMethods(["named_modules", "eval", "train"])],
+            "loss_fn": [callable],
+            "batch": [tuple, list],
+            "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+            "rho": [Interval(numbers.Real, 0, np.inf, closed="left"), None],
+        },
+        prefer_skip_nested_validation=True,
+    )
     def expected_sharpness(self, model, loss_fn, batch, n_samples=8, rho=None):
         """``E_eps[L(W' + eps)] - L(W')`` under the filter-wise noise at full scale (c = 1).
 
@@ -467,30 +499,24 @@ class FlatLoRAPerturbation:
         sharpness : float
         """
         torch = _torch()
-        rho = _check_rho(self.rho if rho is None else rho, "rho")
-        if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or (
-            n_samples < 1
-        ):
-            raise ValueError(f"n_samples must be an integer >= 1; got {n_samples!r} instead.")
+        if rho is None:
+            self._validate_params()
+            rho = self.rho
+        rho = float(rho)
         layers = _find_lora_layers(model)
         X, y = batch
         was_training = model.training
         model.eval()
-        seeds = _seed_stream(self.random_state)
+        seeds = check_generator(self.random_state)
         try:
             with torch.no_grad():
                 clean = float(loss_fn(model(X), y))
-                stds, origs = [], []
-                for layer in layers:
-                    w = layer.weight()
-                    delta = layer.delta()
-                    merged = w if delta is None else w + delta.to(w.dtype)
-                    stds.append(merged.norm(dim=1, keepdim=True).mul_(rho / math.sqrt(w.shape[1])))
-                    origs.append(w.clone())
+                stds = [self._row_std(_merged_weight(layer), rho) for layer in layers]
+                origs = [layer.weight().clone() for layer in layers]
                 total = 0.0
                 for _ in range(int(n_samples)):
                     gen = torch.Generator(device=origs[0].device)
-                    gen.manual_seed(int(seeds.integers(_MAX_SEED)))
+                    gen.manual_seed(int(seeds.integers(_NOISE_SEED_BOUND)))
                     try:
                         for layer, std in zip(layers, stds):
                             w = layer.weight()
@@ -506,9 +532,17 @@ class FlatLoRAPerturbation:
         return total / int(n_samples) - clean
 
 
+def _merged_weight(layer):
+    """``W' = W + scaling * B @ A`` of a layer, in the base weight's dtype."""
+    w = layer.weight()
+    delta = layer.delta()
+    return w if delta is None else w + delta.to(w.dtype)
+
+
 # ------------------------------------------------------------------ skorch callback
-class FlatLoRACallback:
-    """skorch callback training the LoRA factors of a net with Flat-LoRA.
+class FlatLoRACallback(BaseEstimator):
+    __doc__ = (
+        """skorch callback training the LoRA factors of a net with Flat-LoRA.
 
     At every training batch (``training=True``) it perturbs the frozen weights of the
     LoRA layers (:class:`FlatLoRAPerturbation`) in ``on_batch_begin`` and removes the noise
@@ -518,13 +552,16 @@ class FlatLoRACallback:
     never perturbed. The run length for the cosine ramp is read in ``on_train_begin`` from
     ``max_epochs`` and the length of the training iterator, unless ``total_steps`` is given.
 
-    It has skorch ``Callback``'s interface (``initialize``, ``on_*``, ``get_params``,
-    ``set_params``) without subclassing it, so ``sklearn_icml.lora`` imports without torch.
+    It is a scikit-learn ``BaseEstimator`` with skorch ``Callback``'s interface
+    (``initialize``, the ``on_*`` hooks; skorch's ``callbacks__<name>__<param>`` routing
+    uses ``set_params``), without subclassing skorch's class, so ``sklearn_icml.lora``
+    imports without torch.
 
-    Parameters
-    ----------
-    rho, schedule, interval, restore, random_state
-        As in :class:`FlatLoRAPerturbation`.
+"""
+        + _PARAMETERS_DOC
+        + """
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the noise, as in :class:`FlatLoRAPerturbation`.
     accumulation_steps : int, default=1
         Micro-batches per optimiser step when the net accumulates gradients (an overridden
         ``train_step``): the same noise is kept for all of them.
@@ -535,12 +572,14 @@ class FlatLoRACallback:
     ----------
     flat_lora_ : FlatLoRAPerturbation
         The perturbation object of the current/last fit.
+    micro_step_ : int
+        Training batches seen in the current/last fit.
 
     Notes
     -----
     skorch does not call ``on_batch_end`` when the forward or backward raises; the
-    estimators of this module guard their ``train_step`` with ``try/finally``. With your own
-    net, call ``callback.restore_now()`` in such a handler.
+    estimators of this module call :meth:`restore_now` when their fit raises. With your
+    own net, call ``callback.restore_now()`` in such a handler.
 
     Examples
     --------
@@ -560,6 +599,13 @@ class FlatLoRACallback:
     >>> cb.flat_lora_.total_steps_, cb.flat_lora_.n_perturb_calls_
     (6, 6)
     """
+    )
+
+    _parameter_constraints = {
+        **FlatLoRAPerturbation._parameter_constraints,
+        "accumulation_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "total_steps": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(
         self,
@@ -579,23 +625,9 @@ class FlatLoRACallback:
         self.accumulation_steps = accumulation_steps
         self.total_steps = total_steps
 
-    def _get_param_names(self):
-        return [key for key in self.__dict__ if not key.endswith("_")]
-
-    def get_params(self, deep=True):
-        return BaseEstimator.get_params(self, deep=deep)
-
-    def set_params(self, **params):
-        BaseEstimator.set_params(self, **params)
-        return self
-
     def initialize(self):
-        _check_common(self.rho, self.schedule, self.interval, self.restore)
-        g = self.accumulation_steps
-        if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
-            raise ValueError(
-                f"accumulation_steps must be an integer >= 1; got {g!r} instead."
-            )
+        """Validate the parameters and build a fresh :class:`FlatLoRAPerturbation` (skorch)."""
+        self._validate_params()
         self.flat_lora_ = FlatLoRAPerturbation(
             rho=self.rho,
             schedule=self.schedule,
@@ -630,7 +662,7 @@ class FlatLoRACallback:
             return
         self.micro_step_ += 1
         if self.micro_step_ % self.accumulation_steps == 0:
-            self.flat_lora_.restore()
+            self.flat_lora_.unperturb()
 
     def on_train_end(self, net, X=None, y=None, **kwargs):
         # an unfinished accumulation window, then drop the layer references (pickling)
@@ -640,9 +672,9 @@ class FlatLoRACallback:
     def restore_now(self):
         """Remove any noise currently applied (for exception handlers)."""
         if hasattr(self, "flat_lora_") and hasattr(self.flat_lora_, "_layers"):
-            self.flat_lora_.restore()
+            self.flat_lora_.unperturb()
 
-    # skorch calls these on every callback
+    # the other hooks skorch calls on every callback
     def on_epoch_begin(self, net, **kwargs):
         pass
 

@@ -7,19 +7,13 @@ import copy
 import numbers
 
 import numpy as np
-from scipy.special import softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import optional_import
-from ._flat_lora import FlatLoRACallback
-
-
-def _skorch_utils():
-    from ..utils import _skorch
-
-    return _skorch
+from ..base import BaseNeuralEstimator, NeuralClassifierMixin
+from ..utils import draw_seed, optional_import
+from ._flat_lora import _PERTURBATION_CONSTRAINTS, _PERTURBATION_PARAMS_DOC, FlatLoRACallback
 
 
 def _mlp(n_features, n_outputs, hidden_layer_sizes):
@@ -32,37 +26,9 @@ def _mlp(n_features, n_outputs, hidden_layer_sizes):
     return nn.Sequential(*layers)
 
 
-_NET_CLASSES = {}
+class _BaseFlatLoRA(BaseNeuralEstimator):
+    """What FlatLoRAClassifier and FlatLoRARegressor share: the adapted module and the fit."""
 
-
-def _net_class():
-    """skorch NeuralNet whose train_step never leaves the base weights perturbed."""
-    if "net" not in _NET_CLASSES:
-        skorch = optional_import("skorch", "neural")
-
-        class _FlatLoRANet(skorch.NeuralNet):
-            def train_step(self, batch, **fit_params):
-                try:
-                    return super().train_step(batch, **fit_params)
-                except BaseException:
-                    for _, cb in self.callbacks_:
-                        if isinstance(cb, FlatLoRACallback):
-                            cb.restore_now()
-                    raise
-
-        _FlatLoRANet.__module__ = __name__
-        _FlatLoRANet.__qualname__ = "_FlatLoRANet"
-        _NET_CLASSES["net"] = _FlatLoRANet
-    return _NET_CLASSES["net"]
-
-
-def __getattr__(name):  # lets pickle find the lazily built net class
-    if name == "_FlatLoRANet":
-        return _net_class()
-    raise AttributeError(name)
-
-
-class _FlatLoRABase(BaseEstimator):
     _parameter_constraints = {
         "module": [callable, None, object],
         "hidden_layer_sizes": [tuple, list],
@@ -70,16 +36,14 @@ class _FlatLoRABase(BaseEstimator):
         "lora_alpha": [Interval(numbers.Real, 0, None, closed="neither")],
         "target_modules": [tuple, list, str],
         "lora_backend": [StrOptions({"own", "peft"})],
-        "rho": [Interval(numbers.Real, 0, None, closed="left")],
-        "schedule": [StrOptions({"cosine", "constant"}), callable],
-        "restore": [StrOptions({"regenerate", "copy"})],
+        **_PERTURBATION_CONSTRAINTS,
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "device": [str, object],
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -101,8 +65,9 @@ class _FlatLoRABase(BaseEstimator):
         weight_decay=0.0,
         random_state=None,
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         verbose=0,
+        **kwargs,
     ):
         self.module = module
         self.hidden_layer_sizes = hidden_layer_sizes
@@ -119,8 +84,9 @@ class _FlatLoRABase(BaseEstimator):
         self.weight_decay = weight_decay
         self.random_state = random_state
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
     def _base_module(self, n_features, n_outputs):
         torch = optional_import("torch", "neural")
@@ -131,7 +97,7 @@ class _FlatLoRABase(BaseEstimator):
                 for h in hidden
             ):
                 raise ValueError(
-                    "hidden_layer_sizes must hold positive integers; got "
+                    "hidden_layer_sizes must hold positive integers. Got "
                     f"{self.hidden_layer_sizes!r} instead."
                 )
             return _mlp(n_features, n_outputs, hidden)
@@ -141,14 +107,15 @@ class _FlatLoRABase(BaseEstimator):
             return self.module(n_features=n_features, n_outputs=n_outputs)
         raise TypeError(
             "module must be None, a torch.nn.Module (pre-trained, copied) or a callable "
-            f"module(n_features=..., n_outputs=...); got {self.module!r} instead."
+            f"module(n_features=..., n_outputs=...). Got {self.module!r} instead."
         )
 
     def _adapt(self, model):
+        from ._flat_lora import inject_lora
+        from ._lora_layer import matching_linear_names
+
         targets = self.target_modules
         targets = (targets,) if isinstance(targets, str) else tuple(targets)
-        from ._lora_layer import inject_lora, matching_linear_names
-
         if self.lora_backend == "own":
             return inject_lora(
                 model, rank=int(self.lora_rank), alpha=float(self.lora_alpha),
@@ -158,7 +125,8 @@ class _FlatLoRABase(BaseEstimator):
         names = matching_linear_names(model, targets)  # peft matches names, not classes
         if not names:
             raise ValueError(
-                f"target_modules={targets!r} matches no torch.nn.Linear layer of the model."
+                "target_modules must match a torch.nn.Linear layer of the model. Got "
+                f"{targets!r} instead."
             )
         config = peft.LoraConfig(
             r=int(self.lora_rank), lora_alpha=float(self.lora_alpha), target_modules=names,
@@ -166,37 +134,64 @@ class _FlatLoRABase(BaseEstimator):
         )
         return peft.get_peft_model(model, config)
 
+    def _net_class(self):
+        """The skorch net class of the fit (a plain ``NeuralNet``: Flat-LoRA is a callback)."""
+        return optional_import("skorch", "neural").NeuralNet
+
+    def fit(self, X, y):
+        """Fine-tune the LoRA factors on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (classifier), or targets, 1-D or of shape
+            ``(n_samples, n_targets)`` (regressor).
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, **self._target_checks)
+        y_net, n_outputs, criterion = self._encode_target(y)
+        return self._fit_flat(X, y_net, n_outputs, criterion)
+
     def _fit_flat(self, X, y, n_outputs, criterion):
-        su = _skorch_utils()
+        from ..utils import _skorch
+
         torch = optional_import("torch", "neural")
-        X32 = su.features_to_float32(X)
-        seed = su.torch_seed(self.random_state)
-        device = su.check_device(self.device)
-        with su.seeded(seed, device), su.torch_threads(self.n_threads):
-            # base module and LoRA init come from the seed too
+        X32 = _skorch.features_to_float32(X)
+        # the module is built (and LoRA initialised) under the same seed as the fit, drawn
+        # once here and once by _fit_net, as the fit always has
+        seed = draw_seed(self.random_state)
+        device = _skorch.check_device(self.device)
+        with _skorch.seeded(seed, device), _skorch.torch_threads(self.n_jobs):
             module = self._adapt(self._base_module(X32.shape[1], n_outputs))
         callback = FlatLoRACallback(
             rho=float(self.rho), schedule=self.schedule, restore=self.restore,
             random_state=seed,
         )
-        # SkorchEstimatorMixin._fit_net, called unbound: subclassing the mixin would import
-        # torch with sklearn_icml.lora
-        su.SkorchEstimatorMixin._fit_net(
-            self,
-            _net_class(),
-            X32,
-            y,
-            module=module,
-            criterion=criterion,
-            optimizer=torch.optim.AdamW,
-            optimizer__weight_decay=float(self.weight_decay),
-            lr=float(self.lr),
-            max_epochs=int(self.max_epochs),
-            batch_size=int(self.batch_size),
-            iterator_train__shuffle=True,
-            callbacks=[("flat_lora", callback)],
-        )
-        self.flat_lora_ = dict(self.net_.callbacks_)["flat_lora"].flat_lora_
+        try:
+            self._fit_net(
+                self._net_class(),
+                X32,
+                y,
+                module=module,
+                criterion=criterion,
+                optimizer=torch.optim.AdamW,
+                optimizer__weight_decay=float(self.weight_decay),
+                lr=float(self.lr),
+                max_epochs=int(self.max_epochs),
+                batch_size=int(self.batch_size),
+                iterator_train__shuffle=True,
+                callbacks=[("flat_lora", callback)],
+            )
+        except BaseException:
+            # skorch skips on_batch_end when a step raises: never leave noise behind
+            callback.restore_now()
+            raise
+        self.flat_lora_ = callback.flat_lora_
         for name, p in self.module_.named_parameters():
             if not torch.isfinite(p).all():
                 raise ValueError(
@@ -204,31 +199,22 @@ class _FlatLoRABase(BaseEstimator):
                 )
         return self
 
-    @property
-    def module_(self):
-        """The fitted torch module with its LoRA layers (``net_.module_``)."""
-        return self.net_.module_
-
-    @property
-    def history_(self):
-        """skorch's ``History`` of the fit."""
-        return self.net_.history
-
-    def _check_finite_history(self):
-        _skorch_utils().SkorchEstimatorMixin._check_finite_history(self)
-
     def _forward(self, X):
+        """The module's outputs on ``X``, in one float64 pass over all rows.
+
+        The fitted module is copied to float64 and run on the whole of ``X`` at once, so a
+        row's output does not depend on the other rows it is predicted with (float32
+        mini-batches do differ in the last bits).
+        """
+        from ..utils import _skorch
+
+        torch = optional_import("torch", "neural")
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        su = _skorch_utils()
-        with su.torch_threads(self.n_threads):
-            out = self.net_.forward(su.features_to_float32(X)).detach().cpu().numpy()
-        return out.astype(np.float64)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
+        module = copy.deepcopy(self.module_).to(dtype=torch.float64).eval()
+        X64 = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=self.net_.device)
+        with _skorch.torch_threads(self.n_jobs), torch.no_grad():
+            return module(X64).cpu().numpy()
 
 
 _DOC_PARAMS = """
@@ -249,12 +235,7 @@ _DOC_PARAMS = """
         Layers to adapt, by class name (``"Linear"``) or module name (peft's suffix rule).
     lora_backend : {"own", "peft"}, default="own"
         The library's minimal LoRA layer, or peft's ``get_peft_model`` (needs peft).
-    rho : float, default=0.05
-        Flat-LoRA perturbation strength; ``0`` is plain LoRA.
-    schedule : {"cosine", "constant"} or callable, default="cosine"
-        Ramp ``c(t)`` of the noise scale over the run.
-    restore : {"regenerate", "copy"}, default="regenerate"
-        How the noise is removed after each step (see :class:`FlatLoRAPerturbation`).
+    """ + _PERTURBATION_PARAMS_DOC + """
     max_epochs : int, default=30
     batch_size : int, default=64
     lr : float, default=1e-2
@@ -264,9 +245,14 @@ _DOC_PARAMS = """
     random_state : int, RandomState instance or None, default=None
         Seeds the base module, the LoRA initialisation, the shuffling and the noise.
     device : str, default="cpu"
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch intra-op threads during fit and prediction.
     verbose : int, default=0
+        0 is silent; 1 prints skorch's per-epoch table.
+    **kwargs
+        Parameters routed to the skorch net as skorch routes them (``module__*``,
+        ``optimizer__*``, ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
 """
 
 
@@ -278,12 +264,33 @@ _DOC_ATTRS = """
         Only when ``X`` has string column names.
     net_ : skorch.NeuralNet
         The fitted net; ``module_`` and ``history_`` come from it.
+    module_ : torch.nn.Module
+        The fine-tuned module with its LoRA layers (``net_.module_``).
+    history_ : skorch.History
+        skorch's record of the fit, one entry per epoch.
+    n_epochs_run_ : int
+        Epochs run.
     flat_lora_ : FlatLoRAPerturbation
         The perturbation of the fit (``layers_``, ``total_steps_``, ``n_perturb_calls_``).
 """
 
+_DOC_NOTES = """
+    Notes
+    -----
+    The perturbation follows [1]_: filter-wise Gaussian noise on the frozen weights at
+    every optimiser step, removed after the step, with a cosine ramp of its scale. The base
+    model and the LoRA initialisation are drawn under the seed of ``random_state``; the
+    optimiser is AdamW, the usual optimiser of LoRA fine-tuning. Predictions run the module in
+    float64 in one pass, so that they do not depend on which rows are predicted together.
 
-class FlatLoRAClassifier(ClassifierMixin, _FlatLoRABase):
+    References
+    ----------
+    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
+       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
+"""
+
+
+class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     __doc__ = (
         """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (classifier).
 
@@ -300,12 +307,9 @@ class FlatLoRAClassifier(ClassifierMixin, _FlatLoRABase):
     See Also
     --------
     FlatLoRARegressor, FlatLoRAPerturbation, FlatLoRACallback
-
-    References
-    ----------
-    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
-       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
-
+"""
+        + _DOC_NOTES
+        + """
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -321,54 +325,26 @@ class FlatLoRAClassifier(ClassifierMixin, _FlatLoRABase):
     """
     )
 
-    def fit(self, X, y):
-        """Fine-tune the LoRA factors on ``(X, y)``.
+    _target_checks = {}
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+    def _encode_target(self, y):
+        from ..utils._skorch import encode_class_labels
 
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y)
-        su = _skorch_utils()
-        torch = optional_import("torch", "neural")
-        self.classes_, y_index = su.encode_class_labels(y)
-        return self._fit_flat(X, y_index, self.classes_.shape[0], torch.nn.CrossEntropyLoss)
-
-    def predict_proba(self, X):
-        """Class probabilities (softmax of the logits).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return softmax(self._forward(X), axis=1)
+        self.classes_, y_index = encode_class_labels(y)
+        criterion = optional_import("torch", "neural").nn.CrossEntropyLoss
+        return y_index, self.classes_.shape[0], criterion
 
     def predict(self, X):
-        """Most probable class.
+        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
+        return super().predict(X)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
+    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
 
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        logits = self._forward(X)
-        return self.classes_[np.argmax(logits, axis=1)]
+    def _predict_logits(self, X):
+        return self._forward(X)
 
 
-class FlatLoRARegressor(RegressorMixin, _FlatLoRABase):
+class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
     __doc__ = (
         """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (regressor).
 
@@ -380,12 +356,9 @@ class FlatLoRARegressor(RegressorMixin, _FlatLoRABase):
     See Also
     --------
     FlatLoRAClassifier, FlatLoRAPerturbation, FlatLoRACallback
-
-    References
-    ----------
-    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
-       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
-
+"""
+        + _DOC_NOTES
+        + """
     Examples
     --------
     >>> import numpy as np
@@ -399,25 +372,13 @@ class FlatLoRARegressor(RegressorMixin, _FlatLoRABase):
     """
     )
 
-    def fit(self, X, y):
-        """Fine-tune the LoRA factors on ``(X, y)``.
+    _target_checks = {"multi_output": True, "y_numeric": True}
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : object
-        """
-        self._validate_params()
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
-        torch = optional_import("torch", "neural")
+    def _encode_target(self, y):
         y = np.asarray(y, dtype=np.float32)
         self._y_1d = y.ndim == 1
         y2 = y.reshape(-1, 1) if self._y_1d else y
-        return self._fit_flat(X, y2, y2.shape[1], torch.nn.MSELoss)
+        return y2, y2.shape[1], optional_import("torch", "neural").nn.MSELoss
 
     def predict(self, X):
         """Predicted targets.

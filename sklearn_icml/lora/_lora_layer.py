@@ -1,4 +1,4 @@
-"""A minimal LoRA layer (``LoRALinear``) and ``inject_lora``, for models without peft.
+"""A minimal LoRA layer (``LoRALinear``) and the layer injection, for models without peft.
 
 torch is imported when this module is imported; ``sklearn_icml.lora`` itself imports it only
 when a Flat-LoRA function runs, so the joint-compression code stays torch-free.
@@ -43,7 +43,7 @@ class LoRALinear(nn.Module):
         super().__init__()
         if not isinstance(base_layer, nn.Linear):
             raise TypeError(
-                f"base_layer must be a torch.nn.Linear; got {type(base_layer).__name__} "
+                f"base_layer must be a torch.nn.Linear. Got {type(base_layer).__name__} "
                 "instead."
             )
         self.base_layer = base_layer
@@ -93,38 +93,11 @@ def matching_linear_names(model, target_modules):
     ]
 
 
-def inject_lora(model, *, rank=8, alpha=16, target_modules=("Linear",)):
-    """Replace matching ``nn.Linear`` layers of ``model`` by :class:`LoRALinear`, in place.
+def _inject_lora(model, *, rank, alpha, target_modules):
+    """Wrap the ``nn.Linear`` layers matched by ``target_modules`` in :class:`LoRALinear`.
 
-    Every parameter of ``model`` is frozen, then each matching layer is wrapped, so only the
-    LoRA factors are trainable (as with peft's defaults).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The model to adapt (modified in place and returned).
-    rank : int, default=8
-    alpha : float, default=16
-    target_modules : sequence of str, default=("Linear",)
-        Class names or module names (peft's suffix rule) of the layers to adapt.
-
-    Returns
-    -------
-    model : torch.nn.Module
-
-    Raises
-    ------
-    ValueError
-        If no ``nn.Linear`` layer matches ``target_modules``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from sklearn_icml.lora import inject_lora
-    >>> net = inject_lora(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
-    ...                                       torch.nn.Linear(8, 2)), rank=2)
-    >>> sorted(n for n, p in net.named_parameters() if p.requires_grad)
-    ['0.lora_A', '0.lora_B', '2.lora_A', '2.lora_B']
+    The implementation of :func:`sklearn_icml.lora.inject_lora` (documented there), which
+    validates the arguments and imports this module, and so torch, when it runs.
     """
     if isinstance(target_modules, str):
         target_modules = (target_modules,)

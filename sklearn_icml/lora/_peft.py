@@ -1,10 +1,12 @@
 """compress_peft_collection: joint compression of peft LoRA adapters, per weight position."""
 
 import math
+import numbers
 import re
 from collections.abc import Mapping
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._collection import _to_numpy
@@ -31,7 +33,7 @@ def _scaling(config, module, rank, position):
     if alpha is None:
         raise ValueError(
             f"adapter_configs[{position}] has no 'lora_alpha'; give peft's LoraConfig or a "
-            f"dict with 'lora_alpha' (and 'use_rslora', 'alpha_pattern'); got {config!r} "
+            f"dict with 'lora_alpha' (and 'use_rslora', 'alpha_pattern'). Got {config!r} "
             "instead."
         )
     for pattern, value in (_config_value(config, "alpha_pattern") or {}).items():
@@ -54,8 +56,8 @@ def _factors_by_module(state_dict, position):
         if match["which"] in parts:
             raise ValueError(
                 f"adapter {position}: module {match['module']!r} has two lora_"
-                f"{match['which']} weights (several adapters in one state dict?); give one "
-                "state dict per adapter."
+                f"{match['which']} weights; give one state dict per adapter. Got several "
+                "adapters in one state dict instead."
             )
         parts[match["which"]] = value
     pairs = {}
@@ -64,12 +66,23 @@ def _factors_by_module(state_dict, position):
             missing = {"A", "B"} - set(parts)
             raise ValueError(
                 f"adapter {position}: module {module!r} has no lora_{missing.pop()} weight; "
-                "every LoRA module needs both lora_A and lora_B."
+                "every LoRA module needs both lora_A and lora_B. Got only "
+                f"lora_{set(parts).pop()} instead."
             )
         pairs[module] = (parts["B"], parts["A"])
     return pairs
 
 
+@validate_params(
+    {
+        "adapter_state_dicts": [list, tuple, Mapping],
+        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+        "core": [StrOptions({"full", "diag"})],
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "adapter_configs": [list, tuple, Mapping, None],
+    },
+    prefer_skip_nested_validation=False,
+)
 def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=1, *,
                              adapter_configs=None, **kwargs):
     """Jointly compress LoRA adapters saved by peft, one shared basis per weight position.
@@ -130,16 +143,14 @@ def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=
     if isinstance(adapter_state_dicts, Mapping):
         names = list(adapter_state_dicts)
         dicts = [adapter_state_dicts[name] for name in names]
-    elif isinstance(adapter_state_dicts, list | tuple):
+    else:
         names = list(range(len(adapter_state_dicts)))
         dicts = list(adapter_state_dicts)
-    else:
-        raise TypeError(
-            "adapter_state_dicts must be a list of state dicts or a dict of name -> state "
-            f"dict; got {type(adapter_state_dicts).__name__} instead."
-        )
     if not dicts:
-        raise ValueError("adapter_state_dicts is empty; give at least one adapter.")
+        raise ValueError(
+            "adapter_state_dicts is empty; give at least one adapter. Got an empty "
+            f"{type(adapter_state_dicts).__name__} instead."
+        )
     if adapter_configs is None:
         configs = [None] * len(dicts)
     elif isinstance(adapter_configs, Mapping) and isinstance(adapter_state_dicts, Mapping):
@@ -148,26 +159,29 @@ def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=
         configs = list(adapter_configs)
     if len(configs) != len(dicts):
         raise ValueError(
-            f"adapter_configs must give one config per adapter ({len(dicts)}); got "
+            f"adapter_configs must give one config per adapter ({len(dicts)}). Got "
             f"{len(configs)} instead."
         )
     per_adapter = []
     for i, sd in enumerate(dicts):
         if not isinstance(sd, Mapping):
-            raise TypeError(f"adapter {names[i]!r} must be a state dict; got {type(sd).__name__}.")
+            raise TypeError(
+                f"adapter {names[i]!r} must be a state dict. Got {type(sd).__name__} instead."
+            )
         per_adapter.append(_factors_by_module(sd, names[i]))
     modules = sorted(per_adapter[0])
     if not modules:
         raise ValueError(
             f"adapter {names[0]!r} has no '<module>.lora_A.weight' / '<module>.lora_B.weight' "
-            "keys; is it a LoRA state dict?"
+            f"keys; is it a LoRA state dict? Got the keys {sorted(dicts[0])[:3]} instead."
         )
     for name, pairs in zip(names, per_adapter):
         if sorted(pairs) != modules:
             diff = sorted(set(modules) ^ set(pairs))
             raise ValueError(
-                f"adapter {name!r} adapts other modules than adapter {names[0]!r}; they "
-                f"differ in {diff[:3]}. Every adapter must adapt the same modules."
+                f"adapter {name!r} adapts other modules than adapter {names[0]!r}; every "
+                f"adapter must adapt the same modules. Got modules that differ in {diff[:3]} "
+                "instead."
             )
     compressors = {}
     for module in modules:

@@ -1,11 +1,13 @@
-"""The bi-level training loop of the data weighting model, on a skorch net.
+"""The bi-level training loop of the data weighting model: a skorch net and a callback.
 
-:class:`DWMNet` is a ``skorch.NeuralNet`` whose epochs are the DWM's *stages*: at the
-start of each stage (``on_epoch_begin``) the weighting model is updated by hypergradient
-descent with the learner frozen; during the stage (``get_loss``) the learner minimises the
-weighted mean of its per-sample losses with the weighting model frozen. The state that the
-net needs besides the learner (the weighting model, its optimiser, the data as tensors, the
-per-stage logs) lives in a :class:`BilevelState` passed as the net's ``bilevel`` parameter.
+One skorch epoch is one *stage* of the DWM schedule. The :class:`BilevelStages` callback
+runs the stage boundaries: at the start of each stage (``on_epoch_begin``) it updates the
+weighting model by hypergradient descent with the learner frozen, at its end
+(``on_epoch_end``) it logs the stage's statistics. During the stage, :class:`DWMNet`'s
+``get_loss`` has the learner minimise the weighted mean of its per-sample losses with the
+weighting model frozen. What both need besides the learner (the weighting model, its
+optimiser, the data as tensors, the per-stage logs) lives in one :class:`BilevelState`,
+given to the net (``bilevel``) and to the callback.
 """
 
 import copy
@@ -15,15 +17,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..utils import optional_import
-from ._hypergradient import one_step_hypergradient, weighted_sgd_step
+from ..utils import check_generator, optional_import
+from ._hypergradient import _one_step_hypergradient, weighted_sgd_step
 from ._weighting_model import WeightingMLP, effective_sample_size
 
 skorch = optional_import("skorch", "neural")
 to_tensor = skorch.utils.to_tensor
 
-# ESS below this fraction of the batch is counted (and reported with verbose); the spec's
-# calibration notes say it is common and not an error
+# ESS below this fraction of the batch is counted (and reported with verbose); it is common
+# with this method and not an error
 LOW_ESS_FRACTION = 0.1
 
 
@@ -57,7 +59,7 @@ class PerSampleLoss(nn.Module):
     def __init__(self, kind="squared_error"):
         super().__init__()
         if kind not in LOSSES:
-            raise ValueError(f"kind must be one of {sorted(LOSSES)}; got {kind!r} instead.")
+            raise ValueError(f"kind must be one of {sorted(LOSSES)}. Got {kind!r} instead.")
         self.kind = kind
 
     def per_sample(self, outputs, y):
@@ -145,7 +147,7 @@ class BilevelState:
         Per-sample features whose weighted mean is logged per stage (user
         ``sample_features``: with one-hot sources, the weight share of each source).
     online : bool
-        The online variant (spec 3.3): each DWM update also commits the look-ahead step
+        The online variant of the schedule: each DWM update also commits the look-ahead step
         ``theta <- theta'`` to the learner (SGD with ``lookahead_lr`` and the weights of
         the DWM before that update).
     """
@@ -202,8 +204,9 @@ class BilevelState:
 
     # -- setup, inside the fit's seeded block
     def setup(self, net):
-        seed = int(torch.randint(2**31 - 1, ()).item())
-        self.rng = np.random.default_rng(seed)
+        # batch order and validation draws: a numpy Generator seeded from torch's RNG,
+        # which the estimator seeded from random_state for this fit
+        self.rng = check_generator(int(torch.randint(2**31 - 1, ()).item()))
         self.learner_stream = _IndexStream(self.n, self.batch_size, self.rng)
         self.dwm_stream = _IndexStream(self.n, self.batch_size, self.rng)
         device = net.device
@@ -262,7 +265,7 @@ class BilevelState:
                 losses = self.loss_fn(module(xb), yb)
             u = self.featurize(module, xb, ub, losses)
             w = self.model(u)
-            hyper, val_loss = one_step_hypergradient(
+            hyper, val_loss = _one_step_hypergradient(
                 module,
                 self.loss_fn,
                 (xb, yb),
@@ -371,9 +374,11 @@ class BilevelState:
 class DWMNet(skorch.NeuralNet):
     """skorch net trained with data weighting: one epoch = one stage of the DWM schedule.
 
-    Batches are dicts ``{"X", "u", "index"}``; the module sees ``X`` only. Without
-    ``bilevel`` (after the fit) it behaves as a plain ``NeuralNet`` whose criterion is a
-    :class:`PerSampleLoss`.
+    Batches are dicts ``{"X", "u", "index"}``; the module sees ``X`` only. During a stage
+    the training iterator gives the stage's learner batches and the training loss is the
+    weighted mean of the per-sample losses; the stage boundaries are the
+    :class:`BilevelStages` callback's. Without ``bilevel`` (after the fit) it behaves as a
+    plain ``NeuralNet`` whose criterion is a :class:`PerSampleLoss`.
 
     Parameters
     ----------
@@ -404,17 +409,32 @@ class DWMNet(skorch.NeuralNet):
             return self.bilevel.learner_loss(self, y_pred, y_true, X)
         return self.criterion_(y_pred, y_true)
 
+
+class BilevelStages(skorch.callbacks.Callback):
+    """skorch callback running the stage boundaries of the DWM schedule.
+
+    ``on_train_begin`` builds the weighting model and the batch streams of ``state``;
+    ``on_epoch_begin`` runs the stage's DWM phase (``dwm_steps_per_stage`` hypergradient
+    updates, the learner frozen); ``on_epoch_end`` records the stage's statistics
+    (``valid_loss``, ``ess_mean`` in the history, a dict in ``state.stage_stats``).
+
+    Parameters
+    ----------
+    state : BilevelState
+        The state shared with the :class:`DWMNet` of the fit.
+    """
+
+    def __init__(self, state=None):
+        self.state = state
+
     def on_train_begin(self, net, X=None, y=None, **kwargs):
-        super().on_train_begin(net, X=X, y=y, **kwargs)
-        if self.bilevel is not None:
-            self.bilevel.setup(self)
+        if self.state is not None:
+            self.state.setup(net)
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
-        if self.bilevel is not None and self.bilevel.trained:
-            self.bilevel.dwm_phase(self)
+        if self.state is not None and self.state.trained:
+            self.state.dwm_phase(net)
 
     def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        super().on_epoch_end(net, dataset_train, dataset_valid, **kwargs)
-        if self.bilevel is not None:
-            self.bilevel.end_stage(self)
+        if self.state is not None:
+            self.state.end_stage(net)

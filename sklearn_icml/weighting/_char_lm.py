@@ -4,14 +4,14 @@ import functools
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import optional_import
 from ..utils._skorch import torch_threads
+from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import sequence_nll
-from ._dwm import _check_sample_features, _DWMFitMixin, transform_loss
+from ._docs import FIT_ATTRIBUTES_DOC, REFERENCES_DOC, shared_params_doc
 from ._weighting_model import compute_weights
 
 torch = optional_import("torch", "neural")
@@ -44,8 +44,20 @@ class CharGRUModule(nn.Module):
     torch.Size([2, 5, 5])
     """
 
+    _parameter_constraints = {
+        "vocab_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, vocab_size, embedding_dim=32, hidden_size=64):
         super().__init__()
+        # a torch module, not an estimator: its arguments are checked when it is built
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            {"vocab_size": vocab_size, "embedding_dim": embedding_dim, "hidden_size": hidden_size},
+            caller_name=type(self).__name__,
+        )
         self.embedding = nn.Embedding(int(vocab_size), int(embedding_dim))
         self.ih = nn.Linear(int(embedding_dim), 3 * int(hidden_size))
         self.hh = nn.Linear(int(hidden_size), 3 * int(hidden_size))
@@ -98,17 +110,17 @@ def lm_features(module, X, static, losses, *, loss_feature):
     )
 
 
-def _check_tokens(X, vocab_size, name="X"):
-    """Integer tokens in ``0..vocab_size-1`` as int64 (a copy)."""
+def _token_array(X, vocab_size, name="X"):
+    """Validated 2-D ``X`` as int64 tokens in ``0..vocab_size-1`` (a copy)."""
     X = np.asarray(X)
     if X.dtype.kind == "f":
         if not np.all(X == np.round(X)):
-            raise ValueError(f"{name} must hold integer tokens; got non-integer values instead.")
+            raise ValueError(f"{name} must hold integer tokens. Got non-integer values instead.")
     elif X.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer tokens; got dtype {X.dtype} instead.")
+        raise TypeError(f"{name} must hold integer tokens. Got dtype {X.dtype} instead.")
     if X.size and X.min() < 0:
         raise ValueError(
-            f"Negative values in data passed to {name}: tokens are 0..{vocab_size - 1}; got "
+            f"Negative values in data passed to {name}: tokens are 0..{vocab_size - 1}. Got "
             f"{X.min().item()!r} instead."
         )
     if X.size and X.max() >= vocab_size:
@@ -120,8 +132,9 @@ def _check_tokens(X, vocab_size, name="X"):
     return X.astype(np.int64)
 
 
-class DWMCharLM(_DWMFitMixin, BaseEstimator):
-    """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
+class DWMCharLM(_BaseDWM):
+    __doc__ = (
+        """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
 
     The CPU-sized version of the paper's setting: a language model (here an embedding of
     32, a GRU of 64 units) pre-trains on a fixed pool of token sequences; a
@@ -139,92 +152,65 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
     vocab_size : int or None, default=None
         Number of token values; None uses ``X.max() + 1`` at fit.
     embedding_dim : int, default=32
+        Token embedding width of the :class:`CharGRUModule`.
     hidden_size : int, default=64
-    lr : float, default=0.01
-        Learning rate of the LM's optimiser.
-    optimizer : {"sgd", "adam", "adamw"}, default="adam"
-    max_steps : int, default=1500
-        LM updates in total, split evenly over the stages.
-    batch_size : int, default=64
-    n_stages : int, default=5
-    dwm_steps_per_stage : int, default=100
-        DWM updates at the start of each stage (0: uniform training).
-    dwm_lr : float, default=1e-3
-    dwm_hidden : int, default=32
-    temperature : float, default=1.0
-    lookahead_lr : float or None, default=None
-        Step of the SGD look-ahead; None uses ``lr``.
-    hypergradient : {"exact", "first_order"}, default="exact"
-    use_batch_context : bool, default=True
-    online : bool, default=False
-        Every DWM update also commits its SGD look-ahead step to the LM (spec 3.3).
-    loss_feature : {"auto", "raw", "log1p"}, default="auto"
-        ``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).
-    validation_fraction : float, default=0.1
-        Share of ``X`` held out for validation when ``X_val`` is not given.
-    val_batch_size : int, default=256
-    warm_start_dwm : WeightingMLP, fitted DWMCharLM or None, default=None
-    callbacks : list of (str, skorch.callbacks.Callback), default=None
-    n_threads : int or None, default=1
-    random_state : int, RandomState instance or None, default=None
-    device : str or torch.device, default="cpu"
-    verbose : int, default=0
-
+        GRU units of the :class:`CharGRUModule`.
+"""
+        + shared_params_doc(
+            lr=0.01,
+            optimizer="adam",
+            max_iter=1500,
+            auto_loss_feature='``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).',
+        )
+        + """
     Attributes
     ----------
     vocab_size_ : int
+        Number of token values.
     n_features_in_ : int
         Sequence length.
-    net_, learner_ : DWMNet
-        The fitted skorch net of the LM.
-    module_ : CharGRUModule
-    history_ : skorch.History
-    weighting_model_ : WeightingMLP
-    stage_weight_stats_ : list of dict
-    stage_weight_sums_, stage_sample_counts_ : ndarray of shape (n_stages, n_samples)
-    validation_indices_ : ndarray or None
-    n_sample_features_ : int
-    loss_feature_ : str
-    n_steps_ : int
-    n_online_steps_ : int
-
+"""
+        + FIT_ATTRIBUTES_DOC
+        + """
     See Also
     --------
-    DWMClassifier : the same method for tabular classification (parameters explained).
-    sklearn_icml.datasets.make_markov_languages : the two-language data of the spec.
+    DWMClassifier : the same method for tabular classification.
+    sklearn_icml.datasets.make_markov_languages : two Markov languages for it.
 
     Notes
     -----
+    The paper [1]_ weights the pre-training data of a large language model; this is the
+    same bi-level schedule on a GRU small enough for a CPU, with the DWM reading the
+    learner's own embeddings of a sequence instead of a separate text encoder.
+
     Weighting moves the LM's steps onto part of the pool. On a small pool seen many times
     over, that part is memorised sooner: the one-step look-ahead objective of the DWM
     does not see this, so give the LM a pool it repeats little (as in pre-training). On
     a mixture of languages, an LM trained to convergence also learns to tell the
     languages apart from the context, so what weighting can gain on the target language
-    shrinks with training towards the cost of the wrong prior (the benchmark's E3 reports
-    this bound next to the measured gain).
-
-    References
-    ----------
-    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
-       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
-
+    shrinks with training towards the cost of the wrong prior (the benchmark reports this
+    bound next to the measured gain).
+"""
+        + REFERENCES_DOC
+        + """
     Examples
     --------
     >>> from sklearn_icml.datasets import make_markov_languages
     >>> from sklearn_icml.weighting import DWMCharLM
     >>> data = make_markov_languages(100, seq_len=8, n_val=20, n_test=20, random_state=0)
-    >>> lm = DWMCharLM(embedding_dim=8, hidden_size=16, max_steps=10, n_stages=2,
+    >>> lm = DWMCharLM(embedding_dim=8, hidden_size=16, max_iter=10, n_stages=2,
     ...                dwm_steps_per_stage=2, batch_size=16, random_state=0)
     >>> lm = lm.fit(data.X, X_val=data.X_val)
     >>> bool(lm.score(data.X_test) < 0)  # minus the NLL per token
     True
     """
+    )
 
     _parameter_constraints = {
         "vocab_size": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
         "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        **_DWMFitMixin._common_constraints,
+        **_BaseDWM._parameter_constraints,
     }
 
     def __init__(
@@ -235,7 +221,7 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
         hidden_size=64,
         lr=0.01,
         optimizer="adam",
-        max_steps=1500,
+        max_iter=1500,
         batch_size=64,
         n_stages=5,
         dwm_steps_per_stage=100,
@@ -251,36 +237,13 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
         val_batch_size=256,
         warm_start_dwm=None,
         callbacks=None,
-        n_threads=1,
+        n_jobs=1,
         random_state=None,
         device="cpu",
         verbose=0,
+        **kwargs,
     ):
-        self.vocab_size = vocab_size
-        self.embedding_dim = embedding_dim
-        self.hidden_size = hidden_size
-        self.lr = lr
-        self.optimizer = optimizer
-        self.max_steps = max_steps
-        self.batch_size = batch_size
-        self.n_stages = n_stages
-        self.dwm_steps_per_stage = dwm_steps_per_stage
-        self.dwm_lr = dwm_lr
-        self.dwm_hidden = dwm_hidden
-        self.temperature = temperature
-        self.lookahead_lr = lookahead_lr
-        self.hypergradient = hypergradient
-        self.use_batch_context = use_batch_context
-        self.online = online
-        self.loss_feature = loss_feature
-        self.validation_fraction = validation_fraction
-        self.val_batch_size = val_batch_size
-        self.warm_start_dwm = warm_start_dwm
-        self.callbacks = callbacks
-        self.n_threads = n_threads
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        self._store_init_params(locals())
 
     def fit(self, X, y=None, X_val=None, sample_features=None):
         """Train the LM on the sequences ``X`` with weights from a bi-level trained DWM.
@@ -306,15 +269,15 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
         self.vocab_size_ = int(self.vocab_size) if self.vocab_size is not None else max(
             int(np.max(X)) + 1 if X.size else 2, 2
         )
-        X = _check_tokens(X, self.vocab_size_)
+        X = _token_array(X, self.vocab_size_)
         n = X.shape[0]
-        sf = _check_sample_features(sample_features, n)
+        sf = sample_features_array(sample_features, n)
         if X_val is None:
             rows, val_rows = self._split_rows(n)
             X_val = X[val_rows]
             self.validation_indices_ = val_rows
         else:
-            X_val = _check_tokens(
+            X_val = _token_array(
                 validate_data(self, X_val, reset=False, dtype="numeric"), self.vocab_size_,
                 "X_val",
             )
@@ -349,13 +312,13 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
     def _validate_X(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype="numeric")
-        return _check_tokens(X, self.vocab_size_)
+        return _token_array(X, self.vocab_size_)
 
     def _sequence_nll(self, X):
         module = self.module_
         device = self.net_.device
         parts = []
-        with torch_threads(self.n_threads), torch.no_grad():
+        with torch_threads(self.n_jobs), torch.no_grad():
             was_training = module.training
             module.eval()
             try:
@@ -411,25 +374,18 @@ class DWMCharLM(_DWMFitMixin, BaseEstimator):
         """
         X = self._validate_X(X)
         n = X.shape[0]
-        sf = _check_sample_features(sample_features, n)
-        width = 0 if sf is None else sf.shape[1]
-        if width != self.n_sample_features_:
-            raise ValueError(
-                f"sample_features must have {self.n_sample_features_} column(s) as in fit; "
-                f"got {'None' if sf is None else width} instead."
-            )
-        losses = torch.as_tensor(self._sequence_nll(X), dtype=torch.float32)
+        sf = sample_features_array(sample_features, n)
+        check_sample_feature_width(sf, self.n_sample_features_)
+        device = self.net_.device
+        losses = torch.as_tensor(self._sequence_nll(X), dtype=torch.float32, device=device)
         static = torch.as_tensor(
-            np.zeros((n, 0)) if sf is None else sf, dtype=torch.float32
+            np.zeros((n, 0)) if sf is None else sf, dtype=torch.float32, device=device
         )
-        module = self.module_
-        with torch_threads(self.n_threads), torch.no_grad():
-            pooled = module.embedding(
-                torch.as_tensor(X, device=self.net_.device)
-            ).mean(dim=1).float().cpu()
-        u = torch.cat(
-            [pooled, static, transform_loss(losses, self.loss_feature_).unsqueeze(1)], dim=1
-        )
+        with torch_threads(self.n_jobs):
+            u = lm_features(
+                self.module_, torch.as_tensor(X, device=device), static, losses,
+                loss_feature=self.loss_feature_,
+            ).cpu()
         return compute_weights(self.weighting_model_, u, batch_size=batch_size or self.batch_size)
 
     def __sklearn_tags__(self):

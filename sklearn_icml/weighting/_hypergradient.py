@@ -17,7 +17,10 @@ it needs first derivatives only. For one SGD step the two are the same number: t
 is exact, because ``theta'`` is linear in ``w``.
 """
 
+import numbers
+
 import torch
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from torch.func import functional_call, grad, vmap
 
 HYPERGRADIENT_MODES = ("exact", "first_order")
@@ -40,11 +43,24 @@ def _check_losses(losses, n, where):
     if losses.dim() != 1 or losses.shape[0] != n:
         raise ValueError(
             f"loss_fn must return one loss per sample (reduction='none'), a tensor of shape "
-            f"({n},) for the {where}; got shape {tuple(losses.shape)} instead."
+            f"({n},) for the {where}. Got shape {tuple(losses.shape)} instead."
         )
     return losses
 
 
+@validate_params(
+    {
+        "model": [HasMethods(["named_parameters", "named_buffers"])],
+        "loss_fn": [callable],
+        "batch": [tuple, list],
+        "val_batch": [tuple, list],
+        "weights": ["array-like"],
+        "lr": [Interval(numbers.Real, None, None, closed="neither")],
+        "mode": [StrOptions(set(HYPERGRADIENT_MODES))],
+        "return_val_loss": ["boolean"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def one_step_hypergradient(
     model, loss_fn, batch, val_batch, weights, lr, *, mode="exact", return_val_loss=False
 ):
@@ -123,22 +139,30 @@ def one_step_hypergradient(
     >>> bool(torch.allclose(g, g_fo, atol=1e-6))
     True
     """
-    if mode not in HYPERGRADIENT_MODES:
-        raise ValueError(
-            f"mode must be one of {HYPERGRADIENT_MODES}; got {mode!r} instead."
-        )
+    return _one_step_hypergradient(
+        model, loss_fn, batch, val_batch, weights, lr, mode=mode,
+        return_val_loss=return_val_loss,
+    )
+
+
+def _one_step_hypergradient(model, loss_fn, batch, val_batch, weights, lr, *, mode,
+                            return_val_loss):
+    """:func:`one_step_hypergradient` without the argument checks (the DWM's inner loop)."""
     X, y = batch
     X_val, y_val = val_batch
     n = X.shape[0]
     weights = torch.as_tensor(weights)
     if weights.dim() != 1 or weights.shape[0] != n:
         raise ValueError(
-            f"weights must have shape ({n},), one weight per sample of the batch; got shape "
+            f"weights must have shape ({n},), one weight per sample of the batch. Got shape "
             f"{tuple(weights.shape)} instead."
         )
     params, frozen = _split_state(model)
     if not params:
-        raise ValueError("model has no trainable parameter; there is nothing to step.")
+        raise ValueError(
+            "model must have a trainable parameter to step. Got a model whose parameters all "
+            "have requires_grad=False instead."
+        )
     ref = next(iter(params.values()))
     weights = weights.detach().to(device=ref.device, dtype=ref.dtype)
     lr = float(lr)

@@ -4,11 +4,19 @@ import numbers
 
 import numpy as np
 import torch
+from sklearn.utils._param_validation import (
+    Interval,
+    validate_parameter_constraints,
+    validate_params,
+)
 from torch import nn
+
+from ._docs import REFERENCES_DOC
 
 
 class WeightingMLP(nn.Module):
-    """Small MLP giving each sample of a batch a positive weight; the weights average 1.
+    __doc__ = (
+        """Small MLP giving each sample of a batch a positive weight; the weights average 1.
 
     Each sample ``i`` of a batch of ``B`` samples is described by a feature vector ``u_i``
     (for tabular data: standardised ``x_i``, the encoded target, the learner's current loss
@@ -44,12 +52,9 @@ class WeightingMLP(nn.Module):
     --------
     compute_weights : weights of many samples, batch by batch, as a NumPy array.
     DWMClassifier, DWMRegressor : estimators that train this model by bi-level optimisation.
-
-    References
-    ----------
-    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
-       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
-
+"""
+        + REFERENCES_DOC
+        + """
     Examples
     --------
     >>> import torch
@@ -58,19 +63,28 @@ class WeightingMLP(nn.Module):
     >>> dwm(torch.randn(5, 3))
     tensor([1., 1., 1., 1., 1.], grad_fn=<MulBackward0>)
     """
+    )
+
+    _parameter_constraints = {
+        "n_features": [Interval(numbers.Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "use_batch_context": ["boolean"],
+        "temperature": [Interval(numbers.Real, 0, None, closed="neither")],
+    }
 
     def __init__(self, n_features, hidden_size=32, use_batch_context=True, temperature=1.0):
         super().__init__()
-        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
-            raise TypeError(f"n_features must be an integer; got {n_features!r} instead.")
-        if n_features < 1:
-            raise ValueError(f"n_features must be >= 1; got {n_features!r} instead.")
-        if isinstance(hidden_size, bool) or not isinstance(hidden_size, numbers.Integral):
-            raise TypeError(f"hidden_size must be an integer; got {hidden_size!r} instead.")
-        if hidden_size < 1:
-            raise ValueError(f"hidden_size must be >= 1; got {hidden_size!r} instead.")
-        if not isinstance(temperature, numbers.Real) or not temperature > 0:
-            raise ValueError(f"temperature must be a number > 0; got {temperature!r} instead.")
+        # a torch module, not an estimator: its arguments are checked when it is built
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            {
+                "n_features": n_features,
+                "hidden_size": hidden_size,
+                "use_batch_context": use_batch_context,
+                "temperature": temperature,
+            },
+            caller_name=type(self).__name__,
+        )
         self.n_features = int(n_features)
         self.use_batch_context = bool(use_batch_context)
         self.temperature = float(temperature)
@@ -83,11 +97,14 @@ class WeightingMLP(nn.Module):
     def _inputs(self, u):
         if u.dim() != 2 or u.shape[1] != self.n_features:
             raise ValueError(
-                f"u must have shape (batch, {self.n_features}); got shape {tuple(u.shape)} "
+                f"u must have shape (batch, {self.n_features}). Got shape {tuple(u.shape)} "
                 "instead."
             )
         if u.shape[0] == 0:
-            raise ValueError("u is an empty batch; a batch needs at least one sample.")
+            raise ValueError(
+                "u must hold at least one sample. Got an empty batch (shape "
+                f"{tuple(u.shape)}) instead."
+            )
         if self.use_batch_context:
             context = u.mean(dim=0, keepdim=True).expand(u.shape[0], -1)
             u = torch.cat([u, context], dim=1)
@@ -121,8 +138,19 @@ class WeightingMLP(nn.Module):
         return s.shape[0] * torch.softmax(s / self.temperature, dim=0)
 
 
+@validate_params({"weights": ["array-like"]}, prefer_skip_nested_validation=True)
 def effective_sample_size(weights):
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` of a batch of weights.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_samples,)
+        Non-negative weights.
+
+    Returns
+    -------
+    ess : float
+        Between 1 and ``n_samples`` (0 when every weight is 0).
 
     Examples
     --------
@@ -139,6 +167,14 @@ def effective_sample_size(weights):
     return float(total * total / square)
 
 
+@validate_params(
+    {
+        "weighting_model": [WeightingMLP],
+        "features": ["array-like"],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def compute_weights(weighting_model, features, batch_size=None):
     """Weights of a weighting model for many samples, computed batch by batch.
 
@@ -165,6 +201,8 @@ def compute_weights(weighting_model, features, batch_size=None):
     ------
     ValueError
         If ``features`` has the wrong width or holds NaN/inf, or ``batch_size < 1``.
+    TypeError
+        If ``weighting_model`` is not a :class:`WeightingMLP`.
 
     See Also
     --------
@@ -179,28 +217,22 @@ def compute_weights(weighting_model, features, batch_size=None):
     >>> w.round(6).tolist()
     [1.0, 1.0, 1.0, 1.0, 1.0]
     """
-    if not isinstance(weighting_model, WeightingMLP):
-        raise TypeError(
-            f"weighting_model must be a WeightingMLP; got {type(weighting_model).__name__} "
-            "instead."
-        )
     param = next(weighting_model.parameters())
     u = torch.as_tensor(np.asarray(features) if not torch.is_tensor(features) else features)
     u = u.to(device=param.device, dtype=param.dtype)
     if u.dim() != 2 or u.shape[1] != weighting_model.n_features:
         raise ValueError(
-            f"features must have shape (n_samples, {weighting_model.n_features}); got shape "
+            f"features must have shape (n_samples, {weighting_model.n_features}). Got shape "
             f"{tuple(u.shape)} instead."
         )
     if not bool(torch.isfinite(u).all()):
-        raise ValueError("features contains NaN or infinity; every value must be finite.")
+        raise ValueError(
+            "features contains NaN or infinity; every value must be finite. Got "
+            f"{int((~torch.isfinite(u)).sum())} non-finite value(s) instead."
+        )
     n = u.shape[0]
     if batch_size is None:
         batch_size = max(n, 1)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size must be an integer or None; got {batch_size!r} instead.")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size!r} instead.")
     parts = []
     with torch.no_grad():
         for start in range(0, n, int(batch_size)):

@@ -63,7 +63,7 @@ def test_noise_statistics_match_filter_wise_std():
     means = (eps.mean(dim=1) / (expected / 32)).abs().numpy()
     assert means.max() <= 4.5
     np.testing.assert_allclose(flat.row_std_[0].squeeze(1).double(), expected, rtol=1e-5)
-    flat.restore()
+    flat.unperturb()
 
 
 def test_std_uses_merged_norm():
@@ -75,14 +75,14 @@ def test_std_uses_merged_norm():
     flat.attach(model)
     flat.perturb(0)
     assert lay.weight.abs().max() > 0
-    flat.restore()
+    flat.unperturb()
     with torch.no_grad():  # W' = 0: W = -s B A
         lay.base_layer.weight.copy_(-lay.scaling * lay.lora_B @ lay.lora_A)
     w0 = lay.weight.clone()
     flat.perturb(1)
     assert torch.equal(lay.weight, w0)
     assert float(flat.row_std_[0].abs().max()) == 0.0
-    flat.restore()
+    flat.unperturb()
 
 
 # ---------------------------------------------------------------- test 3: fan-in scaling
@@ -98,7 +98,7 @@ def test_fan_in_scaling():
         flat = FlatLoRAPerturbation(rho=0.1, schedule="constant", random_state=1)
         flat.attach(model).perturb(0)
         stds[n] = float((model[0].weight - w0).std())
-        flat.restore()
+        flat.unperturb()
     assert abs(stds[256] / stds[1024] - 2.0) <= 0.06
 
 
@@ -131,7 +131,7 @@ def test_restore_exactness(dtype, restore, tol):
     for _ in range(100):
         flat.perturb(1)
         assert not torch.equal(model[0].weight, w0)
-        flat.restore()
+        flat.unperturb()
     err = float((model[0].weight - w0).abs().max())
     assert err <= tol * float(w0.abs().max())
 
@@ -166,7 +166,7 @@ def test_regenerated_noise_is_identical():
     again = flat.regenerate_noise()
     assert len(drawn) == len(again) == 1
     assert float((drawn[0] - again[0]).abs().max()) == 0.0
-    flat.restore()
+    flat.unperturb()
 
 
 # ---------------------------------------------------------------- tests 7 and 8: closed forms
@@ -202,7 +202,7 @@ def test_perturbed_gradient_is_unbiased():
     for i in range(n):
         flat.perturb(i)
         grads[i] = grad()
-        flat.restore()
+        flat.unperturb()
     mean, se = grads.mean(0), grads.std(0) / math.sqrt(n)
     assert (grads.std(0) > 0).all()
     assert float(((mean - clean).abs() / se).max()) <= 4.0
@@ -304,7 +304,7 @@ def test_only_lora_layers_are_perturbed():
     assert flat.layers_ == ["body.0", "body.2"]
     flat.perturb(0)
     assert torch.equal(module.plain.weight, plain0)
-    flat.restore()
+    flat.unperturb()
 
 
 # ---------------------------------------------------------------- tests 1, 11: rho=0, seeds
@@ -317,9 +317,10 @@ def test_rho_zero_is_plain_lora_bitwise():
     kw = {"max_epochs": 4, "hidden_layer_sizes": (16,), "random_state": 7}
     flat0 = FlatLoRAClassifier(rho=0.0, **kw).fit(X, y)
     # plain LoRA: the same module, seed and optimiser without the callback
-    from sklearn_icml.utils._skorch import seeded, torch_seed
+    from sklearn_icml.utils import draw_seed
+    from sklearn_icml.utils._skorch import seeded
 
-    seed = torch_seed(7)
+    seed = draw_seed(7)
     with seeded(seed):  # the estimator builds its module under the seed ...
         base = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         module = inject_lora(base, rank=8, alpha=16)
@@ -356,7 +357,7 @@ def test_noise_seed_independent_of_global_rng():
     flat = FlatLoRAPerturbation(rho=0.1, schedule="constant", random_state=5).attach(model)
     flat.perturb(0)
     first = model[0].weight.clone()
-    flat.restore()
+    flat.unperturb()
     torch.manual_seed(123)
     torch.rand(10)
     state = torch.get_rng_state()
@@ -364,7 +365,7 @@ def test_noise_seed_independent_of_global_rng():
     flat.perturb(0)
     assert torch.equal(model[0].weight, first)
     assert torch.equal(torch.get_rng_state(), state)  # global RNG untouched
-    flat.restore()
+    flat.unperturb()
     assert float((model[0].weight - w0).abs().max()) < 1e-6
 
 
@@ -401,17 +402,14 @@ def test_validation_batches_never_perturbed():
 
 
 def test_exception_in_forward_restores_weights():
-    from sklearn_icml.lora._flat_lora_estimators import _net_class
-
     X, y = _toy(64)
 
     class Boom(torch.nn.Module):
         def __init__(self):
             super().__init__()
             torch.manual_seed(0)
-            self.net = inject_lora(
-                torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
-                rank=2,
+            self.net = torch.nn.Sequential(
+                torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)
             )
             self.calls = 0
 
@@ -423,14 +421,32 @@ def test_exception_in_forward_restores_weights():
             return out
 
     model = Boom()
-    w0 = [model.net[i].weight.clone() for i in (0, 2)]
+    w0 = [model.net[i].weight.detach().clone() for i in (0, 2)]
+    # a module factory returns the module itself (not a copy), so its weights can be read
+    clf = FlatLoRAClassifier(
+        module=lambda n_features, n_outputs: model, lora_rank=2, rho=1.0, schedule="constant",
+        max_epochs=2, batch_size=16, random_state=0,
+    )
+    with pytest.raises(RuntimeError, match="boom"):
+        clf.fit(X, y)
+    assert model.calls == 3
+    assert all(isinstance(model.net[i], LoRALinear) for i in (0, 2))
+    for i, w in zip((0, 2), w0):
+        assert float((model.net[i].weight - w).abs().max()) < 1e-6
+    # with a net of one's own, restore_now() in the handler does the same
     cb = FlatLoRACallback(rho=1.0, schedule="constant", random_state=0)
-    net = _net_class()(
+    model.calls = 0
+    net = NeuralNetClassifier(
         model, criterion=torch.nn.CrossEntropyLoss, max_epochs=2, batch_size=16, lr=0.01,
         train_split=None, verbose=0, callbacks=[("flat", cb)],
     )
     with pytest.raises(RuntimeError, match="boom"):
-        net.fit(X, y)
+        try:
+            net.fit(X, y)
+        except RuntimeError:
+            assert cb.flat_lora_.is_perturbed
+            cb.restore_now()
+            raise
     assert cb.flat_lora_.n_perturb_calls_ == 3
     for i, w in zip((0, 2), w0):
         assert float((model.net[i].weight - w).abs().max()) < 1e-6
@@ -470,7 +486,7 @@ def test_peft_backend():
     w0 = mods[0].get_base_layer().weight.clone()
     flat.perturb(0)
     assert not torch.equal(mods[0].get_base_layer().weight, w0)
-    flat.restore()
+    flat.unperturb()
     assert float((mods[0].get_base_layer().weight - w0).abs().max()) < 1e-6
 
 
@@ -528,3 +544,26 @@ def test_bad_estimator_and_callback_params():
         FlatLoRACallback(accumulation_steps=0).initialize()
     with pytest.raises(ValueError, match="target_modules"):
         FlatLoRAClassifier(target_modules=("Conv2d",), max_epochs=1).fit(X, y)
+
+
+def test_perturbation_and_callback_are_estimators():
+    from sklearn.base import clone
+
+    flat = FlatLoRAPerturbation(rho=0.1, restore="copy", random_state=3)
+    assert flat.get_params()["restore"] == "copy" and flat.restore == "copy"
+    assert flat.set_params(restore="regenerate", interval=2) is flat
+    assert clone(flat).get_params() == flat.get_params()
+    assert repr(flat) == "FlatLoRAPerturbation(interval=2, random_state=3, rho=0.1)"
+    cb = FlatLoRACallback(rho=0.2, accumulation_steps=2)
+    assert clone(cb).set_params(rho=0.3).initialize().flat_lora_.rho == 0.3
+    with pytest.raises(TypeError, match="interval"):
+        FlatLoRAPerturbation(interval=1.5).attach(_layer(4, 4), total_steps=3)
+
+
+def test_routed_net_parameters():
+    X, y = _toy()
+    clf = FlatLoRAClassifier(hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
+                             optimizer__betas=(0.8, 0.9))
+    assert clf.get_params()["optimizer__betas"] == (0.8, 0.9)
+    clf.fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["betas"] == (0.8, 0.9)

@@ -84,7 +84,7 @@ def test_bad_collections_of_state_dicts_raise():
     dicts, _, _ = state_dicts(n=3)
     with pytest.raises(ValueError, match="empty"):
         compress_peft_collection([], rank=2)
-    with pytest.raises(TypeError, match="list of state dicts"):
+    with pytest.raises(TypeError, match="'adapter_state_dicts' parameter"):
         compress_peft_collection("adapter.safetensors", rank=2)
     missing = dict(dicts[1])
     del missing[f"{PREFIX}.q_proj.lora_B.weight"]

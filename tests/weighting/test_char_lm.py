@@ -11,7 +11,7 @@ from sklearn_icml.datasets import make_markov_languages  # noqa: E402
 from sklearn_icml.weighting import CharGRUModule, DWMCharLM, one_step_hypergradient  # noqa: E402
 from sklearn_icml.weighting._bilevel import sequence_nll  # noqa: E402
 
-FAST = {"embedding_dim": 8, "hidden_size": 16, "max_steps": 20, "n_stages": 2,
+FAST = {"embedding_dim": 8, "hidden_size": 16, "max_iter": 20, "n_stages": 2,
         "dwm_steps_per_stage": 3, "batch_size": 16, "random_state": 0}
 
 
@@ -83,7 +83,7 @@ def test_fit_score_and_weights(data):
     assert lm.score(data.X_test) == pytest.approx(scores.mean())
     w = lm.compute_weights(data.X[:16])
     assert np.all(w > 0) and w.mean() == pytest.approx(1.0)
-    assert lm.n_steps_ == 20
+    assert lm.n_iter_ == 20
     assert lm.history_[:, "valid_loss"][-1] == pytest.approx(-lm.score(data.X_val), rel=1e-5)
 
 

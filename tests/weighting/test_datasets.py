@@ -67,9 +67,9 @@ def test_markov_languages_follow_their_transition_matrices():
 def test_markov_bad_input():
     with pytest.raises(ValueError, match="target_fraction"):
         make_markov_languages(10, target_fraction=1.5)
-    with pytest.raises(ValueError, match="seq_len must be >= 2"):
+    with pytest.raises(ValueError, match="'seq_len' parameter of make_markov_languages"):
         make_markov_languages(10, seq_len=1)
     with pytest.raises(ValueError, match="alpha"):
         make_markov_languages(10, alpha=0)
-    with pytest.raises(ValueError, match="noise must be"):
+    with pytest.raises(ValueError, match="'noise' parameter of make_mixed_source_regression"):
         make_mixed_source_regression(noise=-1.0)

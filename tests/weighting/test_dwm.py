@@ -20,7 +20,7 @@ from sklearn_icml.weighting import (  # noqa: E402
     WeightingMLP,
 )
 
-FAST = {"hidden_sizes": (8,), "max_steps": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
+FAST = {"hidden_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
         "batch_size": 16, "random_state": 0}
 
 
@@ -90,7 +90,7 @@ def test_constant_dwm_gives_the_plain_sgd_trajectory(mixed, warm):
     # without it and without DWM updates the DWM is skipped altogether
     n_dwm = X.shape[1] + 1 + 1
     reg = DWMRegressor(
-        module=module, standardize=False, lr=0.05, max_steps=24, n_stages=3,
+        module=module, standardize=False, lr=0.05, max_iter=24, n_stages=3,
         dwm_steps_per_stage=0, batch_size=16, random_state=1,
         warm_start_dwm=WeightingMLP(n_dwm) if warm else None,
         callbacks=[("rec", recorder)],
@@ -154,7 +154,7 @@ def test_learning_trace_records_ess_per_step_and_stage_stats(mixed):
     reg = DWMRegressor(**{**FAST, "hidden_sizes": ()}).fit(
         mixed.X, mixed.y, mixed.X_val, mixed.y_val, sample_features=mixed.source_onehot
     )
-    assert reg.n_steps_ == 30
+    assert reg.n_iter_ == 30
     ess = reg.history_[:, "batches", :, "ess"]
     assert [len(e) for e in ess] == [10, 10, 10]
     assert all(1 <= v <= 16 + 1e-9 for e in ess for v in e)
@@ -172,7 +172,7 @@ def test_iid_validation_keeps_random_groups_near_weight_one():
     X, y = make_classification(n_samples=1200, n_features=6, n_informative=4,
                                random_state=1)
     X_val, y_val = X[1000:], y[1000:]
-    clf = DWMClassifier(hidden_sizes=(16,), max_steps=300, n_stages=3, dwm_steps_per_stage=30,
+    clf = DWMClassifier(hidden_sizes=(16,), max_iter=300, n_stages=3, dwm_steps_per_stage=30,
                         batch_size=32, random_state=0).fit(X[:1000], y[:1000], X_val, y_val)
     groups = np.random.default_rng(0).integers(0, 4, size=1000)
     sums, counts = clf.stage_weight_sums_[-1], clf.stage_sample_counts_[-1]
@@ -185,7 +185,7 @@ def test_iid_validation_keeps_random_groups_near_weight_one():
 def test_dwm_down_weights_the_opposite_source_and_beats_uniform():
     """A small E1: sources A (target), B (noisy), C (opposite), D (no signal)."""
     data = make_mixed_source_regression(n_per_source=300, n_features=5, random_state=0)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_steps": 600, "n_stages": 3,
+    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": 600, "n_stages": 3,
               "random_state": 0}
     fits = {}
     for name, steps in (("uniform", 0), ("dwm", 100)):
@@ -281,7 +281,7 @@ def test_pandas_input_and_string_labels(clf_data):
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"hypergradient": "second_order"}, "hypergradient"),
         ({"loss_feature": "sqrt"}, "loss_feature"),
-        ({"max_steps": 2, "n_stages": 3}, "max_steps must be >= n_stages"),
+        ({"max_iter": 2, "n_stages": 3}, "max_iter must be >= n_stages"),
         ({"hidden_sizes": (0,)}, "hidden_sizes"),
     ],
 )
@@ -386,3 +386,23 @@ def test_quiet_unless_verbose(clf_data, capsys):
     DWMClassifier(**FAST, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     assert "valid_loss" in out and "ess_mean" in out
+
+
+def test_stages_run_as_a_callback_and_net_parameters_are_routed(clf_data):
+    from sklearn_icml.weighting._bilevel import BilevelStages
+
+    X, y = clf_data
+    clf = DWMClassifier(**FAST, optimizer__momentum=0.5)
+    assert clf.get_params()["optimizer__momentum"] == 0.5
+    assert clone(clf).optimizer__momentum == 0.5
+    clf.fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["momentum"] == 0.5
+    stages = dict(clf.net_.callbacks_)["bilevel_stages"]
+    assert isinstance(stages, BilevelStages) and stages.state is None  # released after fit
+    assert len(clf.stage_weight_stats_) == clf.n_epochs_run_ == 3
+    assert clf.n_iter_ == 30
+    # the old names are not parameters any more
+    with pytest.raises(TypeError, match="max_steps"):
+        DWMClassifier(max_steps=30)
+    with pytest.raises(TypeError, match="n_threads"):
+        DWMRegressor(n_threads=1)

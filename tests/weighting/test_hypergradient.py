@@ -142,7 +142,7 @@ def test_frozen_parameters_are_not_stepped():
 def test_bad_arguments():
     model = torch.nn.Linear(2, 1)
     X, y = torch.randn(3, 2), torch.randn(3)
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(ValueError, match="'mode' parameter of one_step_hypergradient"):
         one_step_hypergradient(model, squared_error, (X, y), (X, y), torch.ones(3), 0.1,
                                mode="second_order")
     with pytest.raises(ValueError, match=r"weights must have shape \(3,\)"):

@@ -11,7 +11,7 @@ from sklearn.datasets import make_classification  # noqa: E402
 from sklearn_icml.weighting import DWMClassifier, one_step_hypergradient  # noqa: E402
 from sklearn_icml.weighting._hypergradient import weighted_sgd_step  # noqa: E402
 
-FAST = {"hidden_sizes": (8,), "max_steps": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
+FAST = {"hidden_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
         "batch_size": 16, "random_state": 0}
 
 
@@ -90,7 +90,7 @@ def test_online_variant_moves_the_learner_in_dwm_phases_only_when_enabled():
             else:  # a learner phase: the DWM stays frozen in both variants
                 assert _same(before[2], after[2])
     assert fits[False].n_online_steps_ == 0 and fits[True].n_online_steps_ == 3 * 4
-    assert fits[False].n_steps_ == fits[True].n_steps_ == 30
+    assert fits[False].n_iter_ == fits[True].n_iter_ == 30
     # the look-ahead steps change what the DWM sees from stage 2 on, not in stage 1
     a, b = (fits[k].stage_weight_stats_ for k in (False, True))
     np.testing.assert_allclose(a[0]["dwm_val_losses"][:1], b[0]["dwm_val_losses"][:1])

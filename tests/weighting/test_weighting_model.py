@@ -77,11 +77,11 @@ def test_effective_sample_size():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="temperature must be a number > 0"):
+    with pytest.raises(ValueError, match="'temperature' parameter of WeightingMLP"):
         WeightingMLP(3, temperature=0.0)
-    with pytest.raises(ValueError, match="n_features must be >= 1"):
+    with pytest.raises(ValueError, match="'n_features' parameter of WeightingMLP"):
         WeightingMLP(0)
-    with pytest.raises(TypeError, match="hidden_size must be an integer"):
+    with pytest.raises(TypeError, match="'hidden_size' parameter of WeightingMLP"):
         WeightingMLP(3, hidden_size=2.5)
     dwm = WeightingMLP(3)
     with pytest.raises(ValueError, match=r"u must have shape \(batch, 3\)"):
@@ -90,7 +90,7 @@ def test_bad_input():
         compute_weights(dwm, np.ones((4, 2)))
     with pytest.raises(ValueError, match="NaN or infinity"):
         compute_weights(dwm, np.full((4, 3), np.nan))
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+    with pytest.raises(ValueError, match="'batch_size' parameter of compute_weights"):
         compute_weights(dwm, np.ones((4, 3)), batch_size=0)
-    with pytest.raises(TypeError, match="must be a WeightingMLP"):
+    with pytest.raises(TypeError, match="'weighting_model' parameter of compute_weights"):
         compute_weights(torch.nn.Linear(3, 1), np.ones((4, 3)))
