@@ -133,15 +133,6 @@ EXPECTED_FAILED_CHECKS = {
         "columns; its other assertions are re-run in tests/neural/test_streaming_parity.py",
     },
     # --- data-weighting-model ---
-    # **kwargs takes the module__/optimizer__/... parameters routed to the skorch net
-    # (sklearn_icml.base.BaseNeuralEstimator); the check passes one literally named "kwargs"
-    **{
-        name: {
-            "check_do_not_raise_errors_in_init_or_set_params": "**kwargs holds the skorch "
-            "net's routed parameters (module__*, optimizer__*, ...), not one named 'kwargs'",
-        }
-        for name in ("DWMClassifier", "DWMRegressor", "DWMCharLM")
-    },
     # --- icl-multihead-attention ---
     # X is a 3-D batch of prompts (n_prompts, L + 1, d + 1) by nature: every check that fits
     # on 2-D data fails on input validation; these are re-run on prompts in
@@ -179,15 +170,6 @@ EXPECTED_FAILED_CHECKS = {
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
     # so they are not BaseEstimator subclasses (see alignment/_base.py)
     # --- flat-lora ---
-    # **kwargs takes the module__/optimizer__/... parameters routed to the skorch net
-    # (sklearn_icml.base.BaseNeuralEstimator); the check passes one literally named "kwargs"
-    **{
-        name: {
-            "check_do_not_raise_errors_in_init_or_set_params": "**kwargs holds the skorch "
-            "net's routed parameters (module__*, optimizer__*, ...), not one named 'kwargs'",
-        }
-        for name in ("FlatLoRAClassifier", "FlatLoRARegressor")
-    },
     # --- serlic-reflectance-compression ---
     "ScanOrderSerializer": dict.fromkeys(
         [

@@ -334,12 +334,6 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
         criterion = optional_import("torch", "neural").nn.CrossEntropyLoss
         return y_index, self.classes_.shape[0], criterion
 
-    def predict(self, X):
-        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
-        return super().predict(X)
-
-    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
-
     def _predict_logits(self, X):
         return self._forward(X)
 

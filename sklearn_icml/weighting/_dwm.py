@@ -403,12 +403,6 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
 
     _is_classifier = True
 
-    def predict(self, X):
-        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
-        return super().predict(X)
-
-    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
-
     def _predict_logits(self, X):
         return self._outputs(X)
 
