@@ -401,8 +401,8 @@ def test_stages_run_as_a_callback_and_net_parameters_are_routed(clf_data):
     assert isinstance(stages, BilevelStages) and stages.state is None  # released after fit
     assert len(clf.stage_weight_stats_) == clf.n_epochs_run_ == 3
     assert clf.n_iter_ == 30
-    # the old names are not parameters any more
+    # the old names are not parameters any more: __init__ stores them, fit refuses them
     with pytest.raises(TypeError, match="max_steps"):
-        DWMClassifier(max_steps=30)
+        DWMClassifier(**FAST, max_steps=30).fit(X, y)
     with pytest.raises(TypeError, match="n_threads"):
-        DWMRegressor(n_threads=1)
+        DWMRegressor(**FAST, n_threads=1).fit(X, y.astype(float))
