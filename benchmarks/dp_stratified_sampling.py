@@ -35,10 +35,10 @@ from sklearn_icml.privacy._allocation_search import (  # noqa: E402
     exchange_certificate,
     greedy_allocation,
 )
-from sklearn_icml.privacy._dp_stratified import (  # noqa: E402
+from sklearn_icml.privacy._allocation import (  # noqa: E402
     _Design,
-    _equal_allocation,
-    _rounded_allocation,
+    equal_allocation,
+    rounded_allocation,
 )
 
 N3 = np.array([20000, 20000, 1000])
@@ -105,12 +105,12 @@ def cvxpy_relaxation(n, N, S, eps, mech="laplace", width=1.0, solver="CLARABEL")
             noise = noise + cp.sum(cp.multiply(w2 / (12 * x0**2), cp.power(z, -2)))
     # scale the objective to O(1) (by the proportional design's variance): the solvers'
     # tolerances are absolute, and V itself is ~1e-4 here
-    prop = _rounded_allocation(n, Nf, N.astype(np.int64), 1)
+    prop = rounded_allocation(n, Nf, N.astype(np.int64), 1)
     scale = design_variance(prop, N, S, eps, mech, width)
     prob = cp.Problem(cp.Minimize((sampling + noise) / scale), cons)
     prob.solve(solver=solver)
     relaxed = np.clip(np.asarray(x.value, dtype=float), 1, Nf)
-    rounded = _rounded_allocation(n, relaxed, N.astype(np.int64), 1)
+    rounded = rounded_allocation(n, relaxed, N.astype(np.int64), 1)
     lower_bound = float(prob.value * scale - np.sum(w2 * S**2 / Nf))
     return rounded, lower_bound
 
@@ -125,7 +125,7 @@ def experiment_1(report):
         v = design_variance(x, N3, S3, eps, mech)
         ney = neyman_allocation(300, N3, S3)
         prop = proportional_allocation(300, N3)
-        eq = _equal_allocation(300, N3, 1)
+        eq = equal_allocation(300, N3, 1)
         r_ney = design_variance(ney, N3, S3, eps, mech) / v
         r_prop = design_variance(prop, N3, S3, eps, mech) / v
         r_eq = design_variance(eq, N3, S3, eps, mech) / v

@@ -9,20 +9,19 @@ _TORCH_NAMES = set()
 __all__ = []
 
 # --- dp-stratified-sampling ---
-from ._dp_stratified import (  # noqa: E402
-    DPStratifiedSampler,
-    amplified_epsilon,
+from ._allocation import (  # noqa: E402
     design_variance,
-    mechanism_variance,
     neyman_allocation,
-    nominal_epsilon,
     optimal_allocation,
     proportional_allocation,
 )
+from ._amplification import amplified_epsilon, nominal_epsilon  # noqa: E402
+from ._dp_stratified import DPStratifiedSampler  # noqa: E402
 from ._mechanisms import (  # noqa: E402
     discrete_laplace_mechanism,
     laplace_mechanism,
     mechanism_log_density,
+    mechanism_variance,
     tulap_mechanism,
 )
 
