@@ -80,7 +80,6 @@ _PENDING = {
     "neural.MultiTaskLinearICLTaskSampler",
     "neural.OnlinePromptLoader",
     "privacy.BalancedIterationSampler",
-    "privacy.PartitionRDPAccountant",
     "privacy.PoissonIterationSampler",
     "safe_rl.EVOAgent",
 }

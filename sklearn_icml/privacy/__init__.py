@@ -41,13 +41,13 @@ __all__ += [
 ]
 
 # --- privacy-amplification-partitioning ---
-from ._partition_accountant import (  # noqa: E402
-    PartitionRDPAccountant,
+from ._noise_calibration import find_noise_multiplier  # noqa: E402
+from ._partition_accountant import PartitionRDPAccountant  # noqa: E402
+from ._partition_rdp import (  # noqa: E402
     bis_epsilon,
     bis_rdp,
     default_orders,
     dropout_rdp,
-    find_noise_multiplier,
     model_split_rdp,
     poisson_rdp,
     rdp_to_epsilon,

@@ -18,10 +18,10 @@ from ..utils._skorch import (
     torch_seed,
     torch_threads,
 )
-from ._partition_accountant import (
+from ._noise_calibration import find_noise_multiplier
+from ._partition_rdp import (
     bis_rdp,
     default_orders,
-    find_noise_multiplier,
     model_split_rdp,
     poisson_rdp,
     rdp_to_epsilon,

@@ -20,11 +20,9 @@ from sklearn_icml.privacy import (
     poisson_rdp,
     rdp_to_epsilon,
 )
-from sklearn_icml.privacy._partition_accountant import (
-    _bis_add,
-    _bis_remove_enumerate,
-    _split_remove,
-)
+from sklearn_icml.privacy._rdp_kernels import bis_add as _bis_add
+from sklearn_icml.privacy._rdp_kernels import bis_remove_enumerate as _bis_remove_enumerate
+from sklearn_icml.privacy._rdp_kernels import split_remove as _split_remove
 
 DELTA = 1e-5
 
@@ -429,9 +427,10 @@ def test_exact_with_large_steps_points_to_efficient():
         bis_rdp(1.0, 8, 3, method="exact")
 
 
-def test_dropout_rate_other_than_half():
-    with pytest.raises(NotImplementedError, match="dropout_rate"):
-        dropout_rdp(1.0, dropout_rate=0.3)
+def test_dropout_has_no_rate_parameter():
+    # only the rate 0.5 is analysed, so dropout_rdp takes no rate
+    with pytest.raises(TypeError, match="dropout_rate"):
+        dropout_rdp(1.0, dropout_rate=0.5)
 
 
 def test_unreachable_target_epsilon():
@@ -443,3 +442,18 @@ def test_unreachable_target_epsilon():
         find_noise_multiplier(1.0, DELTA, num_steps=10)
     with pytest.raises(ValueError, match="scheme"):
         find_noise_multiplier(1.0, DELTA, scheme="shuffle", num_steps=10)
+
+
+def test_accountant_stores_in_init_and_starts_at_first_compose():
+    from sklearn.base import clone
+
+    acc = PartitionRDPAccountant(orders=[1.5, 3])  # stored, not checked yet
+    assert not hasattr(acc, "rdp_") and acc.get_params() == {"orders": [1.5, 3]}
+    with pytest.raises(ValueError, match="orders must all be >= 2"):
+        acc.compose_gaussian(1.0)
+    acc = PartitionRDPAccountant([2, 4]).compose_gaussian(1.0)
+    np.testing.assert_allclose(acc.rdp_, [1.0, 2.0])
+    assert not hasattr(clone(acc), "rdp_")
+    acc.set_params(orders=[2, 8])
+    np.testing.assert_allclose(acc.get_rdp(), [0.0, 0.0])  # a new, empty account
+    assert not hasattr(acc.compose_gaussian(2.0).reset(), "history_")
