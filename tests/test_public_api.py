@@ -79,8 +79,6 @@ _PENDING = {
     "neural.LinearICLTaskSampler",
     "neural.MultiTaskLinearICLTaskSampler",
     "neural.OnlinePromptLoader",
-    "privacy.BalancedIterationSampler",
-    "privacy.PoissonIterationSampler",
     "safe_rl.EVOAgent",
 }
 
