@@ -24,6 +24,12 @@ _EPSILON = [Interval(numbers.Real, 0, None, closed="neither")]
 _MECHANISM = [StrOptions(set(MECHANISMS))]
 _DATA_RANGE = [Interval(numbers.Real, 0, None, closed="neither"), "array-like"]
 _MIN = [Interval(numbers.Integral, 1, None, closed="left")]
+#: The parameters every allocation takes.
+_ALLOCATION = {
+    "total_sample_size": _TOTAL,
+    "stratum_sizes": ["array-like"],
+    "min_per_stratum": _MIN,
+}
 
 
 def check_sizes(sizes, name="stratum_sizes"):
@@ -360,13 +366,7 @@ def rounded_allocation(total, weights, sizes, n_min):
 
 
 @validate_params(
-    {
-        "total_sample_size": _TOTAL,
-        "stratum_sizes": ["array-like"],
-        "stratum_stds": ["array-like"],
-        "min_per_stratum": _MIN,
-    },
-    prefer_skip_nested_validation=True,
+    {**_ALLOCATION, "stratum_stds": ["array-like"]}, prefer_skip_nested_validation=True
 )
 def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_stratum=1):
     """Privacy-unaware Neyman allocation ``n_h`` proportional to ``N_h S_h``, rounded.
@@ -408,25 +408,15 @@ def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_st
     return rounded_allocation(n, sizes * stds, sizes, min_per_stratum)
 
 
-@validate_params(
-    {
-        "total_sample_size": _TOTAL,
-        "stratum_sizes": ["array-like"],
-        "min_per_stratum": _MIN,
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_ALLOCATION, prefer_skip_nested_validation=True)
 def proportional_allocation(total_sample_size, stratum_sizes, min_per_stratum=1):
     """Proportional allocation ``n_h`` proportional to ``N_h``, rounded as Neyman's.
 
     Parameters
     ----------
-    total_sample_size : int
-        Total sample size ``n``.
-    stratum_sizes : array-like of int of shape (H,)
-        Stratum sizes ``N_h``.
-    min_per_stratum : int, default=1
-        Lower bound on each ``n_h``.
+    total_sample_size, stratum_sizes, min_per_stratum
+        ``n``, ``N_h`` and the lower bound on each ``n_h`` (default 1), as in
+        :func:`neyman_allocation`.
 
     Returns
     -------

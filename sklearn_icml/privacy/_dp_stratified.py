@@ -298,7 +298,9 @@ class DPStratifiedSampler(BaseEstimator):
         self.total_sample_size_ = n
         self.sample_sizes_ = x
         self.sampling_rates_ = x / sizes
-        self.nominal_epsilons_ = nominal_budgets(eps, x.astype(np.float64), sizes.astype(np.float64))
+        self.nominal_epsilons_ = nominal_budgets(
+            eps, x.astype(np.float64), sizes.astype(np.float64)
+        )
         if mechanism == "laplace":
             self.noise_scales_ = width / self.nominal_epsilons_
         else:

@@ -26,6 +26,13 @@ from ._validation import (
 _VALUES = ["array-like", numbers.Real]
 _BUDGETS = ["array-like", Interval(numbers.Real, 0, None, closed="neither")]
 _SENSITIVITY = [Interval(numbers.Real, 0, None, closed="neither")]
+#: The parameters of a release (tulap has no sensitivity: it is 1)
+_RELEASE = {
+    "value": _VALUES,
+    "epsilon": _BUDGETS,
+    "sensitivity": _SENSITIVITY,
+    "random_state": ["random_state", np.random.Generator],
+}
 
 
 def _check_whole(sensitivity):
@@ -58,15 +65,7 @@ def _scalar_or_array(out, value, epsilon):
     return out
 
 
-@validate_params(
-    {
-        "value": _VALUES,
-        "epsilon": _BUDGETS,
-        "sensitivity": _SENSITIVITY,
-        "random_state": ["random_state", np.random.Generator],
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     """Release ``value`` plus Laplace noise of scale ``sensitivity / epsilon``.
 
@@ -122,15 +121,7 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
-@validate_params(
-    {
-        "value": _VALUES,
-        "epsilon": _BUDGETS,
-        "sensitivity": _SENSITIVITY,
-        "random_state": ["random_state", np.random.Generator],
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=None):
     """Release an integer ``value`` plus discrete Laplace noise.
 
@@ -184,10 +175,7 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     return _scalar_or_array(out, value, epsilon)
 
 
-@validate_params(
-    {"value": _VALUES, "epsilon": _BUDGETS, "random_state": ["random_state", np.random.Generator]},
-    prefer_skip_nested_validation=True,
-)
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def tulap_mechanism(value, epsilon, *, random_state=None):
     """Release an integer count plus untruncated Tulap noise ``Z + U``.
 

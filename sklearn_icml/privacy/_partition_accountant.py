@@ -5,11 +5,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 
 from ._partition_rdp import (
+    BIS_RUN,
     COUNT,
-    METHOD,
     ORDERS,
-    RATE,
     SIGMA,
+    SPLIT_ROUNDS,
     bis_rdp,
     check_orders,
     poisson_rdp,
@@ -123,16 +123,7 @@ class PartitionRDPAccountant(BaseEstimator):
         super().set_params(**params)
         return self.reset()
 
-    @validate_params(
-        {
-            "noise_multiplier": SIGMA,
-            "num_steps": COUNT,
-            "num_selected": COUNT,
-            "num_epochs": COUNT,
-            "method": METHOD,
-        },
-        prefer_skip_nested_validation=True,
-    )
+    @validate_params(BIS_RUN, prefer_skip_nested_validation=True)
     def compose_bis(
         self, noise_multiplier, num_steps, num_selected, num_epochs=1, method="efficient"
     ):
@@ -160,10 +151,7 @@ class PartitionRDPAccountant(BaseEstimator):
             rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
         return self._add("bis", params, rdp)
 
-    @validate_params(
-        {"noise_multiplier": SIGMA, "num_parts": COUNT, "sample_rate": RATE, "num_rounds": COUNT},
-        prefer_skip_nested_validation=True,
-    )
+    @validate_params({**SPLIT_ROUNDS, "num_parts": COUNT}, prefer_skip_nested_validation=True)
     def compose_model_split(self, noise_multiplier, num_parts, sample_rate=1.0, num_rounds=1):
         """Add rounds of model splitting (see :func:`model_split_rdp`).
 

