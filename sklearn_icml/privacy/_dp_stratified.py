@@ -250,8 +250,8 @@ class DPStratifiedSampler(BaseEstimator):
         missing = [k for k in keys if k not in stds]
         if missing:
             raise ValueError(
-                f"stratum_stds has no entry for the strata {missing[:5]!r}; give one std "
-                "per stratum label."
+                "stratum_stds must give one std per stratum label. Got no entry for the "
+                f"strata {missing[:5]!r} instead."
             )
         return check_stds([stds[k] for k in keys], len(keys))
 
@@ -272,8 +272,9 @@ class DPStratifiedSampler(BaseEstimator):
             if self.allocation in ("optimal", "neyman"):
                 raise ValueError(
                     f"allocation={self.allocation!r} needs stratum_stds (public prior or "
-                    "pilot standard deviations); they are never estimated from the private "
-                    "data. Pass stratum_stds, or use allocation='proportional' or 'equal'."
+                    "pilot standard deviations; they are never estimated from the private "
+                    "data): pass them, or use allocation='proportional' or 'equal'. Got "
+                    "stratum_stds=None instead."
                 )
             std_arr = None
         else:
@@ -326,7 +327,8 @@ class DPStratifiedSampler(BaseEstimator):
         check_is_fitted(self, "sample_sizes_")
         if self.expected_variance_ is None:
             raise ValueError(
-                "the variance needs stratum_stds; the sampler was designed without them."
+                "the variance needs stratum_stds. Got a sampler designed with "
+                "stratum_stds=None instead."
             )
         return self.expected_variance_
 
@@ -348,8 +350,9 @@ class DPStratifiedSampler(BaseEstimator):
             labels = column_or_1d(X)
             if labels.dtype.kind not in "iuf":
                 raise ValueError(
-                    "the sampler was designed with allocate(); groups must be integer "
-                    f"stratum indices 0..{self.n_strata_ - 1}; got dtype {labels.dtype}."
+                    "the sampler was designed with allocate(), so X must hold the integer "
+                    f"stratum indices 0..{self.n_strata_ - 1}. Got dtype {labels.dtype} "
+                    "instead."
                 )
             index = np.full(labels.shape[0], -1, dtype=np.int64)
             ok = (labels == np.round(labels)) & (labels >= 0) & (labels < self.n_strata_)
@@ -368,16 +371,16 @@ class DPStratifiedSampler(BaseEstimator):
         if np.any(index < 0):
             bad = int(np.flatnonzero(index < 0)[0])
             raise ValueError(
-                f"groups holds a label at row {bad} that was not seen in fit; every unit must "
-                "belong to one of the fitted strata."
+                "every unit of X must belong to one of the strata seen in fit. Got a "
+                f"label not seen in fit at row {bad} instead."
             )
         counts = np.bincount(index, minlength=self.n_strata_)
         if not np.array_equal(counts, self.stratum_sizes_):
             bad = int(np.flatnonzero(counts != self.stratum_sizes_)[0])
             raise ValueError(
-                f"groups has {counts[bad]} units in stratum {self.classes_[bad]!r} but the "
-                f"design was made for N_h = {self.stratum_sizes_[bad]}; pass the same "
-                "population frame as in fit (the privacy calibration depends on N_h)."
+                "X must be the population frame given to fit (the privacy calibration "
+                f"depends on N_h): stratum {self.classes_[bad]!r} has N_h = "
+                f"{self.stratum_sizes_[bad]}. Got {counts[bad]} units in it instead."
             )
         return index
 
@@ -440,19 +443,19 @@ class DPStratifiedSampler(BaseEstimator):
         index = self._stratum_index(X)
         y = column_or_1d(y, warn=True)
         if y.dtype.kind not in "biuf":
-            raise ValueError(f"y must be numeric; got dtype {y.dtype} instead.")
+            raise TypeError(f"y must be numeric. Got dtype {y.dtype} instead.")
         y = y.astype(np.float64)
         if y.shape[0] != index.shape[0]:
             raise ValueError(
-                f"y has {y.shape[0]} values but groups has {index.shape[0]} units; they must "
-                "describe the same population."
+                f"y and X must describe the same population of {index.shape[0]} units. Got "
+                f"{y.shape[0]} values in y instead."
             )
         if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity; every value must be finite.")
+            raise ValueError("y must be finite. Got NaN or infinity instead.")
         if self.mechanism in ("dlap", "tulap") and not np.all(y == np.round(y)):
             raise ValueError(
-                f"mechanism={self.mechanism!r} needs integer data; y holds non-integer "
-                "values. Use mechanism='laplace' for real-valued data."
+                f"mechanism={self.mechanism!r} needs integer data (use mechanism='laplace' "
+                "for real-valued data). Got non-integer values in y instead."
             )
         rows = self._draw(index)
         lo, hi = self._range

@@ -180,5 +180,8 @@ def split_rdp(sigma, d, q, orders):
 
 def finite_rdp(rdp):
     if not np.all(np.isfinite(rdp)):  # pragma: no cover - the kernels are log-space
-        raise FloatingPointError("the RDP computation overflowed; please report this case.")
+        raise FloatingPointError(
+            "the RDP computation must stay finite (please report this case). Got "
+            f"{rdp!r} instead."
+        )
     return np.maximum(rdp, 0.0)
