@@ -1,4 +1,20 @@
-"""Differential privacy: stratified sampling designs and amplification by partitioning."""
+"""Differential privacy: stratified sampling designs and amplification by partitioning.
+
+Two methods, one module per concept:
+
+* Chen, Pasupathy & Awan, "Optimal Survey Design for Private Mean Estimation" (ICML 2025):
+  :class:`DPStratifiedSampler` (``_dp_stratified``); the design variance and the
+  optimal, Neyman and proportional allocations (``_allocation``, with the exact integer
+  solvers of ``_allocation_search``); amplification by sampling without replacement
+  (``_amplification``); the Laplace, discrete Laplace and Tulap mechanisms
+  (``_mechanisms``).
+* Dong, Chen & Ozgur, "Leveraging Randomness in Model and Data Partitioning for Privacy
+  Amplification" (ICML 2025): the RDP of balanced iteration subsampling, model splitting
+  and dropout (``_partition_rdp``, formulas in ``_rdp_kernels``);
+  :class:`PartitionRDPAccountant` (``_partition_accountant``); noise calibration
+  (``_noise_calibration``); the batch samplers (``_partition_samplers``) and
+  :class:`DPSGDClassifier` (``_dpsgd``, needs the ``neural`` extra).
+"""
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES,
 # so that `import sklearn_icml.privacy` stays numpy-only.
