@@ -70,6 +70,7 @@ class PartitionRDPAccountant(BaseEstimator):
     ----------
     .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
        Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [2] I. Mironov, "Renyi Differential Privacy", CSF 2017.
 
     Examples
     --------

@@ -277,13 +277,9 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
 
     Notes
     -----
-    Only the rate 0.5 is analysed by Dong, Chen & Ozgur (2025, Corollary 3.7): a mask and
+    Only the rate 0.5 is analysed by Dong, Chen & Ozgur ("Leveraging Randomness in Model
+    and Data Partitioning for Privacy Amplification", ICML 2025, Corollary 3.7): a mask and
     its complement are then equally likely. Other dropout rates have no bound here.
-
-    References
-    ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
@@ -441,7 +437,7 @@ def poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=None):
     level = absl_logger.level
     absl_logger.setLevel(logging.ERROR)  # dp_accounting logs each order it cannot evaluate
     try:
-        accountant.compose(dpa.SelfComposedDpEvent(event, num_steps))
+        accountant.compose(dpa.SelfComposedDpEvent(event, int(num_steps)))
     finally:
         absl_logger.setLevel(level)
     rdp = np.asarray(accountant.rdp, dtype=float)

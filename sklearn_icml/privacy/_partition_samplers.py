@@ -140,6 +140,8 @@ class BalancedIterationSampler(_IterationSampler):
     ----------
     .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
        Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [2] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar, L. Zhang,
+       "Deep Learning with Differential Privacy", CCS 2016.
 
     Examples
     --------

@@ -305,6 +305,14 @@ def test_poisson_baseline_paper_experiment_one():
         assert rdp_to_epsilon(rdp, orders, DELTA)[0] == pytest.approx(target, abs=0.02)
 
 
+def test_poisson_rdp_takes_numpy_integers():
+    pytest.importorskip("dp_accounting")
+    orders = np.arange(2, 20, dtype=float)
+    np.testing.assert_array_equal(
+        poisson_rdp(1.0, 0.1, np.int64(50), orders), poisson_rdp(1.0, 0.1, 50, orders)
+    )
+
+
 def test_accountant_composes_by_addition():
     orders = default_orders()
     acc = PartitionRDPAccountant()
