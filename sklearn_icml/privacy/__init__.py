@@ -13,7 +13,8 @@ Two methods, one module per concept:
   and dropout (``_partition_rdp``, formulas in ``_rdp_kernels``);
   :class:`PartitionRDPAccountant` (``_partition_accountant``); noise calibration
   (``_noise_calibration``); the batch samplers (``_partition_samplers``) and
-  :class:`DPSGDClassifier` (``_dpsgd``, needs the ``neural`` extra).
+  :class:`DPSGDClassifier` (``_dpsgd``, its skorch net and DP-SGD step in
+  ``_dpsgd_net``; both need the ``neural`` extra).
 """
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES,

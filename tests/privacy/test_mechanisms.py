@@ -215,3 +215,9 @@ def test_non_numeric_value_rejected():
         laplace_mechanism(np.array(["a"]), 1.0)
     with pytest.raises(ValueError, match="finite"):
         laplace_mechanism(np.array([np.nan]), 1.0)
+
+
+def test_tulap_is_the_untruncated_mechanism_only():
+    # the truncated Tulap is not offered, so there is no truncation parameter to set
+    with pytest.raises(TypeError, match="truncation"):
+        tulap_mechanism([1], 1.0, truncation=0.0)
