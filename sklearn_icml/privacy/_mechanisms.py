@@ -35,7 +35,7 @@ _RELEASE = {
 }
 
 
-def _check_whole(sensitivity):
+def _whole_sensitivity(sensitivity):
     if float(sensitivity) != round(float(sensitivity)):
         raise ValueError(
             "sensitivity must be a whole number for a discrete mechanism (the data and "
@@ -168,7 +168,7 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     >>> out.dtype.kind
     'i'
     """
-    delta = _check_whole(sensitivity)
+    delta = _whole_sensitivity(sensitivity)
     val, eps, rng, shape = _inputs(value, epsilon, random_state, integer=True)
     beta = np.exp(-eps / delta)
     out = val.astype(np.int64) + _discrete_laplace_draw(beta, shape, rng)
@@ -280,7 +280,7 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
     out = check_real_values(output, "output")
     val = check_real_values(value, "value")
     eps = check_positive_values(epsilon, "epsilon")
-    delta = float(sensitivity) if mechanism == "laplace" else _check_whole(sensitivity)
+    delta = float(sensitivity) if mechanism == "laplace" else _whole_sensitivity(sensitivity)
     diff = out - val
     if mechanism == "laplace":
         scale = delta / eps
