@@ -1,8 +1,8 @@
-"""Privacy amplification by random partitioning: the spec's experiments, peers side by side.
+"""Privacy amplification by random partitioning: the paper's experiments, peers side by side.
 
 E1 epsilon of balanced iteration subsampling (BIS) vs Poisson subsampling (dp-accounting
 RDP, opacus RDP, dp-accounting PLD); E2 model splitting; E3 DP-SGD logistic regression on
-breast cancer with both samplers (DPSGDClassifier, a numpy reference of the spec's recipe,
+breast cancer with both samplers (DPSGDClassifier, a numpy reference of the paper's recipe,
 and opacus driving our sampler); E4 accountant run time for 10^4 steps and 100 RDP orders.
 
 Run: python benchmarks/privacy_amplification_partitioning.py [--quick]
@@ -77,7 +77,7 @@ def experiment_one(report, quick):
             ]
         )
     report.add_table(
-        "E1: epsilon of one pass, BIS vs Poisson (delta 1e-5, RDP orders of spec 3.5)",
+        "E1: epsilon of one pass, BIS vs Poisson (delta 1e-5, the default RDP orders)",
         [
             "sigma",
             "T",
@@ -92,13 +92,13 @@ def experiment_one(report, quick):
             "winner measured",
         ],
         rows,
-        note="BIS: max(efficient remove bound 3.3, add bound 3.4). Tolerances: BIS 1e-4, "
+        note="BIS: max(efficient remove bound, add bound). Tolerances: BIS 1e-4, "
         "Poisson 0.02. The PLD column is a tighter Poisson accountant (not RDP), shown as the "
-        "peer the spec names; the peer package random-allocation (DCO bounds) is not "
+        "standard peer; the peer package random-allocation (DCO bounds) is not "
         "installed here (it pins numpy<2.2); our formulas follow its source.",
     )
 
-    # sigma at fixed epsilon (spec E3 settings: T 200, k 20, eps 8)
+    # sigma at fixed epsilon (the DP-SGD experiment: T 200, k 20, eps 8)
     sig_bis = find_noise_multiplier(8.0, DELTA, num_steps=200, num_selected=20)
     sig_poi = find_noise_multiplier(8.0, DELTA, scheme="poisson", sample_rate=0.1, num_steps=200)
     report.add_table(
@@ -121,7 +121,7 @@ def experiment_two(report):
         rows.append([d, f"{target:.4f}", f"{eps:.4f}"])
     baseline = rdp_to_epsilon(100 * orders / 50.0, orders, DELTA)[0]
     report.add_table(
-        "E2: model splitting, sigma 5, 100 rounds, full participation (exact formula 3.2)",
+        "E2: model splitting, sigma 5, 100 rounds, full participation (exact formula)",
         ["parts d", "target eps", "measured eps"],
         rows,
         note=f"The paper's 'baseline' (splitting used but accounted as ordinary DP-SGD) and "
@@ -145,7 +145,7 @@ def breast_cancer_split():
 
 
 def numpy_dpsgd(X_tr, y_tr, X_te, y_te, sigma, sampler, seed, T=200, k=20, lr=0.5, C=1.0):
-    """The spec's recipe in numpy: bias column, w -= lr * noisy_sum / (n k / T)."""
+    """The paper's DP-SGD recipe in numpy: bias column, w -= lr * noisy_sum / (n k / T)."""
     rng = np.random.default_rng(seed)
     Xb = np.column_stack([X_tr, np.ones(len(X_tr))])
     Xt = np.column_stack([X_te, np.ones(len(X_te))])
@@ -293,7 +293,7 @@ def experiment_three(report, quick, sig_bis, sig_poi):
         ],
         rows,
         note=f"BIS vs Poisson mean gap {gap:.4f} (target < 0.01). DPSGDClassifier BIS takes "
-        f"{base:.2f} s per fit here (torch, 1 thread). The numpy recipe is the spec's exact "
+        f"{base:.2f} s per fit here (torch, 1 thread). The numpy recipe is the paper's exact "
         "procedure (bias column, clip 1, lr 0.5); DPSGDClassifier is the same model in "
         "torch/skorch (one logit, BCE) with a different random stream.",
     )

@@ -99,7 +99,9 @@ X, y = load_breast_cancer(return_X_y=True)
 X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, stratify=y, random_state=0)
 scaler = StandardScaler().fit(X_tr)
 X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
-clf = DPSGDClassifier(target_epsilon=8.0, num_steps=200, num_selected=20, random_state=0)
+clf = DPSGDClassifier(
+    target_epsilon=8.0, steps_per_epoch=200, num_selected=20, random_state=0
+)
 clf.fit(X_tr, y_tr)
 print(
     f"\nDPSGDClassifier: sigma {clf.noise_multiplier_:.3f}, epsilon {clf.epsilon_:.3f}, "

@@ -24,7 +24,9 @@ TEST_PARAMS = {
     "DPStratifiedSampler": {"total_sample_size": 1.0, "allocation": "proportional"},
     # --- privacy-amplification-partitioning ---
     # 10 DP-SGD steps with little noise: fast, and enough to fit the checks' toy data
-    "DPSGDClassifier": {"noise_multiplier": 0.01, "num_steps": 10, "num_selected": 5, "lr": 1.0},
+    "DPSGDClassifier": {
+        "noise_multiplier": 0.01, "steps_per_epoch": 10, "num_selected": 5, "lr": 1.0,
+    },
     # --- multi-agent-bai ---
     # runners and environments (not estimators: test_public_api builds them with these)
     "BAICl": {"n_clusters": 2, "eta": 0.2},
@@ -121,6 +123,10 @@ EXPECTED_FAILED_CHECKS = {
         "check_fit1d": "fit takes the population's 1-D vector of stratum labels by design",
     },
     # --- privacy-amplification-partitioning ---
+    "DPSGDClassifier": {
+        "check_do_not_raise_errors_in_init_or_set_params": "**kwargs holds the skorch "
+        "net's routed parameters (module__*, optimizer__*, ...), not one named 'kwargs'",
+    },
     # --- multi-agent-bai ---
     # --- bandits-with-interference ---
     # --- streaming-parity-rnn ---

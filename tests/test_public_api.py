@@ -71,9 +71,6 @@ _PENDING = {
     "neural.LinearICLTaskSampler",
     "neural.MultiTaskLinearICLTaskSampler",
     "neural.OnlinePromptLoader",
-    "privacy.BalancedIterationSampler",
-    "privacy.PartitionRDPAccountant",
-    "privacy.PoissonIterationSampler",
     "safe_rl.EVOAgent",
 }
 

@@ -1,4 +1,4 @@
-"""Demo: privacy-aware optimal survey design vs Neyman allocation (spec experiments 1-2)."""
+"""Demo: privacy-aware optimal survey design vs Neyman allocation (the paper's experiments)."""
 
 from . import register_demo
 

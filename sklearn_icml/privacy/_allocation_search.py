@@ -36,12 +36,15 @@ def _key_float(key):
     return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
-def _check_bounds(lower, upper, total):
+def _feasible_bounds(lower, upper, total):
     lower = np.asarray(lower, dtype=np.int64)
     upper = np.asarray(upper, dtype=np.int64)
     if np.any(upper < lower) or not lower.sum() <= total <= upper.sum():
-        raise ValueError("infeasible allocation problem: need lower <= upper and "
-                         "sum(lower) <= total <= sum(upper).")
+        raise ValueError(
+            "the allocation problem must be feasible: lower <= upper and sum(lower) <= "
+            f"total <= sum(upper). Got total={total!r}, sum(lower)={lower.sum()} and "
+            f"sum(upper)={upper.sum()} instead."
+        )
     return lower, upper
 
 
@@ -62,7 +65,7 @@ def greedy_allocation(gain, lower, upper, total):
     -------
     x : ndarray of int64 of shape (H,)
     """
-    lower, upper = _check_bounds(lower, upper, total)
+    lower, upper = _feasible_bounds(lower, upper, total)
     x = lower.copy()
     free = np.flatnonzero(upper > lower)
     heap = []
@@ -113,7 +116,7 @@ def threshold_allocation(gain, lower, upper, total, *, candidate_cap=None):
     x : ndarray of int64 of shape (H,)
         Identical to :func:`greedy_allocation` (up to floating point ties).
     """
-    lower, upper = _check_bounds(lower, upper, total)
+    lower, upper = _feasible_bounds(lower, upper, total)
     n_strata = lower.shape[0]
     if total == lower.sum():
         return lower.copy()

@@ -4,24 +4,18 @@ import functools
 import numbers
 
 import numpy as np
-from scipy.special import softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import optional_import
-from ..utils._skorch import (
-    SkorchEstimatorMixin,
-    encode_class_labels,
-    features_to_float32,
-    torch_seed,
-    torch_threads,
-)
-from ._partition_accountant import (
+from ..base import BaseNeuralEstimator, NeuralClassifierMixin
+from ..utils import draw_seed, optional_import
+from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ._dpsgd_net import MLP, DPSGDNet
+from ._noise_calibration import find_noise_multiplier
+from ._partition_rdp import (
     bis_rdp,
     default_orders,
-    find_noise_multiplier,
     model_split_rdp,
     poisson_rdp,
     rdp_to_epsilon,
@@ -29,144 +23,7 @@ from ._partition_accountant import (
 from ._partition_samplers import BalancedIterationSampler, PoissonIterationSampler
 
 torch = optional_import("torch", "neural")
-skorch = optional_import("skorch", "neural")
 nn = torch.nn
-F = torch.nn.functional
-
-
-class _MLP(nn.Module):
-    """Linear model (no hidden layer) or a ReLU multi-layer perceptron."""
-
-    def __init__(self, n_features, n_outputs, hidden_layer_sizes=()):
-        super().__init__()
-        layers, width = [], n_features
-        for size in hidden_layer_sizes:
-            layers += [nn.Linear(width, size), nn.ReLU()]
-            width = size
-        layers.append(nn.Linear(width, n_outputs))
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, X):
-        return self.net(X)
-
-
-def _loss(logits, y, binary):
-    if binary:
-        return F.binary_cross_entropy_with_logits(logits.reshape(-1), y.to(logits.dtype))
-    return F.cross_entropy(logits, y)
-
-
-class _OnePass:
-    """One pass of a partition sampler over tensors: a fresh allocation per iteration.
-
-    Each batch is ``(X[idx], y[idx])``; an empty ``idx`` gives zero-length tensors, so the
-    training loop still takes its (noise-only) step.
-    """
-
-    def __init__(self, sampler, X, y):
-        self.sampler, self.X, self.y = sampler, X, y
-
-    def __iter__(self):
-        for idx in self.sampler.sample():
-            idx = torch.from_numpy(idx)
-            yield self.X[idx], self.y[idx]
-
-    def __len__(self):
-        return self.sampler.num_steps
-
-
-class _DPSGDNet(skorch.NeuralNet):
-    """skorch net whose training step is DP-SGD over a partition sampler.
-
-    Per step: per-sample gradients (``torch.func.vmap(grad)``), restricted to each sample's
-    random part of the model when ``num_parts > 1``, clipped to ``max_grad_norm``, summed,
-    plus Gaussian noise of std ``noise_multiplier * max_grad_norm`` on every coordinate,
-    divided by the expected batch size. Empty batches take a noise-only step.
-    """
-
-    def __init__(
-        self,
-        *args,
-        dp_sampler,
-        noise_multiplier,
-        max_grad_norm,
-        expected_batch_size,
-        num_parts,
-        binary,
-        **kwargs,
-    ):
-        super().__init__(*args, **kwargs)
-        self.dp_sampler = dp_sampler
-        self.noise_multiplier = noise_multiplier
-        self.max_grad_norm = max_grad_norm
-        self.expected_batch_size = expected_batch_size
-        self.num_parts = num_parts
-        self.binary = binary
-
-    def initialize_module(self):
-        super().initialize_module()
-        # the disjoint split of the parameters into parts, fixed for the run
-        self.parts_ = {
-            name: torch.randint(self.num_parts, p.shape, device=p.device)
-            for name, p in self.module_.named_parameters()
-        }
-        return self
-
-    def get_iterator(self, dataset, training=False):
-        if not training:
-            return super().get_iterator(dataset, training=False)
-        X = torch.as_tensor(dataset.X, device=self.device)
-        y = torch.as_tensor(dataset.y, device=self.device)
-        return _OnePass(self.dp_sampler, X, y)
-
-    def _per_sample_grads(self, Xi, yi):
-        module = self.module_
-        params = {n: p.detach() for n, p in module.named_parameters()}
-        buffers = {n: b.detach() for n, b in module.named_buffers()}
-        binary = self.binary
-
-        def loss_one(params, x, y):
-            out = torch.func.functional_call(module, (params, buffers), (x.unsqueeze(0),))
-            return _loss(out, y.unsqueeze(0), binary)
-
-        grad_fn = torch.func.vmap(
-            torch.func.grad(loss_one), in_dims=(None, 0, 0), randomness="different"
-        )
-        return grad_fn(params, Xi, yi)
-
-    def train_step_single(self, batch, **fit_params):
-        self._set_training(True)
-        Xi, yi = batch
-        Xi = skorch.utils.to_tensor(Xi, device=self.device)
-        yi = skorch.utils.to_tensor(yi, device=self.device)
-        named = list(self.module_.named_parameters())
-        n_batch = Xi.shape[0]
-        clip = self.max_grad_norm
-        if n_batch:
-            grads = self._per_sample_grads(Xi, yi)
-            if self.num_parts > 1:
-                part = torch.randint(self.num_parts, (n_batch,), device=Xi.device)
-                for name, _ in named:
-                    shape = (n_batch,) + (1,) * self.parts_[name].dim()
-                    grads[name] = grads[name] * (self.parts_[name] == part.view(shape))
-            sq = sum(g.reshape(n_batch, -1).pow(2).sum(dim=1) for g in grads.values())
-            factor = torch.clamp(clip / (sq.sqrt() + 1e-12), max=1.0)
-            with torch.no_grad():
-                y_pred = self.module_(Xi)
-                loss = _loss(y_pred, yi, self.binary)
-        else:
-            y_pred = torch.empty((0,), device=Xi.device)
-            loss = torch.zeros((), device=Xi.device)
-        std = self.noise_multiplier * clip
-        for name, p in named:
-            if n_batch:
-                shape = (n_batch,) + (1,) * p.dim()
-                summed = (grads[name] * factor.view(shape)).sum(dim=0)
-            else:
-                summed = torch.zeros_like(p)
-            noise = torch.randn(p.shape, device=p.device, dtype=p.dtype) * std
-            p.grad = (summed + noise) / self.expected_batch_size
-        return {"loss": loss, "y_pred": y_pred}
 
 
 @functools.lru_cache(maxsize=64)
@@ -201,15 +58,15 @@ def _accounting(sampler, num_steps, num_selected, num_epochs, num_parts):
 _RDP = {"bis": bis_rdp, "model_split": model_split_rdp, "poisson": poisson_rdp}
 
 
-class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
+class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """Differentially private SGD classifier with balanced iteration subsampling.
 
     A skorch network (logistic regression by default, or an MLP / your module) trained by
     DP-SGD: each step sums per-sample gradients clipped to ``max_grad_norm``, adds Gaussian
     noise of std ``noise_multiplier * max_grad_norm`` and divides by the expected batch
     size. Batches come from :class:`BalancedIterationSampler` (each sample in exactly
-    ``num_selected`` of the ``num_steps`` steps of a pass) or from
-    :class:`PoissonIterationSampler` (rate ``num_selected / num_steps``), and the privacy
+    ``num_selected`` of the ``steps_per_epoch`` steps of an epoch) or from
+    :class:`PoissonIterationSampler` (rate ``num_selected / steps_per_epoch``), and the privacy
     guarantee ``epsilon_`` at ``delta`` is read from the matching accountant. With
     ``num_parts > 1`` each sample also updates only one random part of the parameters.
 
@@ -232,12 +89,13 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         The delta of the (epsilon, delta) guarantee.
     max_grad_norm : float, default=1.0
         Per-sample clipping norm ``C``.
-    num_steps : int, default=200
-        Steps per pass ``T``.
+    steps_per_epoch : int, default=200
+        DP-SGD steps per epoch, the ``T`` of the paper.
     num_selected : int, default=20
-        Steps each sample joins per pass ``k`` (Poisson: rate ``k / T``).
-    num_epochs : int, default=1
-        Passes; each re-draws the allocation.
+        Steps each sample joins per epoch, the ``k`` of the paper (Poisson: rate ``k / T``).
+    max_epochs : int, default=1
+        Epochs (passes of ``steps_per_epoch`` steps); each re-draws the allocation. All of
+        them run: the privacy guarantee counts every epoch.
     sampler : {"bis", "poisson"}, default="bis"
         Balanced iteration subsampling or Poisson subsampling.
     num_parts : int, default=1
@@ -251,12 +109,16 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         Seeds the batches, the initial weights, the noise and the parts.
     device : str, default="cpu"
         Torch device.
-    num_threads : int or None, default=1
-        ``torch.set_num_threads`` during ``fit`` and prediction (restored afterwards).
+    n_jobs : int or None, default=1
+        Torch intra-op threads during ``fit`` and prediction (restored afterwards).
         DP-SGD takes many small per-sample steps, where one thread is fastest and immune to
         oversubscription; raise it for large modules. ``None`` keeps torch's setting.
     verbose : int, default=0
         ``1`` prints skorch's per-epoch table.
+    **kwargs
+        Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
+        ``iterator_train__``, ``iterator_valid__`` or ``callbacks__`` are routed to the
+        skorch net, as skorch does (e.g. ``module__hidden=32`` for your own ``module``).
 
     Attributes
     ----------
@@ -281,7 +143,8 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
     expected_batch_size_ : float
         ``n * k / T``, the divisor of the noisy gradient sum.
     net_ : skorch.NeuralNet
-        The fitted skorch net (``module_``, ``history_`` come from it).
+        The fitted skorch net (``module_``, ``history_`` and ``n_epochs_run_`` come from
+        it).
 
     See Also
     --------
@@ -289,6 +152,11 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
 
     Notes
     -----
+    Training length is counted in epochs (``max_epochs``), as for every neural estimator of
+    this library, and ``steps_per_epoch`` is the ``T`` of balanced iteration subsampling
+    (Dong, Chen & Ozgur 2025): the accountant needs the exact number of steps of each
+    epoch, so it is a length, not an upper bound like ``max_iter``.
+
     The guarantee covers the trained parameters. The per-batch losses in skorch's history
     (and printed with ``verbose``) are computed on the private data without noise: do not
     release them. With ``sampler="bis"`` and ``num_parts > 1`` the random part is accounted
@@ -323,16 +191,16 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         "target_epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
         "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
         "max_grad_norm": [Interval(numbers.Real, 0, None, closed="neither")],
-        "num_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
         "num_selected": [Interval(numbers.Integral, 1, None, closed="left")],
-        "num_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "sampler": [StrOptions({"bis", "poisson"})],
         "num_parts": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "device": [str, object],
-        "num_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "verbose": ["verbose"],
     }
 
@@ -345,17 +213,18 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         target_epsilon=8.0,
         delta=1e-5,
         max_grad_norm=1.0,
-        num_steps=200,
+        steps_per_epoch=200,
         num_selected=20,
-        num_epochs=1,
+        max_epochs=1,
         sampler="bis",
         num_parts=1,
         lr=0.5,
         batch_size=256,
         random_state=None,
         device="cpu",
-        num_threads=1,
+        n_jobs=1,
         verbose=0,
+        **kwargs,
     ):
         self.module = module
         self.hidden_layer_sizes = hidden_layer_sizes
@@ -363,22 +232,23 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         self.target_epsilon = target_epsilon
         self.delta = delta
         self.max_grad_norm = max_grad_norm
-        self.num_steps = num_steps
+        self.steps_per_epoch = steps_per_epoch
         self.num_selected = num_selected
-        self.num_epochs = num_epochs
+        self.max_epochs = max_epochs
         self.sampler = sampler
         self.num_parts = num_parts
         self.lr = lr
         self.batch_size = batch_size
         self.random_state = random_state
         self.device = device
-        self.num_threads = num_threads
+        self.n_jobs = n_jobs
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
     def _account(self):
         """Choose sigma and compute the run's RDP and epsilon."""
         scheme, kwargs = _accounting(
-            self.sampler, self.num_steps, self.num_selected, self.num_epochs, self.num_parts
+            self.sampler, self.steps_per_epoch, self.num_selected, self.max_epochs, self.num_parts
         )
         if self.noise_multiplier is None:
             sigma = _cached_noise_multiplier(
@@ -397,6 +267,7 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         self.rdp_ = rdp
         self.epsilon_, self.best_order_ = rdp_to_epsilon(rdp, orders, self.delta)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train by DP-SGD and account for its privacy.
 
@@ -412,18 +283,18 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         self : object
             The fitted classifier.
         """
-        self._validate_params()
-        if self.num_selected > self.num_steps:
+        T, k = self.steps_per_epoch, self.num_selected
+        if k > T:
             raise ValueError(
-                f"num_selected must be <= num_steps={self.num_steps}; got "
-                f"{self.num_selected!r} instead."
+                f"num_selected must be <= steps_per_epoch={T} (a sample joins at most every "
+                f"step). Got {k!r} instead."
             )
         hidden = tuple(self.hidden_layer_sizes)
         if any(
             isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hidden
         ):
             raise ValueError(
-                f"hidden_layer_sizes must hold positive integers; got {self.hidden_layer_sizes!r}"
+                f"hidden_layer_sizes must hold positive integers. Got {self.hidden_layer_sizes!r}"
                 " instead."
             )
         X, y = validate_data(self, X, y)
@@ -435,40 +306,35 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         n = X32.shape[0]
 
         self._account()
-        sampler_seed = torch_seed(check_random_state(self.random_state))
+        sampler_seed = draw_seed(self.random_state)
         if self.sampler == "bis":
-            sampler = BalancedIterationSampler(
-                n, self.num_steps, self.num_selected, random_state=sampler_seed
-            )
+            sampler = BalancedIterationSampler(n, T, k, random_state=sampler_seed)
         else:
-            sampler = PoissonIterationSampler(
-                n, self.num_steps, self.num_selected / self.num_steps, random_state=sampler_seed
-            )
-        self.expected_batch_size_ = n * self.num_selected / self.num_steps
+            sampler = PoissonIterationSampler(n, T, k / T, random_state=sampler_seed)
+        self.expected_batch_size_ = n * k / T
         if self.module is None:
-            module_kwargs = {"module": _MLP, "module__hidden_layer_sizes": hidden}
+            module_kwargs = {"module": MLP, "module__hidden_layer_sizes": hidden}
         else:
             module_kwargs = {"module": self.module}
-        with torch_threads(self.num_threads):
-            self._fit_net(
-                _DPSGDNet,
-                X32,
-                y_t,
-                criterion=nn.BCEWithLogitsLoss if binary else nn.CrossEntropyLoss,
-                optimizer=torch.optim.SGD,
-                lr=float(self.lr),
-                max_epochs=int(self.num_epochs),
-                batch_size=int(self.batch_size),
-                module__n_features=X32.shape[1],
-                module__n_outputs=n_outputs,
-                dp_sampler=sampler,
-                noise_multiplier=self.noise_multiplier_,
-                max_grad_norm=float(self.max_grad_norm),
-                expected_batch_size=self.expected_batch_size_,
-                num_parts=int(self.num_parts),
-                binary=binary,
-                **module_kwargs,
-            )
+        self._fit_net(
+            DPSGDNet,
+            X32,
+            y_t,
+            criterion=nn.BCEWithLogitsLoss if binary else nn.CrossEntropyLoss,
+            optimizer=torch.optim.SGD,
+            lr=float(self.lr),
+            max_epochs=int(self.max_epochs),
+            batch_size=int(self.batch_size),
+            module__n_features=X32.shape[1],
+            module__n_outputs=n_outputs,
+            dp_sampler=sampler,
+            noise_multiplier=self.noise_multiplier_,
+            max_grad_norm=float(self.max_grad_norm),
+            expected_batch_size=self.expected_batch_size_,
+            num_parts=int(self.num_parts),
+            binary=binary,
+            **module_kwargs,
+        )
         self._check_finite_parameters()
         return self
 
@@ -476,7 +342,8 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         for name, p in self.module_.named_parameters():
             if not torch.isfinite(p).all():
                 raise ValueError(
-                    f"training diverged: parameter {name!r} became non-finite. Lower lr."
+                    f"training diverged: parameter {name!r} became non-finite; lower lr. Got "
+                    f"lr={self.lr!r} instead."
                 )
 
     def decision_function(self, X):
@@ -492,43 +359,23 @@ class DPSGDClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
-        with torch_threads(self.num_threads):
+        with torch_threads(self.n_jobs):
             logits = self.net_.forward(features_to_float32(X)).detach().cpu().numpy()
         logits = logits.astype(np.float64)
         return logits.reshape(-1) if self.classes_.shape[0] == 2 else logits
 
-    def predict_proba(self, X):
-        """Class probabilities.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        if self.classes_.shape[0] == 2:
-            p1 = 1.0 / (1.0 + np.exp(-scores))
-            return np.column_stack([1.0 - p1, p1])
-        return softmax(scores, axis=1)
-
     def predict(self, X):
-        """Most probable class.
+        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
+        return super().predict(X)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
+    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
 
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
+    def _predict_logits(self, X):
+        # two classes: the one logit s is the log-odds of class 1, so the logits are (0, s)
         scores = self.decision_function(X)
         if self.classes_.shape[0] == 2:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+            return np.column_stack([np.zeros_like(scores), scores])
+        return scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -12,62 +12,36 @@ production releases should use a vetted library such as ``opendp``.
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-MECHANISMS = ("laplace", "dlap", "tulap")
+from ..utils import check_generator
+from ._validation import (
+    MECHANISMS,
+    check_integer_values,
+    check_positive_values,
+    check_real_values,
+    range_width,
+)
+
+_VALUES = ["array-like", numbers.Real]
+_BUDGETS = ["array-like", Interval(numbers.Real, 0, None, closed="neither")]
+_SENSITIVITY = [Interval(numbers.Real, 0, None, closed="neither")]
+#: The parameters of a release (tulap has no sensitivity: it is 1)
+_RELEASE = {
+    "value": _VALUES,
+    "epsilon": _BUDGETS,
+    "sensitivity": _SENSITIVITY,
+    "random_state": ["random_state", np.random.Generator],
+}
 
 
-def _rng(random_state):
-    """A numpy RandomState or Generator from ``random_state`` (both draw the same way here)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return check_random_state(random_state)
-
-
-def _check_epsilon(epsilon, name="epsilon"):
-    eps = np.asarray(epsilon, dtype=np.float64)
-    if eps.dtype.kind not in "f" or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
+def _whole_sensitivity(sensitivity):
+    if float(sensitivity) != round(float(sensitivity)):
         raise ValueError(
-            f"{name} must be a finite number > 0 (or an array of them); got {epsilon!r} instead."
+            "sensitivity must be a whole number for a discrete mechanism (the data and "
+            f"their range are integers). Got {sensitivity!r} instead."
         )
-    return eps
-
-
-def _check_sensitivity(sensitivity, *, integer):
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real):
-        raise TypeError(f"sensitivity must be a number; got {sensitivity!r} instead.")
-    value = float(sensitivity)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r} instead.")
-    if integer and value != round(value):
-        raise ValueError(
-            "sensitivity must be a whole number for the discrete Laplace mechanism (the data "
-            f"and their range are integers); got {sensitivity!r} instead."
-        )
-    return value
-
-
-def _check_integer_values(value, name):
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric; got dtype {arr.dtype} instead.")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-        raise ValueError(
-            f"{name} must hold integers for a discrete mechanism; got non-integer values "
-            "instead."
-        )
-    return arr
-
-
-def _check_real_values(value, name):
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric; got dtype {arr.dtype} instead.")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinity; every value must be finite.")
-    return arr
+    return float(sensitivity)
 
 
 def _discrete_laplace_draw(beta, shape, rng):
@@ -76,12 +50,22 @@ def _discrete_laplace_draw(beta, shape, rng):
     return rng.geometric(p, size=shape).astype(np.int64) - rng.geometric(p, size=shape)
 
 
+def _inputs(value, epsilon, random_state, *, integer):
+    """Checked ``value`` and ``epsilon``, the generator and the broadcast shape."""
+    check = check_integer_values if integer else check_real_values
+    val = check(value, "value")
+    eps = check_positive_values(epsilon, "epsilon")
+    shape = np.broadcast_shapes(val.shape, eps.shape)
+    return val, eps, check_generator(random_state), shape
+
+
 def _scalar_or_array(out, value, epsilon):
     if np.ndim(value) == 0 and np.ndim(epsilon) == 0:
         return out[()]
     return out
 
 
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     """Release ``value`` plus Laplace noise of scale ``sensitivity / epsilon``.
 
@@ -97,8 +81,9 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     sensitivity : float, default=1.0
         L1 sensitivity of the statistic.
     random_state : int, RandomState instance, Generator or None, default=None
-        Source of the noise. Pass the same RandomState object across calls to get fresh
-        noise each time; an int seed reproduces the same draw.
+        Source of the noise, turned into a numpy Generator by
+        :func:`~sklearn_icml.utils.check_generator`. Pass the same RandomState or Generator
+        across calls to get fresh noise each time; an int seed reproduces the same draw.
 
     Returns
     -------
@@ -130,15 +115,13 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     >>> round(float(draws.var()), 1)  # 2 / 0.5**2
     8.0
     """
-    val = _check_real_values(value, "value")
-    eps = _check_epsilon(epsilon)
-    delta = _check_sensitivity(sensitivity, integer=False)
-    rng = _rng(random_state)
-    shape = np.broadcast_shapes(val.shape, eps.shape)
-    out = val + rng.laplace(0.0, np.broadcast_to(delta / eps, shape), size=shape)
+    val, eps, rng, shape = _inputs(value, epsilon, random_state, integer=False)
+    scale = np.broadcast_to(float(sensitivity) / eps, shape)
+    out = val + rng.laplace(0.0, scale, size=shape)
     return _scalar_or_array(out, value, epsilon)
 
 
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=None):
     """Release an integer ``value`` plus discrete Laplace noise.
 
@@ -185,28 +168,15 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     >>> out.dtype.kind
     'i'
     """
-    val = _check_integer_values(value, "value")
-    eps = _check_epsilon(epsilon)
-    delta = _check_sensitivity(sensitivity, integer=True)
-    rng = _rng(random_state)
-    shape = np.broadcast_shapes(val.shape, eps.shape)
+    delta = _whole_sensitivity(sensitivity)
+    val, eps, rng, shape = _inputs(value, epsilon, random_state, integer=True)
     beta = np.exp(-eps / delta)
     out = val.astype(np.int64) + _discrete_laplace_draw(beta, shape, rng)
     return _scalar_or_array(out, value, epsilon)
 
 
-def _check_truncation(truncation):
-    if isinstance(truncation, bool) or not isinstance(truncation, numbers.Real):
-        raise TypeError(f"truncation must be a number; got {truncation!r} instead.")
-    if truncation != 0:
-        raise NotImplementedError(
-            "only the untruncated Tulap (truncation=0, pure epsilon-DP) is implemented; a "
-            f"truncated Tulap gives (epsilon, delta)-DP with a different variance. Got "
-            f"truncation={truncation!r} instead."
-        )
-
-
-def tulap_mechanism(value, epsilon, *, truncation=0.0, random_state=None):
+@validate_params(_RELEASE, prefer_skip_nested_validation=True)
+def tulap_mechanism(value, epsilon, *, random_state=None):
     """Release an integer count plus untruncated Tulap noise ``Z + U``.
 
     ``Z`` is discrete Laplace with ``beta = exp(-epsilon)`` and ``U ~ Uniform(-1/2, 1/2)``
@@ -219,8 +189,6 @@ def tulap_mechanism(value, epsilon, *, truncation=0.0, random_state=None):
         The true count(s) (sum of 0/1 data).
     epsilon : float or array-like
         Privacy budget(s) > 0.
-    truncation : float, default=0.0
-        Tulap truncation parameter ``q``; only 0 (no truncation) is supported.
     random_state : int, RandomState instance, Generator or None, default=None
         Source of the noise.
 
@@ -228,14 +196,15 @@ def tulap_mechanism(value, epsilon, *, truncation=0.0, random_state=None):
     -------
     released : float or ndarray
 
-    Raises
-    ------
-    NotImplementedError
-        If ``truncation`` is not 0.
-
     See Also
     --------
     discrete_laplace_mechanism, mechanism_log_density
+
+    Notes
+    -----
+    This is the untruncated Tulap (truncation ``q = 0``), the pure ``epsilon``-DP case that
+    Chen, Pasupathy & Awan (2025) use for 0/1 data. A truncated Tulap gives
+    ``(epsilon, delta)``-DP with another variance and is not offered.
 
     References
     ----------
@@ -252,17 +221,23 @@ def tulap_mechanism(value, epsilon, *, truncation=0.0, random_state=None):
     >>> round(float(out.mean()), 1), round(float(out.var()), 1)  # 2b/(1-b)^2 + 1/12 = 1.925
     (7.0, 1.9)
     """
-    _check_truncation(truncation)
-    val = _check_integer_values(value, "value")
-    eps = _check_epsilon(epsilon)
-    rng = _rng(random_state)
-    shape = np.broadcast_shapes(val.shape, eps.shape)
+    val, eps, rng, shape = _inputs(value, epsilon, random_state, integer=True)
     beta = np.exp(-eps)
     z = _discrete_laplace_draw(beta, shape, rng)
     out = val + z + rng.uniform(-0.5, 0.5, size=shape)
     return _scalar_or_array(out, value, epsilon)
 
 
+@validate_params(
+    {
+        "output": _VALUES,
+        "value": _VALUES,
+        "epsilon": _BUDGETS,
+        "mechanism": [StrOptions(set(MECHANISMS))],
+        "sensitivity": _SENSITIVITY,
+    },
+    prefer_skip_nested_validation=True,
+)
 def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivity=1.0):
     """Exact log density (or log pmf) of a mechanism's release given the true value.
 
@@ -302,12 +277,10 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
     >>> print(round(float(np.max(np.abs(loss))), 12))
     1.0
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r} instead.")
-    out = _check_real_values(output, "output")
-    val = _check_real_values(value, "value")
-    eps = _check_epsilon(epsilon)
-    delta = _check_sensitivity(sensitivity, integer=mechanism != "laplace")
+    out = check_real_values(output, "output")
+    val = check_real_values(value, "value")
+    eps = check_positive_values(epsilon, "epsilon")
+    delta = float(sensitivity) if mechanism == "laplace" else _whole_sensitivity(sensitivity)
     diff = out - val
     if mechanism == "laplace":
         scale = delta / eps
@@ -316,7 +289,8 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
         if mechanism == "tulap":
             if delta != 1:
                 raise ValueError(
-                    f"tulap is defined for counts (sensitivity 1); got {sensitivity!r} instead."
+                    f"sensitivity must be 1 for tulap (it releases counts). Got "
+                    f"{sensitivity!r} instead."
                 )
             # Z + U has density P(Z = z) on (z - 1/2, z + 1/2]
             k = np.ceil(diff - 0.5)
@@ -328,3 +302,59 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
         res = np.where(np.isnan(k), -np.inf, res)
     res = np.asarray(res, dtype=np.float64)
     return res[()] if res.ndim == 0 else res
+
+
+def _variance_on_sum(e, mechanism, width):
+    """V_M(e): variance of the noise added to the sum (array ``e``)."""
+    if mechanism == "laplace":
+        return 2.0 * width**2 / e**2
+    rate = e / width  # -log(beta)
+    with np.errstate(over="ignore"):
+        small = 0.5 / np.sinh(np.minimum(rate, 1.0) / 2.0) ** 2  # no cancellation at small e
+        beta = np.exp(-rate)
+        large = 2.0 * beta / (-np.expm1(-rate)) ** 2
+    var = np.where(rate < 1.0, small, large)
+    return var + 1.0 / 12.0 if mechanism == "tulap" else var
+
+
+@validate_params(
+    {
+        "epsilon": _BUDGETS,
+        "mechanism": [StrOptions(set(MECHANISMS))],
+        "data_range": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def mechanism_variance(epsilon, mechanism="laplace", data_range=1.0):
+    """Variance ``V_M(e)`` of a mechanism's noise on the sum scale.
+
+    Parameters
+    ----------
+    epsilon : float or array-like
+        Budget(s) ``e`` > 0 the noise is calibrated to.
+    mechanism : {"laplace", "dlap", "tulap"}, default="laplace"
+        ``laplace``: ``2 Delta**2 / e**2``; ``dlap``: ``1 / (2 sinh(e / (2 Delta))**2)``;
+        ``tulap`` (untruncated, ``Delta = 1``): the DLap value plus ``1/12``.
+    data_range : float or (float, float), default=1.0
+        Width ``Delta`` of the data range (the sensitivity of a sum), or its two ends.
+
+    Returns
+    -------
+    variance : float or ndarray
+
+    See Also
+    --------
+    design_variance
+
+    Examples
+    --------
+    >>> from sklearn_icml.privacy import mechanism_variance
+    >>> float(mechanism_variance(2.0))
+    0.5
+    >>> round(float(mechanism_variance(1.0, "tulap") - mechanism_variance(1.0, "dlap")), 6)
+    0.083333
+    """
+    width = range_width(data_range, mechanism)
+    e = check_positive_values(epsilon, "epsilon")
+    out = _variance_on_sum(e, mechanism, width)
+    return out[()] if np.ndim(out) == 0 else out

@@ -5,20 +5,13 @@ Both are iterables of index arrays with ``__len__``, so they plug into a torch
 this module importing torch.
 """
 
-import numbers
-
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.base import BaseEstimator
+
+from ..utils import check_random_state
+from ._partition_rdp import COUNT, RATE, check_steps
 
 _BLOCK_ENTRIES = 1 << 22  # rows x steps per block of random keys in the argpartition path
-
-
-def _check_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {value!r} instead.")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value!r} instead.")
-    return int(value)
 
 
 def _floyd_subsets(rng, n_rows, num_steps, num_selected):
@@ -55,20 +48,46 @@ def _batches_from_steps(steps, owners, num_steps):
     return np.split(owners[order], np.cumsum(counts)[:-1]), counts
 
 
-class _IterationSampler:
-    """Shared iteration protocol: ``num_epochs`` fresh draws of ``num_steps`` batches."""
+class _IterationSampler(BaseEstimator):
+    """Shared manners and iteration protocol: ``num_epochs`` fresh draws of ``num_steps``
+    batches.
+
+    ``__init__`` only stores the parameters; the first ``sample``, ``iter`` or ``len``
+    validates them (``_parameter_constraints``) and creates the random generator from
+    ``random_state`` (:func:`~sklearn_icml.utils.check_random_state`), which then serves
+    every pass. ``set_params`` starts over with a new generator.
+    """
+
+    _parameter_constraints = {
+        "n_samples": COUNT,
+        "num_steps": COUNT,
+        "num_epochs": COUNT,
+        "random_state": ["random_state"],
+    }
+
+    def _setup(self):
+        if not hasattr(self, "_rng"):
+            self._validate_params()
+            self._check_params()
+            self._rng = check_random_state(self.random_state)
+        return self._rng
+
+    def _check_params(self):
+        """Checks across parameters (after ``_parameter_constraints``)."""
+
+    def set_params(self, **params):
+        super().set_params(**params)
+        self.__dict__.pop("_rng", None)
+        return self
 
     def __iter__(self):
+        self._setup()
         for _ in range(self.num_epochs):
             yield from self.sample()
 
     def __len__(self):
+        self._setup()
         return self.num_steps * self.num_epochs
-
-    def _rng(self):
-        if not hasattr(self, "_random_state"):
-            self._random_state = check_random_state(self.random_state)
-        return self._random_state
 
 
 class BalancedIterationSampler(_IterationSampler):
@@ -82,11 +101,12 @@ class BalancedIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    n_samples : int
-        Size of the data set.
-    num_steps : int
+    n_samples : int, default=None
+        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
+        and the first use raises.
+    num_steps : int, default=200
         Iterations per pass ``T``.
-    num_selected : int
+    num_selected : int, default=20
         Iterations each sample takes part in per pass, ``1 <= k <= T``.
     num_epochs : int, default=1
         Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
@@ -120,6 +140,8 @@ class BalancedIterationSampler(_IterationSampler):
     ----------
     .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
        Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [2] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar, L. Zhang,
+       "Deep Learning with Differential Privacy", CCS 2016.
 
     Examples
     --------
@@ -132,17 +154,19 @@ class BalancedIterationSampler(_IterationSampler):
     ((6, 2), 12)
     """
 
-    def __init__(self, n_samples, num_steps, num_selected, num_epochs=1, random_state=None):
-        self.n_samples = _check_int(n_samples, "n_samples")
-        self.num_steps = _check_int(num_steps, "num_steps")
-        self.num_selected = _check_int(num_selected, "num_selected")
-        if self.num_selected > self.num_steps:
-            raise ValueError(
-                f"num_selected must be <= num_steps={self.num_steps}; got {num_selected!r} "
-                "instead."
-            )
-        self.num_epochs = _check_int(num_epochs, "num_epochs")
+    _parameter_constraints = {**_IterationSampler._parameter_constraints, "num_selected": COUNT}
+
+    def __init__(
+        self, n_samples=None, num_steps=200, num_selected=20, num_epochs=1, random_state=None
+    ):
+        self.n_samples = n_samples
+        self.num_steps = num_steps
+        self.num_selected = num_selected
+        self.num_epochs = num_epochs
         self.random_state = random_state
+
+    def _check_params(self):
+        check_steps(self.num_steps, self.num_selected)
 
     def sample(self):
         """Draw the allocation of one pass.
@@ -153,8 +177,8 @@ class BalancedIterationSampler(_IterationSampler):
             ``num_steps`` arrays of sample indices (sorted, possibly empty); every index is
             in exactly ``num_selected`` of them.
         """
+        rng = self._setup()
         n, T, k = self.n_samples, self.num_steps, self.num_selected
-        rng = self._rng()
         if k * k <= 4 * T:
             chosen = _floyd_subsets(rng, n, T, k)
         else:
@@ -176,11 +200,12 @@ class PoissonIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    n_samples : int
-        Size of the data set.
-    num_steps : int
+    n_samples : int, default=None
+        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
+        and the first use raises.
+    num_steps : int, default=200
         Iterations per pass ``T``.
-    sample_rate : float
+    sample_rate : float, default=0.1
         Inclusion probability per step, in (0, 1].
     num_epochs : int, default=1
         Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
@@ -211,15 +236,15 @@ class PoissonIterationSampler(_IterationSampler):
     (5, 5)
     """
 
-    def __init__(self, n_samples, num_steps, sample_rate, num_epochs=1, random_state=None):
-        self.n_samples = _check_int(n_samples, "n_samples")
-        self.num_steps = _check_int(num_steps, "num_steps")
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, numbers.Real):
-            raise TypeError(f"sample_rate must be a real number in (0, 1]; got {sample_rate!r}.")
-        if not (0 < sample_rate <= 1):
-            raise ValueError(f"sample_rate must be in (0, 1]; got {sample_rate!r} instead.")
-        self.sample_rate = float(sample_rate)
-        self.num_epochs = _check_int(num_epochs, "num_epochs")
+    _parameter_constraints = {**_IterationSampler._parameter_constraints, "sample_rate": RATE}
+
+    def __init__(
+        self, n_samples=None, num_steps=200, sample_rate=0.1, num_epochs=1, random_state=None
+    ):
+        self.n_samples = n_samples
+        self.num_steps = num_steps
+        self.sample_rate = sample_rate
+        self.num_epochs = num_epochs
         self.random_state = random_state
 
     def sample(self):
@@ -230,8 +255,8 @@ class PoissonIterationSampler(_IterationSampler):
         batches : list of ndarray of int64
             ``num_steps`` sorted arrays of sample indices (possibly empty).
         """
+        rng = self._setup()
         n, T = self.n_samples, self.num_steps
-        rng = self._rng()
         sizes = rng.binomial(n, self.sample_rate, size=T)
         batches = [np.sort(rng.choice(n, size=s, replace=False)).astype(np.int64) for s in sizes]
         self.batch_sizes_ = sizes.astype(np.int64)

@@ -21,19 +21,20 @@ from sklearn_icml.privacy import (
     optimal_allocation,
     proportional_allocation,
 )
+from sklearn_icml.privacy._allocation import _Design
+from sklearn_icml.privacy._allocation import equal_allocation as _equal_allocation
 from sklearn_icml.privacy._allocation_search import (
     exchange_certificate,
     greedy_allocation,
     threshold_allocation,
 )
-from sklearn_icml.privacy._dp_stratified import _Design, _equal_allocation
 
 MECHS = ["laplace", "dlap", "tulap"]
 N3, S3 = [20000, 20000, 1000], [0.02, 0.5, 0.5]
 
 
 def ref_g(x, N_h, S_h, N_total, eps, mech, width):
-    """Reference g_h(x) written from the spec formula with the public building blocks."""
+    """Reference g_h(x) written from the paper's formula with the public building blocks."""
     x = np.asarray(x, dtype=float)
     e = nominal_epsilon(eps, x / N_h)
     w2 = (N_h / N_total) ** 2
@@ -122,7 +123,7 @@ def test_design_variance_census_has_no_sampling_part():
     assert np.all(noise > 0)
 
 
-def test_design_variance_matches_spec_and_reference_formula():
+def test_design_variance_matches_paper_and_reference_formula():
     assert design_variance([28, 259, 13], N3, S3, 1.0) == pytest.approx(2.53983e-4, rel=1e-5)
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -147,7 +148,7 @@ def test_objective_is_convex_on_integers(mech, eps, N_h):
     assert np.all(gains > 0) and np.all(np.diff(gains) < 0)
 
 
-# ----------------------------------------------------------------- the spec's numbers
+# ----------------------------------------------------------------- the paper's numbers
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,7 @@ def test_objective_is_convex_on_integers(mech, eps, N_h):
         ("dlap", 1.0, (12, 274, 14), 2.33793e-4, 1.0002, 1.8243),
     ],
 )
-def test_spec_experiment_1(mech, eps, opt, v_opt, r_ney, r_prop):
+def test_paper_experiment_1(mech, eps, opt, v_opt, r_ney, r_prop):
     x = optimal_allocation(300, N3, S3, eps, mech)
     np.testing.assert_array_equal(x, opt)
     v = design_variance(x, N3, S3, eps, mech)
@@ -172,7 +173,7 @@ def test_spec_experiment_1(mech, eps, opt, v_opt, r_ney, r_prop):
     assert design_variance(prop, N3, S3, eps, mech) / v == pytest.approx(r_prop, abs=6e-5)
 
 
-def test_spec_experiment_3_brute_force():
+def test_paper_experiment_3_brute_force():
     N, S = [200, 100, 60], [0.5, 0.1, 0.3]
     x = optimal_allocation(60, N, S, 1.0)
     np.testing.assert_array_equal(x, (42, 9, 9))
@@ -510,7 +511,7 @@ def test_estimate_mean_unbiased_and_noise_at_nominal_budgets():
 
 @pytest.mark.slow
 def test_variance_formula_by_monte_carlo_within_two_percent():
-    """Spec experiment 2 at small scale: 40,000 SRSWOR + Laplace replications."""
+    """The Monte Carlo experiment at small scale: 40,000 SRSWOR + Laplace replications."""
     rng = np.random.default_rng(0)
     pops = [
         np.clip(rng.normal(0.3, 0.02, 400), 0, 1),
@@ -695,11 +696,7 @@ def test_fit_refuses_to_guess_stds():
         DPStratifiedSampler(total_sample_size=4, stratum_stds={"a": 0.1}).fit(g)
 
 
-def test_tulap_truncation_and_nan_labels():
-    from sklearn_icml.privacy import tulap_mechanism
-
-    with pytest.raises(NotImplementedError):
-        tulap_mechanism([1], 1.0, truncation=0.2)
+def test_nan_labels():
     with pytest.raises(ValueError, match="NaN"):
         DPStratifiedSampler(total_sample_size=2, allocation="equal").fit([0.0, np.nan, 1.0])
 

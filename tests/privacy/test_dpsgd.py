@@ -18,7 +18,7 @@ from sklearn_icml.privacy import (  # noqa: E402
     rdp_to_epsilon,
 )
 
-FAST = {"num_steps": 20, "num_selected": 4, "random_state": 0}
+FAST = {"steps_per_epoch": 20, "num_selected": 4, "random_state": 0}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def toy():
 
 @pytest.mark.slow
 def test_accuracy_at_epsilon_8_on_breast_cancer(cancer):
-    # spec experiment 3: T = 200, k = 20, C = 1, lr = 0.5, (8, 1e-5)-DP -> accuracy ~0.972
+    # the DP-SGD experiment: T = 200, k = 20, C = 1, lr = 0.5, (8, 1e-5)-DP -> accuracy ~0.972
     X_tr, X_te, y_tr, y_te = cancer
     scores = []
     for seed in range(3):
@@ -51,7 +51,7 @@ def test_accuracy_at_epsilon_8_on_breast_cancer(cancer):
 
 def test_epsilon_reported_matches_accountant(toy):
     X, y = toy
-    clf = DPSGDClassifier(noise_multiplier=1.3, num_epochs=2, **FAST).fit(X, y)
+    clf = DPSGDClassifier(noise_multiplier=1.3, max_epochs=2, **FAST).fit(X, y)
     assert clf.accounting_ == "bis"
     assert clf.epsilon_ == pytest.approx(bis_epsilon(1.3, 20, 4, 1e-5, num_epochs=2))
     assert clf.noise_multiplier_ == 1.3
@@ -66,7 +66,7 @@ def test_empty_batches_take_noise_only_steps():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([0, 1])
     clf = DPSGDClassifier(
-        noise_multiplier=1.0, num_steps=40, num_selected=1, lr=0.1, random_state=0
+        noise_multiplier=1.0, steps_per_epoch=40, num_selected=1, lr=0.1, random_state=0
     ).fit(X, y)
     sizes = [b["train_batch_size"] for b in clf.history_[-1]["batches"]]
     assert len(sizes) == 40 and sizes.count(0) >= 38
@@ -79,14 +79,19 @@ def test_clipping_bounds_the_update():
     X = X * 1000.0
     lr, C, T = 0.1, 0.5, 10
     clf = DPSGDClassifier(
-        noise_multiplier=1e-6, max_grad_norm=C, lr=lr, num_steps=T, num_selected=2, random_state=0
+        noise_multiplier=1e-6,
+        max_grad_norm=C,
+        lr=lr,
+        steps_per_epoch=T,
+        num_selected=2,
+        random_state=0,
     )
     clf.fit(X, y)
     start = DPSGDClassifier(
         noise_multiplier=1e-6,
         max_grad_norm=C,
         lr=0.0 + 1e-12,
-        num_steps=T,
+        steps_per_epoch=T,
         num_selected=2,
         random_state=0,
     ).fit(X, y)
@@ -113,7 +118,7 @@ def test_model_splitting_accounting(toy):
     orders = default_orders("exact")
     clf = DPSGDClassifier(
         noise_multiplier=2.0,
-        num_steps=10,
+        steps_per_epoch=10,
         num_selected=1,
         num_parts=3,
         hidden_layer_sizes=(4,),
@@ -159,10 +164,36 @@ def test_custom_module_and_string_labels(toy):
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
 
 
+def test_module_arguments_are_routed_to_the_net(toy):
+    import torch
+    from sklearn.base import clone
+
+    class Net(torch.nn.Module):
+        def __init__(self, n_features, n_outputs, hidden=2):
+            super().__init__()
+            self.body = torch.nn.Sequential(
+                torch.nn.Linear(n_features, hidden),
+                torch.nn.ReLU(),
+                torch.nn.Linear(hidden, n_outputs),
+            )
+
+        def forward(self, X):
+            return self.body(X)
+
+    X, y = toy
+    clf = DPSGDClassifier(module=Net, noise_multiplier=0.5, module__hidden=7, **FAST)
+    assert clf.get_params()["module__hidden"] == 7
+    assert clone(clf).set_params(module__hidden=5).module__hidden == 5
+    clf.fit(X, y)
+    assert clf.module_.body[0].out_features == 7
+    with pytest.raises(TypeError, match="hidden"):
+        DPSGDClassifier(hidden=3)
+
+
 def test_bad_input(toy):
     X, y = toy
     with pytest.raises(ValueError, match="num_selected"):
-        DPSGDClassifier(num_steps=5, num_selected=6).fit(X, y)
+        DPSGDClassifier(steps_per_epoch=5, num_selected=6).fit(X, y)
     with pytest.raises(ValueError, match="noise_multiplier"):
         DPSGDClassifier(noise_multiplier=0.0).fit(X, y)
     with pytest.raises(ValueError, match="delta"):
@@ -172,4 +203,4 @@ def test_bad_input(toy):
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         DPSGDClassifier(hidden_layer_sizes=(0,), noise_multiplier=1.0).fit(X, y)
     with pytest.raises(ValueError, match="unreachable"):
-        DPSGDClassifier(target_epsilon=1e-6, num_steps=10, num_selected=10).fit(X, y)
+        DPSGDClassifier(target_epsilon=1e-6, steps_per_epoch=10, num_selected=10).fit(X, y)

@@ -203,11 +203,6 @@ def test_dlap_rejects_non_integer_sensitivity():
         laplace_mechanism([1.0], 1.0, sensitivity=0.0)
 
 
-def test_tulap_truncation_not_implemented():
-    with pytest.raises(NotImplementedError, match="truncation"):
-        tulap_mechanism([1], 1.0, truncation=0.1)
-
-
 def test_tulap_density_needs_unit_sensitivity_and_known_mechanism():
     with pytest.raises(ValueError, match="sensitivity"):
         mechanism_log_density(0.0, 0, 1.0, "tulap", sensitivity=2)
@@ -220,3 +215,9 @@ def test_non_numeric_value_rejected():
         laplace_mechanism(np.array(["a"]), 1.0)
     with pytest.raises(ValueError, match="finite"):
         laplace_mechanism(np.array([np.nan]), 1.0)
+
+
+def test_tulap_is_the_untruncated_mechanism_only():
+    # the truncated Tulap is not offered, so there is no truncation parameter to set
+    with pytest.raises(TypeError, match="truncation"):
+        tulap_mechanism([1], 1.0, truncation=0.0)

@@ -20,11 +20,9 @@ from sklearn_icml.privacy import (
     poisson_rdp,
     rdp_to_epsilon,
 )
-from sklearn_icml.privacy._partition_accountant import (
-    _bis_add,
-    _bis_remove_enumerate,
-    _split_remove,
-)
+from sklearn_icml.privacy._rdp_kernels import bis_add as _bis_add
+from sklearn_icml.privacy._rdp_kernels import bis_remove_enumerate as _bis_remove_enumerate
+from sklearn_icml.privacy._rdp_kernels import split_remove as _split_remove
 
 DELTA = 1e-5
 
@@ -52,14 +50,14 @@ def brute_force_remove(sigma, T, k, alpha):
     return (logsumexp(logs) - alpha * math.log(len(subsets))) / (alpha - 1)
 
 
-# ---------------------------------------------------------------- exact values (spec 7)
+# ---------------------------------------------------------------- exact values
 
 
 @pytest.mark.parametrize(
     "T, sigma, expected",
     [(2, 1.0, [0.620115, 0.977229, 1.834372]), (3, 0.7, [1.173193, 2.012836, 4.004168])],
 )
-def test_exact_k1_matches_spec_enumeration_values(T, sigma, expected):
+def test_exact_k1_matches_enumeration_values(T, sigma, expected):
     rdp = bis_rdp(sigma, T, 1, orders=[2, 3, 5], method="exact", direction="remove")
     np.testing.assert_allclose(rdp, expected, atol=1e-5)
 
@@ -195,7 +193,7 @@ def test_model_split_full_participation_equals_bis_exact(d):
     )
 
 
-def test_model_split_spec_experiment_two():
+def test_model_split_paper_experiment_two():
     orders = np.arange(2, 257)
     eps = [
         rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=100), orders, DELTA)[0]
@@ -273,7 +271,7 @@ def test_epsilon_decreases_with_parts():
     "sigma, T, k, target",
     [(1.0, 100, 1, 1.6433), (1.0, 100, 10, 7.4442), (1.0, 10, 5, 9.3163), (0.8, 1000, 10, 4.9234)],
 )
-def test_bis_epsilon_spec_experiment_one(sigma, T, k, target):
+def test_bis_epsilon_paper_experiment_one(sigma, T, k, target):
     assert bis_epsilon(sigma, T, k, DELTA) == pytest.approx(target, abs=1e-4)
 
 
@@ -299,12 +297,20 @@ def test_rdp_to_epsilon_never_negative_or_nan():
     assert np.all(np.isfinite(model_split_rdp(0.05, 7, sample_rate=0.5)))
 
 
-def test_poisson_baseline_spec_experiment_one():
+def test_poisson_baseline_paper_experiment_one():
     pytest.importorskip("dp_accounting")
     orders = default_orders()[:200]  # the integer orders 2..201: the optimum is among them
     for sigma, T, k, target in [(1.0, 100, 10, 7.9729), (1.0, 10, 5, 11.7706)]:
         rdp = poisson_rdp(sigma, k / T, T, orders)
         assert rdp_to_epsilon(rdp, orders, DELTA)[0] == pytest.approx(target, abs=0.02)
+
+
+def test_poisson_rdp_takes_numpy_integers():
+    pytest.importorskip("dp_accounting")
+    orders = np.arange(2, 20, dtype=float)
+    np.testing.assert_array_equal(
+        poisson_rdp(1.0, 0.1, np.int64(50), orders), poisson_rdp(1.0, 0.1, 50, orders)
+    )
 
 
 def test_accountant_composes_by_addition():
@@ -345,7 +351,7 @@ def test_find_noise_multiplier_round_trip(scheme, kwargs):
     assert eps <= 4.0 and eps == pytest.approx(4.0, abs=1e-3)
 
 
-def test_find_noise_multiplier_spec_experiment_three():
+def test_find_noise_multiplier_paper_experiment_three():
     assert find_noise_multiplier(8.0, DELTA, num_steps=200, num_selected=20) == pytest.approx(
         1.194, abs=0.005
     )
@@ -363,7 +369,7 @@ def test_find_noise_multiplier_poisson():
     assert eps == pytest.approx(8.0, abs=1e-3)
 
 
-# ---------------------------------------------------------------- bad input (spec 8)
+# ---------------------------------------------------------------- bad input
 
 
 @pytest.mark.parametrize("sigma", [0.0, -1.0, np.nan, np.inf])
@@ -429,9 +435,10 @@ def test_exact_with_large_steps_points_to_efficient():
         bis_rdp(1.0, 8, 3, method="exact")
 
 
-def test_dropout_rate_other_than_half():
-    with pytest.raises(NotImplementedError, match="dropout_rate"):
-        dropout_rdp(1.0, dropout_rate=0.3)
+def test_dropout_has_no_rate_parameter():
+    # only the rate 0.5 is analysed, so dropout_rdp takes no rate
+    with pytest.raises(TypeError, match="dropout_rate"):
+        dropout_rdp(1.0, dropout_rate=0.5)
 
 
 def test_unreachable_target_epsilon():
@@ -443,3 +450,18 @@ def test_unreachable_target_epsilon():
         find_noise_multiplier(1.0, DELTA, num_steps=10)
     with pytest.raises(ValueError, match="scheme"):
         find_noise_multiplier(1.0, DELTA, scheme="shuffle", num_steps=10)
+
+
+def test_accountant_stores_in_init_and_starts_at_first_compose():
+    from sklearn.base import clone
+
+    acc = PartitionRDPAccountant(orders=[1.5, 3])  # stored, not checked yet
+    assert not hasattr(acc, "rdp_") and acc.get_params() == {"orders": [1.5, 3]}
+    with pytest.raises(ValueError, match="orders must all be >= 2"):
+        acc.compose_gaussian(1.0)
+    acc = PartitionRDPAccountant([2, 4]).compose_gaussian(1.0)
+    np.testing.assert_allclose(acc.rdp_, [1.0, 2.0])
+    assert not hasattr(clone(acc), "rdp_")
+    acc.set_params(orders=[2, 8])
+    np.testing.assert_allclose(acc.get_rdp(), [0.0, 0.0])  # a new, empty account
+    assert not hasattr(acc.compose_gaussian(2.0).reset(), "history_")

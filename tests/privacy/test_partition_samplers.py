@@ -129,13 +129,30 @@ def test_usable_as_torch_batch_sampler_with_empty_batches():
     ],
 )
 def test_bad_input_balanced(kwargs, match):
+    sampler = BalancedIterationSampler(**kwargs)  # stores only; checked at first use
     with pytest.raises(ValueError, match=match):
-        BalancedIterationSampler(**kwargs)
+        sampler.sample()
+    with pytest.raises(ValueError, match=match):
+        len(sampler)
 
 
 def test_bad_input_poisson():
     for rate in (0.0, 1.2, -0.5):
         with pytest.raises(ValueError, match="sample_rate"):
-            PoissonIterationSampler(10, 5, rate)
+            PoissonIterationSampler(10, 5, rate).sample()
     with pytest.raises(TypeError, match="num_steps"):
-        PoissonIterationSampler(10, 2.5, 0.1)
+        list(PoissonIterationSampler(10, 2.5, 0.1))
+    with pytest.raises(ValueError, match="n_samples"):  # the placeholder must be replaced
+        PoissonIterationSampler().sample()
+
+
+def test_samplers_are_estimators_with_fresh_clones():
+    from sklearn.base import clone
+
+    sampler = BalancedIterationSampler(30, 6, 2, random_state=5)
+    first = [b.copy() for b in sampler.sample()]
+    twin = clone(sampler)
+    np.testing.assert_equal([b.tolist() for b in twin.sample()], [b.tolist() for b in first])
+    sampler.set_params(random_state=5)  # a new generator from the same seed
+    np.testing.assert_equal([b.tolist() for b in sampler.sample()], [b.tolist() for b in first])
+    assert repr(PoissonIterationSampler(10, sample_rate=0.5)).startswith("Poisson")
