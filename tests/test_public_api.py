@@ -82,7 +82,6 @@ _PENDING = {
     "privacy.BalancedIterationSampler",
     "privacy.PartitionRDPAccountant",
     "privacy.PoissonIterationSampler",
-    "safe_rl.EVOAgent",
 }
 
 
