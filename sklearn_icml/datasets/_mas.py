@@ -44,14 +44,10 @@ def make_arithmetic_queries(n_per_family=100, random_state=None):
 
     Notes
     -----
-    MAS-GPT [1]_ evaluates on benchmarks such as MATH and GSM8K with real LLMs. These
-    three families are this library's stand-in: with
-    :class:`~sklearn_icml.mas.ArithmeticMockLLM` each family has a different best MAS.
-
-    References
-    ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+    MAS-GPT (R. Ye et al., ICML 2025, arXiv:2503.03686) evaluates on benchmarks such as
+    MATH and GSM8K with real LLMs. These three families are this library's stand-in:
+    with :class:`~sklearn_icml.mas.ArithmeticMockLLM` each family has a different best
+    MAS.
 
     Examples
     --------

@@ -127,7 +127,7 @@ class MASExecutor(BaseEstimator):
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: a generated MAS is executed to answer its query.
 
     Examples
     --------

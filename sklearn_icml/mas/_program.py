@@ -93,10 +93,7 @@ class MASProgram:
         check_source(self.code, self.name)
 
 
-@validate_params(
-    {"text": [str, None]},
-    prefer_skip_nested_validation=True,
-)
+@validate_params({"text": [str, None]}, prefer_skip_nested_validation=True)
 def extract_code(text):
     """The last fenced code block of ``text``, or None when there is none.
 
@@ -106,10 +103,12 @@ def extract_code(text):
     Parameters
     ----------
     text : str or None
+        A generator's reply.
 
     Returns
     -------
     code : str or None
+        The block's source without its fences.
 
     Examples
     --------
@@ -120,16 +119,16 @@ def extract_code(text):
     return _sandbox.extract_code(text)
 
 
-@validate_params(
-    {"text": [str, None]},
-    prefer_skip_nested_validation=True,
-)
+@validate_params({"text": [str, None]}, prefer_skip_nested_validation=True)
 def extract_answer(text):
     """The value after the last ``ANSWER:`` in ``text`` (stripped), or None.
+
+    The agents of the built-in designs end their replies with ``ANSWER: <value>``.
 
     Parameters
     ----------
     text : str or None
+        An agent's reply, or a MAS's final answer.
 
     Returns
     -------

@@ -192,6 +192,7 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
+            Queries to route.
 
         Returns
         -------
@@ -208,10 +209,12 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
+            Queries to score against every label.
 
         Returns
         -------
         proba : ndarray of shape (n_queries, n_classes)
+            One row per query, summing to 1 (a column of ones when ``fit`` saw one label).
         """
         queries = self._fitted_queries(queries)
         if self.clf_ is None:

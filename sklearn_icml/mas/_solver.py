@@ -85,7 +85,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: the pipeline from query-MAS pairs to answers.
 
     Examples
     --------
@@ -138,11 +138,12 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
-            Training queries.
+            Training queries: every MAS of the pool runs on each.
         answers : list
-            Their gold answers.
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
         groups : array-like of shape (n_queries,), default=None
-            Known groups of the queries; None clusters them.
+            Known groups of the queries (e.g. domains) for the pair builder; None clusters
+            them into ``n_groups``.
 
         Returns
         -------
@@ -192,6 +193,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
+            Queries to answer, one generated MAS each.
 
         Returns
         -------

@@ -223,7 +223,8 @@ class GPDTailQuantile(BaseEstimator):
     References
     ----------
     .. [1] S. Gao, Y. Zhou, S. Shao, H. Luo, Y. Bing, J. Ding, L. Fu and X. Wang,
-       "Extreme Value Policy Optimization for Safe Reinforcement Learning", ICML 2025.
+       "Extreme Value Policy Optimization for Safe Reinforcement Learning", ICML 2025:
+       the peaks-over-threshold quantile of the episode cost.
 
     Examples
     --------

@@ -223,7 +223,7 @@ def test_hostile_protocol_messages_do_not_harm_the_parent():
         ({"timeout": 0}, "'timeout' parameter"),
         ({"timeout": -1.0}, "'timeout' parameter"),
         ({"timeout": float("inf")}, "'timeout' parameter .* Got inf"),
-        ({"sandbox": "docker"}, "'sandbox' parameter .* 'process'"),
+        ({"sandbox": "docker"}, "'sandbox' parameter .* must be a str among"),
         ({"max_retries": -1}, "'max_retries' parameter"),
         ({"memory_limit": 1000}, "'memory_limit' parameter .* \\[67108864, inf\\)"),
     ],
