@@ -273,7 +273,7 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _initialize(self, env):
+    def _run(self, env):
         wc = self.weight_clip
         if wc is not None and not (
             len(wc) == 3 and wc[0] in ("log", "ratio") and wc[1] <= wc[2]
@@ -282,6 +282,9 @@ class EVOAgent(ConstrainedPolicyGradient):
                 "weight_clip must be None or ('log' | 'ratio', low, high) with low <= high. "
                 f"Got {wc!r} instead."
             )
+        super()._run(env)
+
+    def _initialize(self, env):
         super()._initialize(env)
         self._cost_buffer = collections.deque(maxlen=self.cost_buffer_size)
         size = self.reward_buffer_size or 2 * self.steps_per_iter

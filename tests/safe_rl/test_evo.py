@@ -262,3 +262,24 @@ def test_ppo_lag_adam_multiplier_steps_by_its_learning_rate():
     assert lams[-1] == 0.0 and max(lams) < 0.1
     with pytest.raises(ValueError, match="lagrangian_optimizer"):
         EVOAgent(lagrangian_optimizer="rmsprop", max_iter=1, **FAST).run(RiskyShortcutEnv())
+
+
+def test_warm_start_continues_and_params_round_trip():
+    from sklearn.base import clone
+
+    from sklearn_icml.safe_rl import run_seeds
+
+    env = RiskyShortcutEnv()
+    once = EVOAgent(base="ppo_lag", max_iter=2, random_state=0, **FAST).run(env)
+    warm = EVOAgent(base="ppo_lag", max_iter=1, warm_start=True, random_state=0, **FAST)
+    warm.run(env)
+    warm.run(env)
+    # the first iteration is the same; the second continues the same networks and buffers
+    assert warm.history_[0]["ep_ret"] == once.history_[0]["ep_ret"]
+    assert len(warm.history_) == 2 and warm.n_steps_ == 200 and len(warm._cost_buffer) > 10
+    # a fresh run without warm_start starts over
+    again = clone(once).run(RiskyShortcutEnv())
+    assert len(again.history_) == 2
+    assert clone(once).get_params() == once.get_params()
+    runs = run_seeds(EVOAgent(base="ppo_lag", max_iter=1, **FAST), RiskyShortcutEnv(), [0, 1])
+    assert [len(r.history_) for r in runs] == [1, 1]
