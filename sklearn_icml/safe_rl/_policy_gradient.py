@@ -102,9 +102,10 @@ def _conjugate_gradient(fvp, b, iters, tol=1e-10):
 class ConstrainedPolicyGradient(BaseRunner):
     """Base of the on-policy constrained agents: networks, rollouts, CPO and PPO-Lag steps.
 
-    Not a public estimator: a subclass declares the parameters (``__init__``), writes
-    ``_run(env)`` (one ``_rollout`` and one ``_update`` per iteration) and passes the
-    constraint value ``c`` of each update, which the base compares with ``cost_limit``.
+    Not a public estimator: a subclass declares the parameters (``__init__``) and writes
+    ``_iteration()`` (one ``_rollout``, then one ``_update(t, c)``); ``run(env)`` builds
+    the networks (unless it warm-starts) and calls ``_iteration`` ``max_iter`` times. The
+    subclass's constraint value ``c`` is compared with ``cost_limit`` by the updates.
     """
 
     _parameter_constraints: dict = {
