@@ -44,7 +44,7 @@ CLOSED = {
 def fixed_baselines(pool, q_test, a_test, seed):
     out = {}
     for program in pool:
-        executor = MASExecutor(ArithmeticMockLLM(seed=seed), sandbox="inprocess")
+        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="inprocess")
         results = [executor.run(program, q) for q in q_test]
         acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
         out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
@@ -53,7 +53,7 @@ def fixed_baselines(pool, q_test, a_test, seed):
 
 def run_solver(pool, train, test, consistency, seed=0):
     (q_tr, a_tr, _), (q_te, a_te, f_te) = train, test
-    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=seed), pool=pool, n_groups=3,
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=seed), pool=pool, n_groups=3,
                           consistency=consistency, sandbox="inprocess", random_state=seed)
     start = time.perf_counter()
     solver.fit(q_tr, a_tr)
@@ -143,7 +143,7 @@ def e3(report, quick):
     def no_code(prompt, temperature):
         return "Use several agents that vote. (no code block)"
 
-    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), pool=pool3, n_groups=3,
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool3, n_groups=3,
                           generator_llm=no_code, sandbox="inprocess", random_state=0)
     solver.fit(*train[:2])
     acc = solver.score([q_te[i] for i in mixed], a_te[mixed])
@@ -156,7 +156,7 @@ def e3(report, quick):
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
     for sandbox, timeout in (("process", 2.0), ("inprocess", 2.0)):
-        executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=timeout, sandbox=sandbox)
+        executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
         result = executor.run(loop, "Compute 12 times 11 minus 7.")
         ok = result.timed_out and result.used_fallback and result.answer is not None
         rows.append([f"infinite loop ({sandbox}, timeout {timeout} s): seconds to fallback "

@@ -25,7 +25,7 @@ print(f"shortcut costs: mean {costs.mean():.2f}, EVO's 0.99-quantile {est.predic
       f"(fallback: {est.fallback_})")
 
 # 2. EVO vs the expectation-constrained baseline (same code, mean cost in the constraint)
-common = dict(env=RiskyShortcutEnv(), cost_limit=10.0, base="ppo_lag", steps_per_epoch=250,
+common = dict(cost_limit=10.0, base="ppo_lag", max_iter=24, steps_per_iter=250,
               actor_hidden=(32,), critic_hidden=(32,), critic_update_iters=3)
 agents = {
     "EVO (0.99-quantile)": EVOAgent(**common, random_state=0),
@@ -34,14 +34,14 @@ agents = {
 }
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
 for name, agent in agents.items():
-    agent.learn(6000)
+    agent.run(RiskyShortcutEnv())
     res = agent.evaluate(n_episodes=200, deterministic=False)
     print(f"{name}: P(shortcut) {agent.history_[-1]['mean_action']:.2f}, "
           f"return {res['mean_return']:.2f}, violation rate {res['violation_rate']:.3f}")
     axes[0].plot([h["mean_action"] for h in agent.history_], label=name)
     axes[1].plot([h["violation_rate"] for h in agent.history_], label=name)
-axes[0].set(title="P(shortcut) during training", xlabel="epoch")
-axes[1].set(title="episodes with cost > d", xlabel="epoch")
+axes[0].set(title="P(shortcut) during training", xlabel="iteration")
+axes[1].set(title="episodes with cost > d", xlabel="iteration")
 axes[0].legend()
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).with_suffix(".png")

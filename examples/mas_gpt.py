@@ -38,14 +38,14 @@ q_train, a_train, f_train = make_arithmetic_queries(150, random_state=0)
 q_test, a_test, f_test = make_arithmetic_queries(150, random_state=1)
 
 points = {}
-executor = MASExecutor(ArithmeticMockLLM(seed=1), sandbox="inprocess")
+executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="inprocess")
 for program in pool:  # the fixed-MAS baselines: one design for every query
     results = [executor.run(program, q) for q in q_test]
     accuracy = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
     points[f"always {program.name}"] = (np.mean([r.n_calls for r in results]), accuracy)
 
 for consistency in (True, False):
-    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), pool=pool, n_groups=3,
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool, n_groups=3,
                           consistency=consistency, sandbox="inprocess", random_state=0)
     solver.fit(q_train, a_train)
     accuracy = solver.score(q_test, a_test)
@@ -59,7 +59,8 @@ for name, (calls, accuracy) in points.items():
     print(f"{name:>24}: accuracy {accuracy:.3f} at {calls:.2f} LLM calls per query")
 print("MAS-GPT routes:", routes)
 
-sandbox = MASExecutor(ArithmeticMockLLM(seed=2), timeout=10.0)  # a separate, locked process
+# a separate, locked process
+sandbox = MASExecutor(ArithmeticMockLLM(random_state=2), timeout=10.0)
 print("sandboxed run:", sandbox.run(pool[0], "Add 40 and 2.").answer,
       "| layers:", ", ".join(sandbox.last_sandbox_layers_))
 try:

@@ -170,7 +170,7 @@ EXPECTED_FAILED_CHECKS = {
     },
     # --- evo-constrained-rl ---
     "GPDTailQuantile": {
-        "check_fit1d": "fit takes a 1-D vector of costs by design (the spec's API)",
+        "check_fit1d": "fit takes a 1-D vector of costs by design (one cost per episode)",
     },
     # --- offline-preference-losses ---
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,

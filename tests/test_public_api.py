@@ -63,15 +63,10 @@ _PENDING = {
     "alignment.TabularPreferencePolicy",
     "compression.AdaptiveContextCodec",
     "compression.SerLiCCodec",
-    "mas.AgentLLM",
-    "mas.ArithmeticMockLLM",
-    "mas.MASExecutor",
-    "mas.OpenAICompatibleLLM",
     "neural.LengthBucketLoader",
     "neural.LinearICLTaskSampler",
     "neural.MultiTaskLinearICLTaskSampler",
     "neural.OnlinePromptLoader",
-    "safe_rl.EVOAgent",
 }
 
 

@@ -1,13 +1,22 @@
-"""Arithmetic word problems of three families for the MAS-GPT mock setting (spec 6.1)."""
+"""Arithmetic word problems of three families: the CPU test bed of MAS-GPT."""
+
+import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
 
 FAMILIES = ("add", "mixed", "solve")
 
 
+@validate_params(
+    {
+        "n_per_family": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_arithmetic_queries(n_per_family=100, random_state=None):
     """Queries of the families ``add``, ``mixed`` and ``solve``, with their answers.
 
@@ -33,10 +42,12 @@ def make_arithmetic_queries(n_per_family=100, random_state=None):
     families : ndarray of shape (3 * n_per_family,), dtype object
         The family of each query.
 
-    References
-    ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+    Notes
+    -----
+    MAS-GPT (R. Ye et al., ICML 2025, arXiv:2503.03686) evaluates on benchmarks such as
+    MATH and GSM8K with real LLMs. These three families are this library's stand-in:
+    with :class:`~sklearn_icml.mas.ArithmeticMockLLM` each family has a different best
+    MAS.
 
     Examples
     --------
@@ -47,7 +58,7 @@ def make_arithmetic_queries(n_per_family=100, random_state=None):
     >>> queries[0].startswith("Add ")
     True
     """
-    n = check_positive_int(n_per_family, "n_per_family")
+    n = int(n_per_family)
     rng = check_random_state(random_state)
     queries, answers, families = [], [], []
     for _ in range(n):

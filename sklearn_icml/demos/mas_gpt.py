@@ -25,17 +25,17 @@ def demo():
     pool = default_mas_pool(debate=False)
     q_train, a_train, _ = make_arithmetic_queries(60, random_state=0)
     q_test, a_test, _ = make_arithmetic_queries(60, random_state=1)
-    solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), pool=pool, n_groups=3,
+    solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool, n_groups=3,
                           sandbox="inprocess", random_state=0).fit(q_train, a_train)
     accuracy = solver.score(q_test, a_test)
     calls = float(solver.last_calls_.mean())
 
-    executor = MASExecutor(ArithmeticMockLLM(seed=1), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="inprocess")
     sc = [executor.run(pool[1], q) for q in q_test]
     sc_accuracy = float(np.mean([default_answer_checker(r.answer, a)
                                  for r, a in zip(sc, a_test)]))
 
-    sandboxed = MASExecutor(ArithmeticMockLLM(seed=2), timeout=10.0)
+    sandboxed = MASExecutor(ArithmeticMockLLM(random_state=2), timeout=10.0)
     result = sandboxed.run(solver.router_.generate("Add 40 and 2."), "Add 40 and 2.")
     try:
         sandboxed.run(MASProgram("evil", "import os\n" + pool[0].code), "Add 1 and 2.")

@@ -13,8 +13,11 @@ import tempfile
 import threading
 import time
 
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+
 from . import _sandbox
-from ._llm import AgentLLM, check_llm
+from ._llm import AgentLLM
 from ._program import MASProgram, fallback_mas
 
 __all__ = ["MASExecutor", "MASResult"]
@@ -25,7 +28,7 @@ _MAX_MESSAGE = 16 * 1024 * 1024  # bytes one message of the child may take
 
 @dataclasses.dataclass(frozen=True)
 class MASResult:
-    """What one run of a MAS on a query gave.
+    """What one run of a MAS on a query gave: a record, returned by :meth:`MASExecutor.run`.
 
     Attributes
     ----------
@@ -68,7 +71,7 @@ class _CountingHandle:
         self.call_llm = agent.call_llm
 
 
-class MASExecutor:
+class MASExecutor(BaseEstimator):
     """Run MAS programs on queries, with a timeout, a fallback, and LLM-call accounting.
 
     ``sandbox="process"`` (the default) runs each program in a fresh ``python -I -S`` child
@@ -86,16 +89,16 @@ class MASExecutor:
     uses an interval timer and works only in the main thread.
 
     On a timeout the run is retried once (``max_retries``) with :func:`fallback_mas` when
-    ``fallback`` is True (spec 3.3). Any other failure, or a None answer, is recorded as no
-    answer, without retry.
+    ``fallback`` is True, as the reference implementation does. Any other failure, or a None
+    answer, is recorded as no answer, without retry.
 
     None of this is a proof against a determined attacker; run untrusted generators in a
     container or VM as well.
 
     Parameters
     ----------
-    llm : callable
-        The agent LLM, ``llm(prompt, temperature) -> str``.
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str`` (required before :meth:`run`).
     timeout : float, default=60.0
         Seconds one program may run (the reference uses 600).
     sandbox : {"process", "inprocess"}, default="process"
@@ -112,7 +115,7 @@ class MASExecutor:
     Attributes
     ----------
     n_runs_ : int
-        Programs run so far (fallback runs included).
+        Programs run so far (fallback runs included; set by the first :meth:`run`).
     last_sandbox_layers_ : list of str
         The protections the last child process reported in force.
 
@@ -124,20 +127,31 @@ class MASExecutor:
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: a generated MAS is executed to answer its query.
 
     Examples
     --------
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASExecutor, default_mas_pool
     >>> cot = default_mas_pool()[0]
-    >>> executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=5.0, sandbox="inprocess")
+    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0,
+    ...                        sandbox="inprocess")
     >>> result = executor.run(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     """
 
-    def __init__(self, llm, *, timeout=60.0, sandbox="process", max_retries=1, fallback=True,
-                 memory_limit=512 * 1024 * 1024, default_temperature=0.5):
+    _parameter_constraints: dict = {
+        "llm": [callable],
+        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sandbox": [StrOptions({"process", "inprocess"})],
+        "max_retries": [Interval(numbers.Integral, 0, None, closed="left")],
+        "fallback": ["boolean"],
+        "memory_limit": [Interval(numbers.Integral, 64 * 1024 * 1024, None, closed="left")],
+        "default_temperature": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, llm=None, *, timeout=60.0, sandbox="process", max_retries=1,
+                 fallback=True, memory_limit=512 * 1024 * 1024, default_temperature=0.5):
         self.llm = llm
         self.timeout = timeout
         self.sandbox = sandbox
@@ -145,38 +159,13 @@ class MASExecutor:
         self.fallback = fallback
         self.memory_limit = memory_limit
         self.default_temperature = default_temperature
-        self.n_runs_ = 0
-        self.last_sandbox_layers_ = []
-        self._compiled = {}
 
     def _check_params(self):
-        check_llm(self.llm, "llm")
-        if (
-            isinstance(self.timeout, bool)
-            or not isinstance(self.timeout, numbers.Real)
-            or not self.timeout > 0
-            or not math.isfinite(self.timeout)
-        ):
-            raise ValueError(f"timeout must be a finite number > 0; got {self.timeout!r} instead.")
-        if self.sandbox not in ("process", "inprocess"):
-            raise ValueError(
-                f"sandbox must be 'process' or 'inprocess'; got {self.sandbox!r} instead."
-            )
-        if (
-            isinstance(self.max_retries, bool)
-            or not isinstance(self.max_retries, numbers.Integral)
-            or self.max_retries < 0
-        ):
-            raise ValueError(f"max_retries must be an int >= 0; got {self.max_retries!r} instead.")
-        if (
-            isinstance(self.memory_limit, bool)
-            or not isinstance(self.memory_limit, numbers.Integral)
-            or self.memory_limit < 64 * 1024 * 1024
-        ):
-            raise ValueError(
-                f"memory_limit must be an int >= 64 MiB (67108864); got {self.memory_limit!r} "
-                "instead."
-            )
+        self._validate_params()
+        if not hasattr(self, "n_runs_"):
+            self.n_runs_ = 0
+            self.last_sandbox_layers_ = []
+            self._compiled = {}
 
     def run(self, program, query):
         """Run ``program`` on ``query``.
@@ -194,9 +183,9 @@ class MASExecutor:
         """
         self._check_params()
         if not isinstance(program, MASProgram):
-            raise TypeError(f"program must be a MASProgram; got {type(program).__name__} instead.")
+            raise TypeError(f"program must be a MASProgram. Got {type(program).__name__} instead.")
         if not isinstance(query, str):
-            raise ValueError(f"query must be a str; got {type(query).__name__} instead.")
+            raise TypeError(f"query must be a str. Got {type(query).__name__} instead.")
         if program.code not in self._compiled:  # validated and compiled once per source
             program.validate()
             compiled = compile(program.code, f"<MAS {program.name}>", "exec")
@@ -221,7 +210,7 @@ class MASExecutor:
     def _run_once(self, program, query):
         """``(answer, n_calls, error, timed_out)`` of one validated program."""
         self.n_runs_ += 1
-        agent = AgentLLM(self.llm, self.default_temperature)
+        agent = AgentLLM(self.llm, default_temperature=self.default_temperature)
         if self.sandbox == "inprocess":
             answer, error, timed_out = self._run_inprocess(program, query, agent)
         else:
@@ -231,7 +220,7 @@ class MASExecutor:
             )
         if answer is not None and not isinstance(answer, str):
             answer = str(answer)
-        return answer, agent.n_calls, error, timed_out
+        return answer, getattr(agent, "n_calls_", 0), error, timed_out
 
     def _run_inprocess(self, program, query, agent):
         compiled = self._compiled.get(program.code)

@@ -1,33 +1,51 @@
 """The LLM interface: a plain callable ``(prompt, temperature) -> str``, and three of them.
 
 - :class:`AgentLLM` wraps any such callable as what generated code sees as ``self.llm``;
-- :class:`ArithmeticMockLLM` is the deterministic agent LLM of spec 6.1;
+- :class:`ArithmeticMockLLM` is the deterministic agent LLM of the arithmetic test bed;
 - :class:`OpenAICompatibleLLM` posts to any OpenAI-compatible ``/chat/completions``
   endpoint with the standard library (no extra dependency, nothing contacted at import).
+
+Each is a scikit-learn ``BaseEstimator``: ``__init__`` stores the parameters, which are
+validated at the first call.
 """
 
 import json
+import numbers
 import re
 import urllib.error
 import urllib.request
 
-import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
 
-__all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM", "check_llm"]
+from ..utils import check_generator
+
+__all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
-def check_llm(llm, name="llm"):
-    """Raise ValueError unless ``llm`` is callable; return it."""
-    if not callable(llm):
-        raise ValueError(
-            f"{name} must be a callable (prompt, temperature) -> str; got {llm!r} instead."
-        )
-    return llm
+class _CallableLLM(BaseEstimator):
+    """An LLM callable whose parameters are checked, and state made, at its first call.
+
+    ``set_params`` makes the next call start over (a new random stream, counters at 0).
+    """
+
+    def _first_call(self):
+        if not self.__dict__.get("_ready", False):
+            self._validate_params()
+            self._start()
+            self._ready = True
+
+    def _start(self):
+        """Check what the constraints cannot and make the state (once per parameters)."""
+
+    def set_params(self, **params):
+        self._ready = False
+        return super().set_params(**params)
 
 
-class AgentLLM:
+class AgentLLM(_CallableLLM):
     """An LLM callable as generated MAS code uses it: ``call_llm(prompt)`` and a call count.
 
     Parameters
@@ -39,36 +57,56 @@ class AgentLLM:
 
     Attributes
     ----------
-    n_calls : int
-        Calls made so far.
+    n_calls_ : int
+        Calls made so far (set at the first call).
 
     Examples
     --------
     >>> from sklearn_icml.mas import AgentLLM
     >>> agent = AgentLLM(lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
-    >>> agent.call_llm("hi"), agent.n_calls
+    >>> agent.call_llm("hi"), agent.n_calls_
     ('ANSWER: 0.5', 1)
     """
 
-    def __init__(self, llm, default_temperature=0.5):
-        self.llm = check_llm(llm)
+    _parameter_constraints: dict = {
+        "llm": [callable],
+        "default_temperature": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
+    def __init__(self, llm=None, *, default_temperature=0.5):
+        self.llm = llm
         self.default_temperature = default_temperature
-        self.n_calls = 0
+
+    def _start(self):
+        self.n_calls_ = 0
 
     def call_llm(self, prompt, temperature=None):
-        """Send ``prompt``; return the reply with ``<think>...</think>`` text removed."""
+        """Send ``prompt``; return the reply with ``<think>...</think>`` text removed.
+
+        Parameters
+        ----------
+        prompt : str
+            The agent's prompt.
+        temperature : float, default=None
+            Sampling temperature; None means ``default_temperature``.
+
+        Returns
+        -------
+        reply : str
+        """
+        self._first_call()
         if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a str; got {type(prompt).__name__} instead.")
+            raise TypeError(f"prompt must be a str. Got {type(prompt).__name__} instead.")
         if temperature is None:
             temperature = self.default_temperature
-        self.n_calls += 1
+        self.n_calls_ += 1
         reply = self.llm(prompt, float(temperature))
         if not isinstance(reply, str):
-            raise TypeError(f"the LLM must return a str; got {type(reply).__name__} instead.")
+            raise TypeError(f"the LLM must return a str. Got {type(reply).__name__} instead.")
         return _THINK.sub("", reply).strip()
 
 
-# the three query families of spec 6.1, as the mock finds them in a prompt
+# the three query families of make_arithmetic_queries, as the mock finds them in a prompt
 _FAMILY_PATTERNS = {
     "add": re.compile(r"Add (-?\d+) and (-?\d+)\."),
     "mixed": re.compile(r"Compute (-?\d+) times (-?\d+) minus (-?\d+)\."),
@@ -89,8 +127,8 @@ def _gold(family, numbers):
     return (rest[0] - b) // a
 
 
-class ArithmeticMockLLM:
-    """The deterministic agent LLM of the mock setting (spec 6.1).
+class ArithmeticMockLLM(_CallableLLM):
+    """The deterministic agent LLM of the arithmetic test bed.
 
     The first line of a prompt is a tag, the query is found by the patterns of
     :func:`~sklearn_icml.datasets.make_arithmetic_queries`:
@@ -111,50 +149,73 @@ class ArithmeticMockLLM:
     verifier : dict, default=None
         Whether VERIFY tells the truth, per family; None means
         ``{"add": False, "mixed": False, "solve": True}``.
-    seed : int, default=0
-        Seed of the one :func:`numpy.random.default_rng` consumed call by call.
+    random_state : int, RandomState instance or None, default=0
+        Seed of the one :class:`numpy.random.Generator` consumed call by call (see
+        :func:`~sklearn_icml.utils.check_generator`).
 
     Attributes
     ----------
-    n_calls : int
-        Calls answered so far.
-    calls_by_tag : dict
+    n_calls_ : int
+        Calls answered so far (set at the first call).
+    calls_by_tag_ : dict
         Calls per tag (``"SOLVE"``, ``"AGGREGATE"``, ``"VERIFY"``, ``"other"``).
+
+    Notes
+    -----
+    MAS-GPT [1]_ runs its multi-agent systems with real LLMs. This mock, an addition of
+    this library, makes the method testable on a CPU: each query family has a
+    different best design (one call suffices for ``add``, a vote helps ``mixed``, a
+    truthful verifier helps ``solve``), so the pair selection has something to find.
+
+    References
+    ----------
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686; the agents here are a seeded stand-in for its LLMs.
 
     Examples
     --------
     >>> from sklearn_icml.mas import ArithmeticMockLLM
-    >>> llm = ArithmeticMockLLM(seed=0)
+    >>> llm = ArithmeticMockLLM(random_state=0)
     >>> llm("[SOLVE]\\nTask: Add 12 and 30.", 0.5)
     'ANSWER: 42'
     >>> llm("[AGGREGATE]\\nSolution 1: ANSWER: 7\\nSolution 2: ANSWER: 7", 0.5)
     'ANSWER: 7'
     """
 
-    def __init__(self, p_correct=None, verifier=None, seed=0):
+    _parameter_constraints: dict = {
+        "p_correct": [dict, None],
+        "verifier": [dict, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, p_correct=None, verifier=None, random_state=0):
         self.p_correct = p_correct
         self.verifier = verifier
-        self.seed = seed
+        self.random_state = random_state
+
+    def _start(self):
         p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
         v = {"add": False, "mixed": False, "solve": True}
-        for given, default, label in ((p_correct, p, "p_correct"), (verifier, v, "verifier")):
+        for given, default, label in (
+            (self.p_correct, p, "p_correct"), (self.verifier, v, "verifier")
+        ):
             if given is None:
                 continue
-            if not isinstance(given, dict) or not set(given) <= set(default):
+            if not set(given) <= set(default):
                 raise ValueError(
-                    f"{label} must be a dict with keys among {sorted(default)}; got "
+                    f"{label} must be a dict with keys among {sorted(default)}. Got "
                     f"{given!r} instead."
                 )
             default.update(given)
         for family, prob in p.items():
             if not 0.0 <= float(prob) <= 1.0:
                 raise ValueError(
-                    f"p_correct[{family!r}] must be in [0, 1]; got {prob!r} instead."
+                    f"p_correct[{family!r}] must be in [0, 1]. Got {prob!r} instead."
                 )
         self._p, self._verifier = p, v
-        self._rng = np.random.default_rng(seed)
-        self.n_calls = 0
-        self.calls_by_tag = {"SOLVE": 0, "AGGREGATE": 0, "VERIFY": 0, "other": 0}
+        self._rng = check_generator(self.random_state)
+        self.n_calls_ = 0
+        self.calls_by_tag_ = {"SOLVE": 0, "AGGREGATE": 0, "VERIFY": 0, "other": 0}
 
     @staticmethod
     def _find_query(text):
@@ -165,11 +226,13 @@ class ArithmeticMockLLM:
         return None, None
 
     def __call__(self, prompt, temperature=0.5):
-        self.n_calls += 1
+        """The reply to ``prompt`` (``temperature`` is accepted and ignored)."""
+        self._first_call()
+        self.n_calls_ += 1
         first, _, rest = str(prompt).partition("\n")
         tag = first.strip()
         if tag == "[SOLVE]":
-            self.calls_by_tag["SOLVE"] += 1
+            self.calls_by_tag_["SOLVE"] += 1
             family, gold = self._find_query(rest)
             if family is None:
                 return _NO_ANSWER
@@ -178,7 +241,7 @@ class ArithmeticMockLLM:
             sign = 1 if self._rng.random() < 0.5 else -1
             return f"ANSWER: {gold + sign * int(self._rng.integers(1, 10**6 + 1))}"
         if tag == "[AGGREGATE]":
-            self.calls_by_tag["AGGREGATE"] += 1
+            self.calls_by_tag_["AGGREGATE"] += 1
             counts, first_seen = {}, {}
             for i, line in enumerate(_SOLUTION.findall(rest)):
                 found = _ANSWER.findall(line)
@@ -191,18 +254,18 @@ class ArithmeticMockLLM:
             best = max(counts, key=lambda v: (counts[v], -first_seen[v]))
             return f"ANSWER: {best}"
         if tag == "[VERIFY]":
-            self.calls_by_tag["VERIFY"] += 1
+            self.calls_by_tag_["VERIFY"] += 1
             proposed = _PROPOSED.search(rest)
             family, gold = self._find_query(_PROPOSED.sub("", rest))
             if family is not None and not self._verifier[family]:
                 return "VERDICT: CORRECT"
             ok = family is not None and proposed is not None and int(proposed.group(1)) == gold
             return "VERDICT: CORRECT" if ok else "VERDICT: WRONG"
-        self.calls_by_tag["other"] += 1
+        self.calls_by_tag_["other"] += 1
         return _NO_ANSWER
 
 
-class OpenAICompatibleLLM:
+class OpenAICompatibleLLM(_CallableLLM):
     """An agent or generator LLM served by any OpenAI-compatible HTTP endpoint.
 
     Each call posts one user message to ``{base_url}/chat/completions`` and returns the
@@ -211,10 +274,10 @@ class OpenAICompatibleLLM:
 
     Parameters
     ----------
-    base_url : str
-        E.g. ``"http://127.0.0.1:8000/v1"`` (a local vLLM or llama.cpp server).
-    model : str
-        The model name the server expects.
+    base_url : str, default="http://127.0.0.1:8000/v1"
+        The endpoint's base URL, e.g. a local vLLM or llama.cpp server.
+    model : str, default=None
+        The model name the server expects (required before the first call).
     api_key : str, default=None
         Sent as ``Authorization: Bearer <api_key>`` when given.
     max_tokens : int, default=2048
@@ -232,14 +295,17 @@ class OpenAICompatibleLLM:
     True
     """
 
-    def __init__(self, base_url, model, *, api_key=None, max_tokens=2048, timeout=60.0,
-                 system_prompt=None):
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL; got {base_url!r} instead.")
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str; got {model!r} instead.")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be > 0; got {timeout!r} instead.")
+    _parameter_constraints: dict = {
+        "base_url": [str],
+        "model": [str, None],
+        "api_key": [str, None],
+        "max_tokens": [Interval(numbers.Integral, 1, None, closed="left")],
+        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "system_prompt": [str, None],
+    }
+
+    def __init__(self, base_url="http://127.0.0.1:8000/v1", model=None, *, api_key=None,
+                 max_tokens=2048, timeout=60.0, system_prompt=None):
         self.base_url = base_url
         self.model = model
         self.api_key = api_key
@@ -247,7 +313,15 @@ class OpenAICompatibleLLM:
         self.timeout = timeout
         self.system_prompt = system_prompt
 
+    def _start(self):
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL. Got {self.base_url!r} instead.")
+        if not self.model:
+            raise ValueError(f"model must be a non-empty str. Got {self.model!r} instead.")
+
     def __call__(self, prompt, temperature=0.5):
+        """Post ``prompt`` (one user message) and return the first choice's content."""
+        self._first_call()
         messages = [{"role": "user", "content": prompt}]
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})

@@ -7,11 +7,11 @@ from sklearn.base import BaseEstimator
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_random_state
 
-from ._llm import check_llm
-from ._program import MASProgram, default_answer_checker, extract_code
-from ._validation import check_answers, check_pool, check_queries
+from ..utils import draw_seed
+from ._program import MASProgram, default_answer_checker
+from ._sandbox import extract_code
+from ._validation import StringInputMixin, check_answers, check_pool, check_queries
 
 _TOL = 1e-12
 
@@ -37,8 +37,8 @@ def _is_correct(result, gold, checker):
     return bool(checker(result.answer, gold))
 
 
-class ConsistentPairBuilder(BaseEstimator):
-    """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline (spec 3.4).
+class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
+    """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline.
 
     ``fit`` runs every MAS of the pool on every training query (``repeats`` times) and
     scores it 1 when correct; groups similar queries (TF-IDF + k-means unless ``groups``
@@ -95,10 +95,17 @@ class ConsistentPairBuilder(BaseEstimator):
     --------
     MASGPTRouter : learns query -> MAS from these pairs.
 
+    Notes
+    -----
+    MAS-GPT [1]_ builds its pairs with LLM agents and an LLM that refines each pair's
+    MAS; this class runs the same selection with any agent LLM (``executor.llm``). Two
+    choices are this library's: queries are grouped by TF-IDF + k-means unless ``groups``
+    is given, and equal group accuracies go to fewer mean LLM calls, then to pool order.
+
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: inter- and intra-consistent query-MAS pairs.
 
     Examples
     --------
@@ -106,7 +113,7 @@ class ConsistentPairBuilder(BaseEstimator):
     >>> from sklearn_icml.mas import (ArithmeticMockLLM, ConsistentPairBuilder, MASExecutor,
     ...                               default_mas_pool)
     >>> queries, answers, families = make_arithmetic_queries(20, random_state=0)
-    >>> executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
     >>> builder = ConsistentPairBuilder(pool=default_mas_pool(debate=False), executor=executor)
     >>> builder = builder.fit(queries, answers, groups=families)
     >>> {g: builder.pool_[m].name for g, m in builder.group_best_mas_.items()}
@@ -154,20 +161,21 @@ class ConsistentPairBuilder(BaseEstimator):
         self._validate_params()
         if self.executor is None:
             raise ValueError(
-                "executor is None; ConsistentPairBuilder needs a MASExecutor to run the pool."
+                "executor is None; ConsistentPairBuilder needs a MASExecutor to run the pool. "
+                "Got None instead."
             )
         queries = check_queries(queries)
         answers = check_answers(answers, len(queries))
         n = len(queries)
         if groups is None and self.n_groups > n:
             raise ValueError(
-                f"n_groups must be <= the number of queries ({n}); got {self.n_groups} instead."
+                f"n_groups must be <= the number of queries ({n}). Got {self.n_groups} instead."
             )
         if groups is not None:
             groups = np.asarray(groups)
             if groups.shape != (n,):
                 raise ValueError(
-                    f"groups must have shape ({n},) like queries; got {groups.shape} instead."
+                    f"groups must have shape ({n},) like queries. Got {groups.shape} instead."
                 )
         self.pool_ = check_pool(self.pool)
         checker = self.answer_checker or default_answer_checker
@@ -200,8 +208,8 @@ class ConsistentPairBuilder(BaseEstimator):
 
     def _cluster(self, queries):
         features = TfidfVectorizer().fit_transform(queries)
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        kmeans = KMeans(n_clusters=self.n_groups, n_init=10, random_state=seed)
+        kmeans = KMeans(n_clusters=self.n_groups, n_init=10,
+                        random_state=draw_seed(self.random_state))
         return kmeans.fit_predict(features)
 
     def _best(self, mean_scores):
@@ -236,8 +244,8 @@ class ConsistentPairBuilder(BaseEstimator):
 
     def _refine(self, query, gold, program, checker):
         """The refined program if it validates and still solves the query, else None."""
-        llm = check_llm(self.refine_llm, "refine_llm")
-        reply = llm(REFINE_PROMPT.format(query=query, name=program.name, code=program.code), 0.0)
+        prompt = REFINE_PROMPT.format(query=query, name=program.name, code=program.code)
+        reply = self.refine_llm(prompt, 0.0)
         code = extract_code(reply)
         if code is None:
             return None
@@ -249,11 +257,3 @@ class ConsistentPairBuilder(BaseEstimator):
             return None
         result = self.executor.run(refined, query)
         return refined if _is_correct(result, gold, checker) else None
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
-        tags.requires_fit = True
-        return tags

@@ -1,8 +1,12 @@
 """MASProgram: a multi-agent system as validated Python source, and the built-in MAS pool."""
 
 import dataclasses
+import numbers
 
-from ._sandbox import check_source, extract_answer, extract_code
+from sklearn.utils._param_validation import Interval, validate_params
+
+from . import _sandbox
+from ._sandbox import check_source
 
 __all__ = [
     "MASProgram",
@@ -39,10 +43,17 @@ class MASProgram:
     default_mas_pool : the built-in designs.
     MASExecutor : runs a program on a query.
 
+    Notes
+    -----
+    A program is a value (a frozen record of its source), not an estimator: it has no
+    parameters to tune, and :class:`MASExecutor` holds how it is run. The template is
+    MAS-GPT's [1]_; the import allow-list and the other rules of :meth:`validate` are
+    this library's guard around generated code.
+
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: MAS as executable code in one template.
 
     Examples
     --------
@@ -66,7 +77,7 @@ class MASProgram:
     rationale: str = ""
 
     def validate(self):
-        """Check the source against the template and the sandbox rules (spec 3.6).
+        """Check the source against the template and the sandbox rules.
 
         Raises
         ------
@@ -77,11 +88,65 @@ class MASProgram:
         """
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(
-                f"MASProgram.name must be a non-empty str; got {self.name!r} instead."
+                f"MASProgram.name must be a non-empty str. Got {self.name!r} instead."
             )
         check_source(self.code, self.name)
 
 
+@validate_params({"text": [str, None]}, prefer_skip_nested_validation=True)
+def extract_code(text):
+    """The last fenced code block of ``text``, or None when there is none.
+
+    MAS-GPT's generator writes a rationale and then the MAS in a fenced Python block; this
+    takes the last such block.
+
+    Parameters
+    ----------
+    text : str or None
+        A generator's reply.
+
+    Returns
+    -------
+    code : str or None
+        The block's source without its fences.
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import extract_code
+    >>> extract_code("Rationale.\\n```python\\nx = 1\\n```")
+    'x = 1'
+    """
+    return _sandbox.extract_code(text)
+
+
+@validate_params({"text": [str, None]}, prefer_skip_nested_validation=True)
+def extract_answer(text):
+    """The value after the last ``ANSWER:`` in ``text`` (stripped), or None.
+
+    The agents of the built-in designs end their replies with ``ANSWER: <value>``.
+
+    Parameters
+    ----------
+    text : str or None
+        An agent's reply, or a MAS's final answer.
+
+    Returns
+    -------
+    value : str or None
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import extract_answer
+    >>> extract_answer("ANSWER: 3\\nso ANSWER: 42 ")
+    '42'
+    """
+    return _sandbox.extract_answer(text)
+
+
+@validate_params(
+    {"pred": [str, None], "gold": "no_validation"},
+    prefer_skip_nested_validation=True,
+)
 def default_answer_checker(pred, gold):
     """True when the last ``ANSWER: v`` of ``pred`` equals ``str(gold)``, both stripped.
 
@@ -95,7 +160,7 @@ def default_answer_checker(pred, gold):
     """
     if pred is None:
         return False
-    value = extract_answer(pred)
+    value = _sandbox.extract_answer(pred)
     return value is not None and value == str(gold).strip()
 
 
@@ -173,8 +238,16 @@ def _debate(n_agents, n_rounds):
 '''
 
 
+@validate_params(
+    {
+        "n_sc": [Interval(numbers.Integral, 1, None, closed="left")],
+        "refine_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "debate": ["boolean"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def default_mas_pool(n_sc=5, refine_rounds=3, *, debate=True):
-    """The built-in MAS designs, in the unified template (spec 4).
+    """The built-in MAS designs, in the unified template.
 
     Parameters
     ----------
@@ -196,9 +269,6 @@ def default_mas_pool(n_sc=5, refine_rounds=3, *, debate=True):
     >>> [p.name for p in default_mas_pool()]
     ['cot', 'self_consistency', 'self_refine', 'debate']
     """
-    for value, label in ((n_sc, "n_sc"), (refine_rounds, "refine_rounds")):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{label} must be an int >= 1; got {value!r} instead.")
     pool = [
         MASProgram("cot", _cot(), "A single agent suffices when one attempt is reliable."),
         MASProgram(
@@ -220,7 +290,10 @@ def default_mas_pool(n_sc=5, refine_rounds=3, *, debate=True):
 
 
 def fallback_mas():
-    """The fallback of spec 3.2: 5 chain-of-thought agents and one final-decision agent.
+    """The fallback MAS: 5 chain-of-thought agents and one final-decision agent.
+
+    It runs in place of a generated MAS that times out (:class:`MASExecutor`) or that
+    has no valid code (:class:`MASGPTRouter`).
 
     Examples
     --------

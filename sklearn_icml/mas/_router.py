@@ -9,9 +9,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._program import MASProgram, extract_code, fallback_mas
-from ._sandbox import ALLOWED_MODULES, HELPER_NAMES
-from ._validation import check_pool, check_queries
+from ._program import MASProgram, fallback_mas
+from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
+from ._validation import StringInputMixin, check_pool, check_queries
 
 GENERATOR_PROMPT = """You design a multi-agent system (MAS) for one query, written as Python code.
 
@@ -35,7 +35,7 @@ Query: {query}
 """
 
 
-class MASGPTRouter(ClassifierMixin, BaseEstimator):
+class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
     """Map a query to a MAS in one inference: MAS-GPT's generator, in a CPU version.
 
     By default the generator is a text classifier (TF-IDF features, logistic regression)
@@ -44,7 +44,7 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
     a generator LLM (temperature 0) whose prompt holds the MAS template, the helper list,
     the ``n_shots`` nearest training pairs (TF-IDF cosine) as examples and the query; the
     last fenced Python block of the reply is the program, and the fallback MAS replaces a
-    reply without one (spec 3.2).
+    reply without one, or one whose code the sandbox's checks refuse.
 
     Parameters
     ----------
@@ -80,10 +80,17 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
     ConsistentPairBuilder : makes the training pairs.
     MASGPTSolver : pairs, router and executor end to end.
 
+    Notes
+    -----
+    MAS-GPT [1]_ fine-tunes an LLM on the pairs, which then writes a new MAS per query.
+    Without such a model, the default generator here is a classifier that picks one
+    program of the pool per query (the MAS the fine-tuned model learns to reproduce);
+    ``llm_backend`` plugs in a generator LLM, prompted with nearest training pairs.
+
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: the generator that builds a MAS in one inference.
 
     Examples
     --------
@@ -140,7 +147,7 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
         y = np.asarray(mas_ids)
         if y.shape != (len(queries),):
             raise ValueError(
-                f"queries and mas_ids must have the same length; got {len(queries)} queries "
+                f"queries and mas_ids must have the same length. Got {len(queries)} queries "
                 f"and mas_ids of shape {y.shape} instead."
             )
         self.pool_ = check_pool(self.pool)
@@ -153,13 +160,13 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
             )
             if not ok:
                 raise ValueError(
-                    f"mas_ids must be pool names {names!r} or indices in [0, {len(names)}); "
-                    f"got {label!r} instead."
+                    f"mas_ids must be pool names {names!r} or indices in [0, {len(names)}). "
+                    f"Got {label!r} instead."
                 )
         for extra, label in ((programs, "programs"), (rationales, "rationales")):
             if extra is not None and len(extra) != len(queries):
                 raise ValueError(
-                    f"{label} must have one entry per query ({len(queries)}); got "
+                    f"{label} must have one entry per query ({len(queries)}). Got "
                     f"{len(extra)} instead."
                 )
         self.vectorizer_ = (
@@ -185,21 +192,31 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
+            Queries to route.
 
         Returns
         -------
         labels : ndarray of shape (n_queries,)
         """
-        check_is_fitted(self)
-        queries = check_queries(queries)
+        queries = self._fitted_queries(queries)
         if self.clf_ is None:
             return np.full(len(queries), self.classes_[0], dtype=self.classes_.dtype)
         return self.clf_.predict(self.vectorizer_.transform(queries))
 
     def predict_proba(self, queries):
-        """Probability of each MAS label, columns in the order of ``classes_``."""
-        check_is_fitted(self)
-        queries = check_queries(queries)
+        """Probability of each MAS label, columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        queries : list of str
+            Queries to score against every label.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+            One row per query, summing to 1 (a column of ones when ``fit`` saw one label).
+        """
+        queries = self._fitted_queries(queries)
         if self.clf_ is None:
             return np.ones((len(queries), 1))
         return self.clf_.predict_proba(self.vectorizer_.transform(queries))
@@ -274,10 +291,3 @@ class MASGPTRouter(ClassifierMixin, BaseEstimator):
             helpers=", ".join(HELPER_NAMES), modules=", ".join(sorted(ALLOWED_MODULES)),
             examples=examples, query=query,
         )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
-        return tags

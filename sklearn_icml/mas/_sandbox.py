@@ -3,7 +3,7 @@
 This module imports only the standard library, because it is also run as a script
 (``python -I -S _sandbox.py``) in the child process that executes generated code. It holds
 
-- :func:`check_source`, the AST pre-check of spec 3.6 (template, import allow-list, no
+- :func:`check_source`, the AST pre-check (template, import allow-list, no
   top-level statements but imports, definitions and literal constants, no dunder or foreign
   private attributes, no dangerous builtins);
 - :func:`restricted_namespace`, the globals the code runs in: a reduced ``__builtins__``, an
@@ -54,7 +54,7 @@ _SAFE_BUILTINS = (
     "StopIteration", "TypeError", "ValueError", "ZeroDivisionError", "NotImplemented",
     "Ellipsis", "True", "False", "None",
 )
-# names the namespace provides without an import (spec 3.1's helpers that need no OS)
+# names the namespace provides without an import (the template's helpers that need no OS)
 HELPER_NAMES = ("LLM", "extract_answer", "extract_code", "majority_vote")
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -62,7 +62,7 @@ _ANSWER = re.compile(r"ANSWER:\s*(.+)")
 
 
 def extract_code(text):
-    """The last fenced code block of ``text`` (spec 3.2), or None when there is none."""
+    """The last fenced code block of ``text``, or None when there is none."""
     blocks = _FENCE.findall(text or "")
     return blocks[-1].strip("\n") if blocks else None
 
@@ -99,7 +99,7 @@ def _is_dunder(name):
 
 
 def check_source(code, name="program"):
-    """Raise ValueError naming the first rule ``code`` breaks (spec 3.6); return the tree.
+    """Raise ValueError naming the first rule ``code`` breaks; return the tree.
 
     Rules: it parses; its top level holds only imports, function and class definitions,
     a docstring and assignments of literal constants; it defines ``class MAS`` with

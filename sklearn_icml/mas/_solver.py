@@ -6,17 +6,15 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ._executor import MASExecutor
-from ._llm import check_llm
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
 from ._router import MASGPTRouter
-from ._validation import check_answers, check_queries
+from ._validation import StringInputMixin, check_answers, check_queries
 
 
-class MASGPTSolver(BaseEstimator):
+class MASGPTSolver(StringInputMixin, BaseEstimator):
     """Answer queries with a query-specific multi-agent system generated in one inference.
 
     ``fit`` runs the pool of MAS designs on the training queries with the agent LLM,
@@ -27,8 +25,8 @@ class MASGPTSolver(BaseEstimator):
 
     Parameters
     ----------
-    llm : callable
-        The agent LLM, ``llm(prompt, temperature) -> str``.
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str`` (required by ``fit``).
     pool : list of MASProgram, default=None
         Candidate designs; None means :func:`default_mas_pool`.
     n_groups : int, default=8
@@ -77,10 +75,17 @@ class MASGPTSolver(BaseEstimator):
     --------
     MASGPTRouter, ConsistentPairBuilder, MASExecutor
 
+    Notes
+    -----
+    The pipeline is MAS-GPT's [1]_: consistent pairs, a generator trained on them, and
+    one generated MAS executed per query, with the fallback MAS after a timeout. The
+    generator is :class:`MASGPTRouter` (see its Notes for how it stands in for the
+    paper's fine-tuned LLM).
+
     References
     ----------
     .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686.
+       ICML 2025, arXiv:2503.03686: the pipeline from query-MAS pairs to answers.
 
     Examples
     --------
@@ -88,7 +93,7 @@ class MASGPTSolver(BaseEstimator):
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASGPTSolver, default_mas_pool
     >>> q_train, a_train, _ = make_arithmetic_queries(30, random_state=0)
     >>> q_test, a_test, _ = make_arithmetic_queries(30, random_state=1)
-    >>> solver = MASGPTSolver(llm=ArithmeticMockLLM(seed=0), n_groups=3,
+    >>> solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), n_groups=3,
     ...                       pool=default_mas_pool(debate=False), sandbox="inprocess",
     ...                       random_state=0).fit(q_train, a_train)
     >>> answers = solver.predict(["Add 2 and 40.", "Compute 10 times 10 minus 1."])
@@ -133,18 +138,23 @@ class MASGPTSolver(BaseEstimator):
         Parameters
         ----------
         queries : list of str
-            Training queries.
+            Training queries: every MAS of the pool runs on each.
         answers : list
-            Their gold answers.
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
         groups : array-like of shape (n_queries,), default=None
-            Known groups of the queries; None clusters them.
+            Known groups of the queries (e.g. domains) for the pair builder; None clusters
+            them into ``n_groups``.
 
         Returns
         -------
         self : object
         """
         self._validate_params()
-        check_llm(self.llm, "llm")
+        if self.llm is None:
+            raise ValueError(
+                "llm must be a callable (prompt, temperature) -> str, the agent LLM. "
+                "Got None instead."
+            )
         queries = check_queries(queries)
         answers = check_answers(answers, len(queries))
         self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox)
@@ -183,14 +193,14 @@ class MASGPTSolver(BaseEstimator):
         Parameters
         ----------
         queries : list of str
+            Queries to answer, one generated MAS each.
 
         Returns
         -------
         answers : list of (str or None)
             The final answer of each query's MAS (None when its run failed).
         """
-        check_is_fitted(self)
-        queries = check_queries(queries)
+        queries = self._fitted_queries(queries)
         programs, results, raws, notes = [], [], [], []
         generated = self.router_._generate_many(queries)
         for query, (program, raw, used_fallback, note) in zip(queries, generated):
@@ -226,10 +236,3 @@ class MASGPTSolver(BaseEstimator):
         checker = self.answer_checker or default_answer_checker
         predictions = self.predict(queries)
         return float(np.mean([bool(checker(p, a)) for p, a in zip(predictions, answers)]))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
-        return tags

@@ -1,28 +1,33 @@
-"""Input checks of the mas subpackage: query lists, answers, MAS pools."""
+"""Input checks of the mas subpackage: query lists, answers, MAS pools; string-input tags."""
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ._program import MASProgram, default_mas_pool
 
 
 def check_queries(queries, name="queries"):
-    """Return ``queries`` as a list of str; raise ValueError for empty or non-str input."""
+    """Return ``queries`` as a list of str.
+
+    TypeError for something that is not a list of str (one str included), ValueError for
+    an empty list.
+    """
     if isinstance(queries, str):
-        raise ValueError(f"{name} must be a list of str, not one str; got {queries!r} instead.")
+        raise TypeError(f"{name} must be a list of str, not one str. Got {queries!r} instead.")
     if hasattr(queries, "to_numpy"):  # pandas Series / one-column DataFrame
         queries = np.asarray(queries.to_numpy()).ravel()
     try:
         out = list(queries)
     except TypeError:
-        raise ValueError(
-            f"{name} must be a list of str; got {type(queries).__name__} instead."
+        raise TypeError(
+            f"{name} must be a list of str. Got {type(queries).__name__} instead."
         ) from None
     if not out:
-        raise ValueError(f"{name} is empty; at least one query is needed.")
+        raise ValueError(f"{name} is empty; at least one query is needed. Got {out!r} instead.")
     for i, q in enumerate(out):
         if not isinstance(q, str):
-            raise ValueError(
-                f"{name} must hold str only; got {type(q).__name__} {q!r} at position {i} "
+            raise TypeError(
+                f"{name} must hold str only. Got {type(q).__name__} {q!r} at position {i} "
                 "instead."
             )
     return out
@@ -33,11 +38,11 @@ def check_answers(answers, n, name="answers"):
     if hasattr(answers, "to_numpy"):
         answers = np.asarray(answers.to_numpy()).ravel()
     if isinstance(answers, str):
-        raise ValueError(f"{name} must be a list; got the str {answers!r} instead.")
+        raise TypeError(f"{name} must be a list. Got the str {answers!r} instead.")
     out = list(answers)
     if len(out) != n:
         raise ValueError(
-            f"queries and {name} must have the same length; got {n} queries and {len(out)} "
+            f"queries and {name} must have the same length. Got {n} queries and {len(out)} "
             f"{name} instead."
         )
     return out
@@ -49,16 +54,38 @@ def check_pool(pool):
         return default_mas_pool()
     pool = list(pool)
     if not pool:
-        raise ValueError("pool is empty; it must hold at least one MASProgram.")
+        raise ValueError(
+            f"pool is empty; it must hold at least one MASProgram. Got {pool!r} instead."
+        )
     names = []
     for item in pool:
         if not isinstance(item, MASProgram):
-            raise ValueError(
-                f"pool must hold MASProgram objects; got {type(item).__name__} instead."
+            raise TypeError(
+                f"pool must hold MASProgram objects. Got {type(item).__name__} instead."
             )
         item.validate()
         names.append(item.name)
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"pool names must be unique; got duplicates {duplicates!r} instead.")
+        raise ValueError(f"pool names must be unique. Got duplicates {duplicates!r} instead.")
     return pool
+
+
+class StringInputMixin:
+    """Tags and checks of the estimators that learn from lists of query strings.
+
+    ``fit(queries, y)`` takes a list of str and a target, not a 2-D table; scikit-learn
+    then runs only the checks that need no 2-D data. Put it first in the bases.
+    """
+
+    def _fitted_queries(self, queries):
+        """``queries`` checked, after checking that the estimator is fitted."""
+        check_is_fitted(self)
+        return check_queries(queries)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        return tags

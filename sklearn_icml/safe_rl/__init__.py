@@ -1,6 +1,7 @@
 """Safe (constrained) reinforcement learning.
 
-``GPDTailQuantile`` and ``weighted_quantile`` are numpy/scipy only. The agent (torch) and
+``GPDTailQuantile`` and ``weighted_quantile`` are numpy/scipy only. ``run_seeds`` plays
+clones of an agent on clones of an environment, one pair per seed. The agent (torch) and
 the environments (gymnasium) are imported lazily (see ``__getattr__``) and listed in
 ``_TORCH_NAMES``, so that ``import sklearn_icml.safe_rl`` needs neither.
 """
@@ -12,6 +13,7 @@ _TORCH_NAMES = set()
 __all__ = []
 
 # --- evo-constrained-rl ---
+from ..base import run_seeds  # noqa: E402
 from ._gpd import GPDTailQuantile, weighted_quantile  # noqa: E402
 
 _TORCH_NAMES |= {"EVOAgent", "RiskyShortcutEnv", "HeavyTailPointEnv"}
@@ -20,6 +22,7 @@ __all__ += [
     "GPDTailQuantile",
     "HeavyTailPointEnv",
     "RiskyShortcutEnv",
+    "run_seeds",
     "weighted_quantile",
 ]
 

@@ -1,19 +1,46 @@
 """Small numpy environments with rare catastrophic costs (gymnasium API, cost in info).
 
-The spec's INFERRED test beds for EVO: :class:`RiskyShortcutEnv` (a shortcut whose episode
-cost is 0 or 50) and :class:`HeavyTailPointEnv` (heavy-tailed Lomax per-step costs). Both
-return the per-step cost in ``info["cost"]`` as safety-gymnasium does, and are registered
-with gymnasium as ``sklearn_icml/RiskyShortcut-v0`` and ``sklearn_icml/HeavyTailPoint-v0``.
+CPU-sized test beds for EVO: :class:`RiskyShortcutEnv` (a shortcut whose episode cost is
+0 or 50) and :class:`HeavyTailPointEnv` (heavy-tailed Lomax per-step costs). Both return
+the per-step cost in ``info["cost"]`` as safety-gymnasium does, and are registered with
+gymnasium as ``sklearn_icml/RiskyShortcut-v0`` and ``sklearn_icml/HeavyTailPoint-v0``.
+Each is a ``gymnasium.Env`` and a :class:`~sklearn_icml.base.BaseEnvironment`: the
+parameters are stored by ``__init__`` (``get_params``, ``set_params``, ``clone``) and
+validated, and the spaces built, at first use.
 """
 
-import numpy as np
+import numbers
 
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from ..base import BaseEnvironment
 from ..utils import optional_import
 
 gym = optional_import("gymnasium", "rl")
 
 
-class RiskyShortcutEnv(gym.Env):
+class _CostEnv(BaseEnvironment, gym.Env):
+    """A gymnasium environment whose parameters behave as an estimator's.
+
+    The subclass's ``_build`` makes ``_observation_space`` and ``_action_space``; the
+    gymnasium attributes read them, so they exist from the first access on.
+    """
+
+    metadata = {"render_modes": []}
+
+    @property
+    def observation_space(self):
+        """The observation space (built at first use)."""
+        return self._setup()._observation_space
+
+    @property
+    def action_space(self):
+        """The action space (built at first use)."""
+        return self._setup()._action_space
+
+
+class RiskyShortcutEnv(_CostEnv):
     """Corridor of 10 steps with a safe route and a shortcut that risks a gust.
 
     Action 0 (safe) pays reward 0.6 and cost 0. Action 1 (shortcut) pays reward 1.0 and,
@@ -39,7 +66,8 @@ class RiskyShortcutEnv(gym.Env):
     References
     ----------
     .. [1] S. Gao et al., "Extreme Value Policy Optimization for Safe Reinforcement
-       Learning", ICML 2025 (environment INFERRED for a CPU reproduction).
+       Learning", ICML 2025. The paper evaluates on Safety-Gymnasium; this environment
+       is a small stand-in of this library with the same kind of rare, large costs.
 
     Examples
     --------
@@ -51,18 +79,20 @@ class RiskyShortcutEnv(gym.Env):
     (0.6, 0.0, False, False)
     """
 
-    metadata = {"render_modes": []}
+    _parameter_constraints: dict = {
+        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
+        "gust_prob": [Interval(numbers.Real, 0, 1, closed="both")],
+        "gust_cost": [Interval(numbers.Real, None, None, closed="neither")],
+    }
 
     def __init__(self, *, horizon=10, gust_prob=0.01, gust_cost=50.0):
-        if not (isinstance(horizon, (int, np.integer)) and horizon >= 1):
-            raise ValueError(f"horizon must be an int >= 1. Got {horizon!r} instead.")
-        if not 0 <= gust_prob <= 1:
-            raise ValueError(f"gust_prob must be in [0, 1]. Got {gust_prob!r} instead.")
-        self.horizon = int(horizon)
-        self.gust_prob = float(gust_prob)
-        self.gust_cost = float(gust_cost)
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.horizon,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
+        self.horizon = horizon
+        self.gust_prob = gust_prob
+        self.gust_cost = gust_cost
+
+    def _build(self):
+        self._observation_space = gym.spaces.Box(0.0, 1.0, (int(self.horizon),), np.float32)
+        self._action_space = gym.spaces.Discrete(2)
         self._t = 0
 
     def _obs(self):
@@ -71,11 +101,13 @@ class RiskyShortcutEnv(gym.Env):
         return obs
 
     def reset(self, *, seed=None, options=None):
+        self._setup()
         super().reset(seed=seed)
         self._t = 0
         return self._obs(), {}
 
     def step(self, action):
+        self._setup()
         action = int(action)
         if action not in (0, 1):
             raise ValueError(f"action must be 0 or 1. Got {action!r} instead.")
@@ -85,13 +117,13 @@ class RiskyShortcutEnv(gym.Env):
         else:
             reward = 1.0
             if self.np_random.random() < self.gust_prob:
-                cost, terminated = self.gust_cost, True
+                cost, terminated = float(self.gust_cost), True
         self._t += 1
         truncated = not terminated and self._t >= self.horizon
         return self._obs(), reward, terminated, truncated, {"cost": cost}
 
 
-class HeavyTailPointEnv(gym.Env):
+class HeavyTailPointEnv(_CostEnv):
     """1-D point mass pushed right, with rare heavy-tailed (Lomax) costs.
 
     The action ``a`` in ``[-1, 1]`` is the reward. Each step costs
@@ -127,30 +159,38 @@ class HeavyTailPointEnv(gym.Env):
     (0.5, True)
     """
 
-    metadata = {"render_modes": []}
+    _parameter_constraints: dict = {
+        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
+        "base_rate": [Interval(numbers.Real, 0, 1, closed="both")],
+        "rate_slope": [Interval(numbers.Real, 0, None, closed="left")],
+        "lomax_shape": [Interval(numbers.Real, 0, None, closed="neither")],
+        "cost_scale": [Interval(numbers.Real, 0, None, closed="left")],
+    }
 
     def __init__(self, *, horizon=50, base_rate=0.002, rate_slope=0.02, lomax_shape=2.5,
                  cost_scale=10.0):
-        if not (isinstance(horizon, (int, np.integer)) and horizon >= 1):
-            raise ValueError(f"horizon must be an int >= 1. Got {horizon!r} instead.")
-        self.horizon = int(horizon)
-        self.base_rate = float(base_rate)
-        self.rate_slope = float(rate_slope)
-        self.lomax_shape = float(lomax_shape)
-        self.cost_scale = float(cost_scale)
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
-        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.horizon = horizon
+        self.base_rate = base_rate
+        self.rate_slope = rate_slope
+        self.lomax_shape = lomax_shape
+        self.cost_scale = cost_scale
+
+    def _build(self):
+        self._observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self._action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
         self._t, self._x = 0, 0.0
 
     def _obs(self):
         return np.array([self._x / self.horizon, self._t / self.horizon], dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
+        self._setup()
         super().reset(seed=seed)
         self._t, self._x = 0, 0.0
         return self._obs(), {}
 
     def step(self, action):
+        self._setup()
         a = float(np.clip(np.asarray(action, dtype=float).ravel()[0], -1.0, 1.0))
         if not np.isfinite(a):
             raise ValueError(f"action must be finite. Got {action!r} instead.")

@@ -1,8 +1,9 @@
 """Peaks-over-threshold tail quantiles with a Generalised Pareto fit (EVO's EVT statistic).
 
 numpy/scipy only. :class:`GPDTailQuantile` is the extreme-quantile estimator of EVO
-(Gao et al., ICML 2025, section 3.2 of the spec); :func:`weighted_quantile` is the exact
-weighted percentile it uses for the threshold and its empirical fallback.
+(Gao et al., ICML 2025): the constrained statistic of :class:`EVOAgent`;
+:func:`weighted_quantile` is the exact weighted percentile it uses for the threshold and
+its empirical fallback.
 """
 
 import numbers
@@ -11,13 +12,21 @@ import warnings
 import numpy as np
 from scipy import optimize, stats
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceedances",
               "fit_failed")
 
 
+@validate_params(
+    {
+        "x": ["array-like"],
+        "q": [Interval(numbers.Real, 0, 1, closed="both"), "array-like"],
+        "sample_weight": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def weighted_quantile(x, q, sample_weight=None):
     """Quantile of ``x`` with frequency weights, interpolated as ``np.quantile`` "linear".
 
@@ -214,7 +223,8 @@ class GPDTailQuantile(BaseEstimator):
     References
     ----------
     .. [1] S. Gao, Y. Zhou, S. Shao, H. Luo, Y. Bing, J. Ding, L. Fu and X. Wang,
-       "Extreme Value Policy Optimization for Safe Reinforcement Learning", ICML 2025.
+       "Extreme Value Policy Optimization for Safe Reinforcement Learning", ICML 2025:
+       the peaks-over-threshold quantile of the episode cost.
 
     Examples
     --------
@@ -353,7 +363,9 @@ class GPDTailQuantile(BaseEstimator):
             The quantile (an array when fitted on 2-D costs).
         """
         check_is_fitted(self)
-        if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+            raise TypeError(f"alpha must be a float in (0, 1). Got {alpha!r} instead.")
+        if not 0 < alpha < 1:
             raise ValueError(f"alpha must be a float in (0, 1). Got {alpha!r} instead.")
         p_u = self.threshold_quantile
         out = []

@@ -34,7 +34,7 @@ def body(lines):
 def raw_child(lines, timeout=2.0, memory=256 * 2**20):
     """Run code in the child with the Python guard off: only the OS layers hold."""
     return _run_in_child(
-        body(lines), "Add 1 and 2.", AgentLLM(ArithmeticMockLLM(seed=0)), timeout=timeout,
+        body(lines), "Add 1 and 2.", AgentLLM(ArithmeticMockLLM(random_state=0)), timeout=timeout,
         memory_limit=memory, check=False,
     )
 
@@ -56,7 +56,7 @@ def test_process_and_inprocess_agree():
     queries = ["Compute 12 times 30 minus 5.", "Find the integer x such that 3*x + -4 = 11."]
     runs = {}
     for sandbox in ("process", "inprocess"):
-        executor = MASExecutor(ArithmeticMockLLM(seed=3), timeout=10, sandbox=sandbox)
+        executor = MASExecutor(ArithmeticMockLLM(random_state=3), timeout=10, sandbox=sandbox)
         runs[sandbox] = [
             (r.answer, r.n_calls, r.error)
             for r in (executor.run(p, q) for q in queries for p in pool[1:3])
@@ -77,17 +77,17 @@ def test_process_and_inprocess_agree():
     ],
 )
 def test_guard_refuses_before_running(lines, match, parent_witness):
-    llm = ArithmeticMockLLM(seed=0)
+    llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=2.0)
     with pytest.raises(ValueError, match=match):
         executor.run(MASProgram("evil", body(lines)), "Add 1 and 2.")
-    assert executor.n_runs_ == 0 and llm.n_calls == 0  # nothing ran
+    assert executor.n_runs_ == 0 and getattr(llm, "n_calls_", 0) == 0  # nothing ran
 
 
 @pytest.mark.parametrize("sandbox", ["process", "inprocess"])
 def test_runtime_guard_blocks_reflection(sandbox):
     """Names built at run time and module internals stay out of reach."""
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
     dunder = body(["return str(hasattr(extract_code, '_' + '_globals_' + '_'))"])
     assert executor.run(MASProgram("reflect", dunder), "q").answer == "False"
     module_inside = body(["import re", "return str(hasattr(re, 'enum'))"])  # re.enum.sys
@@ -127,7 +127,8 @@ def test_os_layer_cannot_write_files(tmp_path, parent_witness):
 
 
 def test_unbounded_allocation_is_refused(parent_witness):
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, memory_limit=256 * 2**20)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0,
+                           memory_limit=256 * 2**20)
     for lines in (["x = [0] * (10 ** 10)", "return 'x'"],
                   ["x = []", "while True:", "    x.append('a' * 1000000)"]):
         result = executor.run(MASProgram("hog", body(lines)), "Add 1 and 2.")
@@ -138,7 +139,7 @@ def test_unbounded_allocation_is_refused(parent_witness):
 
 def test_infinite_loop_times_out_then_fallback(parent_witness):
     """Spec 7.4 / E3: stops within timeout + 5 s and the fallback answers."""
-    llm = ArithmeticMockLLM(seed=0)
+    llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=1.0)
     start = time.perf_counter()
     result = executor.run(
@@ -147,19 +148,19 @@ def test_infinite_loop_times_out_then_fallback(parent_witness):
     elapsed = time.perf_counter() - start
     assert result.timed_out and result.used_fallback and result.program == "fallback"
     assert result.answer is not None and result.answer.startswith("ANSWER:")
-    assert result.n_calls == 6 == llm.n_calls
+    assert result.n_calls == 6 == llm.n_calls_
     assert elapsed < 2 * 1.0 + 5.0
 
 
 def test_infinite_loop_without_fallback():
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=1.0, fallback=False)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=1.0, fallback=False)
     result = executor.run(MASProgram("loop", body(["while True:", "    pass"])), "q")
     assert result.timed_out and not result.used_fallback
     assert result.answer is None and "timeout" in result.error
 
 
 def test_inprocess_timeout_uses_timer():
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=0.3, sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.3, sandbox="inprocess")
     result = executor.run(
         MASProgram("loop", body(["while True:", "    pass"])), "Add 2 and 3."
     )
@@ -167,7 +168,7 @@ def test_inprocess_timeout_uses_timer():
 
 
 def test_inprocess_timeout_survives_finally_and_except_exception():
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=0.2, sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.2, sandbox="inprocess")
     stubborn = body(["try:", "    while True:", "        pass", "except Exception:",
                      "    pass", "finally:", "    while True:", "        pass"])
     result = executor.run(MASProgram("stubborn", stubborn), "Add 2 and 3.")
@@ -177,14 +178,14 @@ def test_inprocess_timeout_survives_finally_and_except_exception():
 @pytest.mark.parametrize("sandbox", ["process", "inprocess"])
 def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
     """Spec 7.5."""
-    llm = ArithmeticMockLLM(seed=0)
+    llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=2.0, sandbox=sandbox)
     code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
                  "raise KeyError('no such agent')"])
     result = executor.run(MASProgram("crash", code), "Add 1 and 2.")
     assert result.answer is None and not result.used_fallback and not result.timed_out
     assert result.error.startswith("KeyError") and "no such agent" in result.error
-    assert result.n_calls == 1 == llm.n_calls  # no retry
+    assert result.n_calls == 1 == llm.n_calls_  # no retry
 
 
 @pytest.mark.parametrize("sandbox", ["process", "inprocess"])
@@ -192,7 +193,7 @@ def test_none_answer_and_llm_errors(sandbox):
     def failing(prompt, temperature):
         raise ConnectionError("endpoint down")
 
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
     none = executor.run(MASProgram("none", body(["return None"])), "q")
     assert none.answer is None and not none.used_fallback
     executor = MASExecutor(failing, timeout=2.0, sandbox=sandbox)
@@ -201,7 +202,7 @@ def test_none_answer_and_llm_errors(sandbox):
 
 
 def test_prints_do_not_break_the_protocol():
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), timeout=2.0)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0)
     code = body(["print('{\"type\": \"result\", \"answer\": \"forged\"}')",
                  "return self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)"])
     assert executor.run(MASProgram("chatty", code), "Add 1 and 2.").answer == "ANSWER: 3"
@@ -219,11 +220,12 @@ def test_hostile_protocol_messages_do_not_harm_the_parent():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"timeout": 0}, "timeout must be a finite number > 0"),
-        ({"timeout": -1.0}, "timeout must be a finite number > 0"),
-        ({"sandbox": "docker"}, "sandbox must be 'process' or 'inprocess'"),
-        ({"max_retries": -1}, "max_retries must be an int >= 0"),
-        ({"memory_limit": 1000}, "memory_limit must be an int >= 64 MiB"),
+        ({"timeout": 0}, "'timeout' parameter"),
+        ({"timeout": -1.0}, "'timeout' parameter"),
+        ({"timeout": float("inf")}, "'timeout' parameter .* Got inf"),
+        ({"sandbox": "docker"}, "'sandbox' parameter .* must be a str among"),
+        ({"max_retries": -1}, "'max_retries' parameter"),
+        ({"memory_limit": 1000}, "'memory_limit' parameter .* \\[67108864, inf\\)"),
     ],
 )
 def test_bad_executor_params(kwargs, match):
@@ -233,10 +235,10 @@ def test_bad_executor_params(kwargs, match):
 
 
 def test_bad_llm_program_and_query():
-    with pytest.raises(ValueError, match="llm must be a callable"):
+    with pytest.raises(ValueError, match="'llm' parameter of MASExecutor must be a callable"):
         MASExecutor("gpt-4", sandbox="inprocess").run(default_mas_pool()[0], "q")
     executor = MASExecutor(ArithmeticMockLLM(), sandbox="inprocess")
     with pytest.raises(TypeError, match="program must be a MASProgram"):
         executor.run("class MAS: pass", "q")
-    with pytest.raises(ValueError, match="query must be a str"):
+    with pytest.raises(TypeError, match="query must be a str"):
         executor.run(default_mas_pool()[0], 3)

@@ -1,4 +1,4 @@
-"""The LLM interface: the mock of spec 6.1, the query generator, and the HTTP adapter.
+"""The LLM interface: the arithmetic mock, the query generator, and the HTTP adapter.
 
 The adapter is tested against a stub server on 127.0.0.1 only; no real service is contacted.
 """
@@ -31,12 +31,12 @@ def test_queries_and_gold_answers():
     assert any("+ -" in q for q in solve)  # negative b is written as "+ -b"
     again = make_arithmetic_queries(50, random_state=0)
     assert again[0] == queries and np.array_equal(again[1], answers)
-    with pytest.raises(ValueError, match="n_per_family must be >= 1"):
+    with pytest.raises(ValueError, match="n_per_family"):
         make_arithmetic_queries(0)
 
 
 def test_mock_tags():
-    llm = ArithmeticMockLLM(p_correct={"mixed": 0.0}, seed=1)
+    llm = ArithmeticMockLLM(p_correct={"mixed": 0.0}, random_state=1)
     wrong = llm("[SOLVE]\nTask: Compute 10 times 10 minus 1.")
     value = int(wrong.split()[-1])
     assert value != 99 and 1 <= abs(value - 99) <= 10**6
@@ -56,33 +56,41 @@ def test_mock_tags():
     assert llm("[VERIFY]\n" + q_solve + "6") == "VERDICT: WRONG"
     q_add = "Task: Add 1 and 2.\nProposed answer: ANSWER: "
     assert llm("[VERIFY]\n" + q_add + "4") == "VERDICT: CORRECT"
-    assert llm.n_calls == 9
-    assert llm.calls_by_tag == {"SOLVE": 2, "AGGREGATE": 3, "VERIFY": 3, "other": 1}
+    assert llm.n_calls_ == 9
+    assert llm.calls_by_tag_ == {"SOLVE": 2, "AGGREGATE": 3, "VERIFY": 3, "other": 1}
 
 
 def test_mock_is_seeded_and_validates():
-    a = [ArithmeticMockLLM(seed=4)("[SOLVE]\nTask: Compute 10 times 10 minus 1.")
+    a = [ArithmeticMockLLM(random_state=4)("[SOLVE]\nTask: Compute 10 times 10 minus 1.")
          for _ in range(3)]
-    b = [ArithmeticMockLLM(seed=4)("[SOLVE]\nTask: Compute 10 times 10 minus 1.")
+    b = [ArithmeticMockLLM(random_state=4)("[SOLVE]\nTask: Compute 10 times 10 minus 1.")
          for _ in range(3)]
     assert a == b
+    # parameters are validated at the first call
     with pytest.raises(ValueError, match="p_correct must be a dict with keys among"):
-        ArithmeticMockLLM(p_correct={"division": 0.5})
+        ArithmeticMockLLM(p_correct={"division": 0.5})("[SOLVE]\nTask: Add 1 and 2.")
     with pytest.raises(ValueError, match=r"p_correct\['add'\] must be in \[0, 1\]"):
-        ArithmeticMockLLM(p_correct={"add": 1.5})
+        ArithmeticMockLLM(p_correct={"add": 1.5})("[SOLVE]\nTask: Add 1 and 2.")
+    with pytest.raises(TypeError, match="p_correct"):
+        ArithmeticMockLLM(p_correct=[0.5])("hi")
+    # set_params starts the stream over; clone gives an unused mock
+    llm = ArithmeticMockLLM(random_state=4)
+    llm("hi")
+    assert llm.set_params(random_state=4)("[SOLVE]\nTask: Compute 10 times 10 minus 1.") == a[0]
+    assert llm.n_calls_ == 1
 
 
 def test_agent_llm_counts_and_strips_think():
     agent = AgentLLM(lambda p, t: f"<think>\n{p}\n</think>\nANSWER: {t}", default_temperature=0.2)
     assert agent.call_llm("q") == "ANSWER: 0.2"
     assert agent.call_llm("q", temperature=0.9) == "ANSWER: 0.9"
-    assert agent.n_calls == 2
+    assert agent.n_calls_ == 2
     with pytest.raises(TypeError, match="prompt must be a str"):
         agent.call_llm(["q"])
     with pytest.raises(TypeError, match="must return a str"):
         AgentLLM(lambda p, t: 3).call_llm("q")
-    with pytest.raises(ValueError, match="llm must be a callable"):
-        AgentLLM("not callable")
+    with pytest.raises(ValueError, match="'llm' parameter of AgentLLM must be a callable"):
+        AgentLLM("not callable").call_llm("q")
 
 
 class _StubHandler(http.server.BaseHTTPRequestHandler):
@@ -118,7 +126,7 @@ class _StubHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stub_server():
-    _StubHandler.mock = ArithmeticMockLLM(seed=0)
+    _StubHandler.mock = ArithmeticMockLLM(random_state=0)
     _StubHandler.requests = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StubHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -152,9 +160,12 @@ def test_http_adapter_errors(stub_server):
     closed = stub_server.rsplit(":", 1)[0] + ":9/v1"  # discard port: nothing listens
     with pytest.raises(RuntimeError, match="unreachable"):
         OpenAICompatibleLLM(closed, "qwen", timeout=2.0)("hi")
+    # parameters are validated at the first call, before anything is contacted
     with pytest.raises(ValueError, match="base_url must be an http"):
-        OpenAICompatibleLLM("ftp://x", "m")
+        OpenAICompatibleLLM("ftp://x", "m")("hi")
     with pytest.raises(ValueError, match="model must be a non-empty str"):
-        OpenAICompatibleLLM("http://127.0.0.1:1", "")
-    with pytest.raises(ValueError, match="timeout must be > 0"):
-        OpenAICompatibleLLM("http://127.0.0.1:1", "m", timeout=0)
+        OpenAICompatibleLLM("http://127.0.0.1:1", "")("hi")
+    with pytest.raises(ValueError, match="model must be a non-empty str"):
+        OpenAICompatibleLLM("http://127.0.0.1:1")("hi")
+    with pytest.raises(ValueError, match="'timeout' parameter"):
+        OpenAICompatibleLLM("http://127.0.0.1:1", "m", timeout=0)("hi")

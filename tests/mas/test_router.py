@@ -87,13 +87,13 @@ def test_router_bad_input():
         MASGPTRouter().fit(queries, labels[:-1])
     with pytest.raises(ValueError, match="is empty"):
         MASGPTRouter().fit([], [])
-    with pytest.raises(ValueError, match="must hold str only; got int"):
+    with pytest.raises(TypeError, match="must hold str only. Got int"):
         MASGPTRouter().fit([1, 2], [0, 1])
-    with pytest.raises(ValueError, match="not one str"):
+    with pytest.raises(TypeError, match="not one str"):
         MASGPTRouter().fit("Add 1 and 2.", [0])
-    with pytest.raises(ValueError, match=r"mas_ids must be pool names .* got 7"):
+    with pytest.raises(ValueError, match=r"mas_ids must be pool names .* Got 7"):
         MASGPTRouter().fit(queries, np.full(len(queries), 7))
-    with pytest.raises(ValueError, match="got 'tot'"):
+    with pytest.raises(ValueError, match="Got 'tot'"):
         MASGPTRouter().fit(queries[:2], ["cot", "tot"])
     with pytest.raises(ValueError, match="C"):
         MASGPTRouter(C=0.0).fit(queries, labels)

@@ -35,7 +35,7 @@ def _family_map(builder, families):
 def e1_builder():
     """The E1 training data: 500 queries per family, seed 0, 3 groups."""
     queries, answers, families = make_arithmetic_queries(500, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, n_groups=3, random_state=0)
     return builder.fit(queries, answers), families
 
@@ -67,7 +67,7 @@ def test_tie_break_by_cost():
     queries, answers, families = make_arithmetic_queries(8, random_state=0)
     add = families == "add"
     pool = [POOL[1], POOL[2], POOL[0]]  # self_consistency, self_refine, cot
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
     builder = ConsistentPairBuilder(pool=pool, executor=executor, n_groups=1).fit(
         [q for q, a in zip(queries, add) if a], answers[add]
     )
@@ -87,7 +87,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
         "    def forward(self, taskInfo):\n"
         "        answer = self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)\n"
         "        raise ValueError(answer)\n"))
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess", timeout=0.2)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess", timeout=0.2)
     result = executor.run(slow, "Add 1 and 2.")
     assert result.used_fallback and default_answer_checker(result.answer, 3)  # fallback right
     builder = ConsistentPairBuilder(pool=[slow, crash, POOL[0]], executor=executor, n_groups=1)
@@ -97,7 +97,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
 
 def test_known_groups_and_repeats():
     queries, answers, families = make_arithmetic_queries(6, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, repeats=2)
     builder.fit(queries, answers, groups=families)
     assert set(builder.group_best_mas_) == {"add", "mixed", "solve"}
@@ -106,7 +106,7 @@ def test_known_groups_and_repeats():
 
 
 def _solver(seed=0, **kwargs):
-    params = dict(llm=ArithmeticMockLLM(seed=seed), pool=POOL, n_groups=3,
+    params = dict(llm=ArithmeticMockLLM(random_state=seed), pool=POOL, n_groups=3,
                   sandbox="inprocess", random_state=0)
     params.update(kwargs)
     return MASGPTSolver(**params)
@@ -134,10 +134,10 @@ def test_call_accounting(small_data):
     """Spec 7.10: last_calls_ sums to the mock's own counter."""
     (q_tr, a_tr, _), (q_te, a_te, f_te) = small_data
     solver = _solver().fit(q_tr, a_tr)
-    assert solver.train_calls_ == solver.llm.n_calls
-    before = solver.llm.n_calls
+    assert solver.train_calls_ == solver.llm.n_calls_
+    before = solver.llm.n_calls_
     solver.predict(q_te)
-    assert solver.last_calls_.sum() == solver.llm.n_calls - before
+    assert solver.last_calls_.sum() == solver.llm.n_calls_ - before
     assert solver.last_calls_.shape == (len(q_te),)
     routes = Counter(zip(f_te, (p.name for p in solver.last_programs_)))
     assert routes == {("add", "cot"): 20, ("mixed", "self_consistency"): 20,
@@ -196,7 +196,7 @@ def test_looping_generated_code_times_out_to_fallback_in_a_process(small_data):
     [
         ({}, (["Add 1 and 2.", "Add 3 and 4."], [3]), "same length"),
         ({}, ([], []), "is empty"),
-        ({}, ([1, 2, 3], [1, 2, 3]), "must hold str only"),
+        ({}, ([1, 2, 3], [1, 2, 3]), "TypeError: must hold str only"),
         ({"n_groups": 5}, (["Add 1 and 2.", "Add 3 and 4."], [3, 7]), "n_groups must be <="),
         ({"repeats": 0}, (["Add 1 and 2."], [3]), "repeats"),
         ({"timeout": 0}, (["Add 1 and 2."], [3]), "timeout"),
@@ -205,14 +205,17 @@ def test_looping_generated_code_times_out_to_fallback_in_a_process(small_data):
         ({"pool": [POOL[0], POOL[0]]}, (["Add 1 and 2."], [3]), "duplicates \\['cot'\\]"),
         ({"pool": [MASProgram("bad", "import os\n" + POOL[0].code)]}, (["Add 1 and 2."], [3]),
          "imports 'os'"),
-        ({"pool": ["cot"]}, (["Add 1 and 2."], [3]), "must hold MASProgram"),
+        ({"pool": ["cot"]}, (["Add 1 and 2."], [3]), "TypeError: must hold MASProgram"),
         ({"sandbox": "none"}, (["Add 1 and 2."], [3]), "sandbox"),
     ],
 )
 def test_solver_bad_input(kwargs, fit_args, match):
     params = dict(n_groups=1)
     params.update(kwargs)
-    with pytest.raises(ValueError, match=match):
+    # a wrong type raises TypeError, a wrong value ValueError
+    error = TypeError if match.startswith("TypeError: ") else ValueError
+    match = match.removeprefix("TypeError: ")
+    with pytest.raises(error, match=match):
         _solver(**params).fit(*fit_args)
 
 
@@ -244,7 +247,7 @@ def test_refine_llm_keeps_only_correct_refinements():
         assert "Current MAS (cot)" in prompt
         return next(replies)
 
-    executor = MASExecutor(ArithmeticMockLLM(seed=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
     builder = ConsistentPairBuilder(pool=POOL[:1], executor=executor, n_groups=1,
                                     refine_llm=refine_llm)
     builder.fit(["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11])

@@ -100,11 +100,25 @@ def test_registered_with_gymnasium():
 
 
 def test_bad_env_params():
+    # parameters are validated at first use, as an estimator's are at fit
     with pytest.raises(ValueError, match="horizon"):
-        RiskyShortcutEnv(horizon=0)
+        RiskyShortcutEnv(horizon=0).reset(seed=0)
     with pytest.raises(ValueError, match="gust_prob"):
-        RiskyShortcutEnv(gust_prob=2.0)
+        RiskyShortcutEnv(gust_prob=2.0).reset(seed=0)
+    with pytest.raises(ValueError, match="horizon"):
+        _ = HeavyTailPointEnv(horizon=0).action_space
     env = RiskyShortcutEnv()
     env.reset(seed=0)
     with pytest.raises(ValueError, match="action"):
         env.step(3)
+
+
+def test_envs_clone_and_rebuild_after_set_params():
+    from sklearn.base import clone
+
+    env = RiskyShortcutEnv(horizon=4)
+    assert env.observation_space.shape == (4,)
+    twin = clone(env)
+    assert twin.get_params() == {"horizon": 4, "gust_prob": 0.01, "gust_cost": 50.0}
+    assert env.set_params(horizon=6).observation_space.shape == (6,)
+    assert clone(HeavyTailPointEnv(cost_scale=2.0)).cost_scale == 2.0

@@ -1,4 +1,4 @@
-"""Tests of EVOAgent (spec sections 3, 7.6-7.8 and 8)."""
+"""Tests of EVOAgent: GAE, importance weights, the CPO / PPO-Lag updates, prioritisation."""
 
 import numpy as np
 import pytest
@@ -9,23 +9,23 @@ pytest.importorskip("gymnasium")
 import torch  # noqa: E402
 
 from sklearn_icml.safe_rl import EVOAgent, RiskyShortcutEnv  # noqa: E402
-from sklearn_icml.safe_rl._evo import (  # noqa: E402
+from sklearn_icml.safe_rl._evo import importance_weights  # noqa: E402
+from sklearn_icml.safe_rl._policy_gradient import (  # noqa: E402
     _flat_params,
     discounted_cumsum,
-    importance_weights,
 )
 from sklearn_icml.utils._skorch import torch_threads  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
-    # tests that call the agent's internals directly (outside learn) run single-threaded
+    # tests that call the agent's internals directly (outside run) run single-threaded
     # too: torch's spinning intra-op threads are many times slower on a busy machine
     with torch_threads(1):
         yield
 
 
-FAST = dict(steps_per_epoch=100, actor_hidden=(8,), critic_hidden=(8,),
+FAST = dict(steps_per_iter=100, actor_hidden=(8,), critic_hidden=(8,),
             critic_update_iters=1, cg_iters=5, line_search_steps=5)
 
 
@@ -62,7 +62,7 @@ def test_discounted_cumsum_matches_loop():
 
 
 def test_gae_matches_reference_loop():
-    agent = EVOAgent(env=RiskyShortcutEnv(), gamma=0.9, lam=0.8)
+    agent = EVOAgent(gamma=0.9, lam=0.8)
     rew = np.array([1.0, 0.5, 2.0, 0.0, 1.0])
     val = np.array([0.3, 0.1, 0.7, 0.2, 0.4])
     ends = [False, True, False, False, False]
@@ -81,9 +81,9 @@ def test_gae_matches_reference_loop():
 
 def test_importance_weights_unchanged_policy_equal():
     # spec 7.6: for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
-    agent = EVOAgent(env=RiskyShortcutEnv(), random_state=0, **FAST)
-    agent._validate()
-    agent._setup()
+    agent = EVOAgent(random_state=0, **FAST)
+    agent._validate_params()
+    agent._initialize(RiskyShortcutEnv())
     _, finished = agent._rollout(100)
     w = agent._episode_weights(finished)
     np.testing.assert_allclose(w, np.full(len(finished), 1 / len(finished)), atol=1e-12)
@@ -98,8 +98,8 @@ def test_importance_weights_unchanged_policy_equal():
 
 def test_off_policy_buffer_weights_change_quantile():
     # after an update the buffer's old episodes get unequal ratio-clipped weights
-    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", weight_clip=("ratio", 0.5, 2.0),
-                     random_state=0, **FAST).learn(300)
+    agent = EVOAgent(base="ppo_lag", weight_clip=("ratio", 0.5, 2.0), max_iter=3,
+                     random_state=0, **FAST).run(RiskyShortcutEnv())
     w = agent._episode_weights(list(agent._cost_buffer))
     assert w.sum() == pytest.approx(1.0)
     assert np.ptp(w) > 0
@@ -110,8 +110,8 @@ def test_cpo_plumbing_quantile_equals_expectation_on_identical_costs(cost_limit)
     # spec 7.7: identical episode costs -> q_hat = that cost, and EVO's update equals
     # plain CPO's update on the same batch
     agents = [
-        EVOAgent(env=ConstantCostEnv(gust_prob=0.0), cost_limit=cost_limit, constraint=c,
-                 cost_buffer_size=10**6, prioritize=False, random_state=0, **FAST).learn(200)
+        EVOAgent(cost_limit=cost_limit, constraint=c, max_iter=2, cost_buffer_size=10**6,
+                 prioritize=False, random_state=0, **FAST).run(ConstantCostEnv(gust_prob=0.0))
         for c in ("quantile", "expectation")
     ]
     evo, cpo = agents
@@ -124,10 +124,10 @@ def test_cpo_plumbing_quantile_equals_expectation_on_identical_costs(cost_limit)
 
 def test_cpo_recovery_branch_decreases_cost_surrogate():
     # infeasible case (b > 0, QP infeasible): pure cost-decreasing step
-    agent = EVOAgent(env=RiskyShortcutEnv(gust_prob=0.3), cost_limit=0.0, prioritize=False,
+    agent = EVOAgent(cost_limit=0.0, prioritize=False,
                      random_state=0, **FAST)
-    agent._validate()
-    agent._setup()
+    agent._validate_params()
+    agent._initialize(RiskyShortcutEnv(gust_prob=0.3))
     batch, finished = agent._rollout(100)
     batch["adv"] = (batch["adv"] - batch["adv"].mean()) / (batch["adv"].std() + 1e-8)
     batch["adv_c"] = batch["adv_c"] - batch["adv_c"].mean()
@@ -157,9 +157,9 @@ def test_oversample_batch_size():
     assert EVOAgent._oversample(batch, tau=1.0, factor=0)["adv"].size == n
 
 
-def test_learn_records_history_and_prioritizes():
-    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", oversample_factor=1,
-                     random_state=0, **FAST).learn(200)
+def test_run_records_history_and_prioritizes():
+    agent = EVOAgent(base="ppo_lag", oversample_factor=1, max_iter=2,
+                     random_state=0, **FAST).run(RiskyShortcutEnv())
     assert len(agent.history_) == 2
     h = agent.history_[-1]
     assert h["batch_size"] >= 100
@@ -171,8 +171,8 @@ def test_learn_records_history_and_prioritizes():
 
 
 def test_same_random_state_same_result_and_six_tuple():
-    a = EVOAgent(env=SixTupleEnv(), base="ppo_lag", random_state=3, **FAST).learn(100)
-    b = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", random_state=3, **FAST).learn(100)
+    a = EVOAgent(base="ppo_lag", max_iter=1, random_state=3, **FAST).run(SixTupleEnv())
+    b = EVOAgent(base="ppo_lag", max_iter=1, random_state=3, **FAST).run(RiskyShortcutEnv())
     torch.testing.assert_close(_flat_params(a.actor_), _flat_params(b.actor_))
     assert a.history_[0]["ep_cost"] == b.history_[0]["ep_cost"]
 
@@ -180,8 +180,8 @@ def test_same_random_state_same_result_and_six_tuple():
 def test_continuous_env_runs():
     from sklearn_icml.safe_rl import HeavyTailPointEnv
 
-    agent = EVOAgent(env=HeavyTailPointEnv(), cost_limit=5.0, random_state=0, **FAST)
-    agent.learn(100)
+    agent = EVOAgent(cost_limit=5.0, max_iter=1, random_state=0, **FAST)
+    agent.run(HeavyTailPointEnv())
     a = agent.predict(np.zeros(2))
     assert a.shape == (1,) and -1 <= a[0] <= 1
 
@@ -203,36 +203,37 @@ def test_continuous_env_runs():
 )
 def test_bad_params(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        EVOAgent(env=RiskyShortcutEnv(), **{**FAST, **kwargs}).learn(10)
+        EVOAgent(max_iter=1, **{**FAST, **kwargs}).run(RiskyShortcutEnv())
 
 
 def test_env_without_cost_and_nan_reward():
     with pytest.raises(ValueError, match="cost"):
-        EVOAgent(env=NoCostEnv(), **FAST).learn(10)
+        EVOAgent(max_iter=1, **FAST).run(NoCostEnv())
     with pytest.raises(ValueError, match="non-finite"):
-        EVOAgent(env=NaNEnv(), **FAST).learn(10)
-    with pytest.raises(ValueError, match="learn"):
-        EVOAgent(env=RiskyShortcutEnv()).evaluate()
+        EVOAgent(max_iter=1, **FAST).run(NaNEnv())
+    with pytest.raises(ValueError, match="run"):
+        EVOAgent().evaluate()
 
 
 @pytest.mark.slow
 def test_evo_avoids_shortcut_baseline_takes_it():
     # reduced E2: the expectation baseline drifts to the shortcut, EVO away from it
-    kw = dict(env=RiskyShortcutEnv(), cost_limit=10.0, base="ppo_lag", steps_per_epoch=1000,
-              random_state=np.random.default_rng(0))
-    evo = EVOAgent(**kw).learn(8000)
-    base = EVOAgent(**{**kw, "random_state": np.random.default_rng(0)},
-                    constraint="expectation", prioritize=False).learn(8000)
+    # the int seed is the RandomState seed that np.random.default_rng(0) used to give
+    seed = int(np.random.default_rng(0).integers(2**32))
+    kw = dict(cost_limit=10.0, base="ppo_lag", max_iter=8, steps_per_iter=1000,
+              random_state=seed)
+    evo = EVOAgent(**kw).run(RiskyShortcutEnv())
+    base = EVOAgent(**kw, constraint="expectation", prioritize=False).run(RiskyShortcutEnv())
     assert base.history_[-1]["mean_action"] > 0.7
     assert evo.history_[-1]["mean_action"] < base.history_[-1]["mean_action"] - 0.3
 
 
 def test_ppo_lag_multiplier_is_projected_plain_ascent():
-    # lambda <- max(0, lambda + eta (c - d)) once per update (spec section 4 note)
-    agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", cost_limit=10.0,
+    # lambda <- max(0, lambda + eta (c - d)) once per update (the default multiplier step)
+    agent = EVOAgent(base="ppo_lag", cost_limit=10.0,
                      lagrangian_lr=0.5, lagrangian_init=0.25, random_state=0, **FAST)
-    agent._validate()
-    agent._setup()
+    agent._validate_params()
+    agent._initialize(RiskyShortcutEnv())
     batch, _ = agent._rollout(100)
     t = agent._tensors(batch)
     assert agent.lagrange_ == 0.25
@@ -247,10 +248,10 @@ def test_ppo_lag_multiplier_is_projected_plain_ascent():
 def test_ppo_lag_adam_multiplier_steps_by_its_learning_rate():
     # OmniSafe's Lagrange (Adam): the first step is lr whatever the size of c - d
     for c_stat in (500.0, 12.0):
-        agent = EVOAgent(env=RiskyShortcutEnv(), base="ppo_lag", cost_limit=10.0,
+        agent = EVOAgent(base="ppo_lag", cost_limit=10.0,
                          lagrangian_optimizer="adam", random_state=0, **FAST)
-        agent._validate()
-        agent._setup()
+        agent._validate_params()
+        agent._initialize(RiskyShortcutEnv())
         t = agent._tensors(agent._rollout(100)[0])
         agent._ppo_lag_update(t, c_stat=c_stat)
         assert agent.lagrange_ == pytest.approx(0.001 + 0.035, rel=1e-6)
@@ -260,4 +261,25 @@ def test_ppo_lag_adam_multiplier_steps_by_its_learning_rate():
         lams.append(agent.lagrange_)
     assert lams[-1] == 0.0 and max(lams) < 0.1
     with pytest.raises(ValueError, match="lagrangian_optimizer"):
-        EVOAgent(env=RiskyShortcutEnv(), lagrangian_optimizer="rmsprop", **FAST).learn(10)
+        EVOAgent(lagrangian_optimizer="rmsprop", max_iter=1, **FAST).run(RiskyShortcutEnv())
+
+
+def test_warm_start_continues_and_params_round_trip():
+    from sklearn.base import clone
+
+    from sklearn_icml.safe_rl import run_seeds
+
+    env = RiskyShortcutEnv()
+    once = EVOAgent(base="ppo_lag", max_iter=2, random_state=0, **FAST).run(env)
+    warm = EVOAgent(base="ppo_lag", max_iter=1, warm_start=True, random_state=0, **FAST)
+    warm.run(env)
+    warm.run(env)
+    # the first iteration is the same; the second continues the same networks and buffers
+    assert warm.history_[0]["ep_ret"] == once.history_[0]["ep_ret"]
+    assert len(warm.history_) == 2 and warm.n_steps_ == 200 and len(warm._cost_buffer) > 10
+    # a fresh run without warm_start starts over
+    again = clone(once).run(RiskyShortcutEnv())
+    assert len(again.history_) == 2
+    assert clone(once).get_params() == once.get_params()
+    runs = run_seeds(EVOAgent(base="ppo_lag", max_iter=1, **FAST), RiskyShortcutEnv(), [0, 1])
+    assert [len(r.history_) for r in runs] == [1, 1]
