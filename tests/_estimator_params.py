@@ -123,10 +123,6 @@ EXPECTED_FAILED_CHECKS = {
         "check_fit1d": "fit takes the population's 1-D vector of stratum labels by design",
     },
     # --- privacy-amplification-partitioning ---
-    "DPSGDClassifier": {
-        "check_do_not_raise_errors_in_init_or_set_params": "**kwargs holds the skorch "
-        "net's routed parameters (module__*, optimizer__*, ...), not one named 'kwargs'",
-    },
     # --- multi-agent-bai ---
     # --- bandits-with-interference ---
     # --- streaming-parity-rnn ---

@@ -16,6 +16,7 @@ import pytest
 from sklearn.base import BaseEstimator, clone
 
 import sklearn_icml
+from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401 - list it too
 
 from ._estimator_params import TEST_PARAMS
 

@@ -11,7 +11,6 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
@@ -131,11 +130,7 @@ class _BaseMultiAgentBAI(BaseRunner):
         -------
         score : float
         """
-        if not hasattr(self, "best_arms_"):
-            # BaseRunner._check_is_run relies on check_is_fitted, which needs a fit method
-            raise NotFittedError(
-                f"This {type(self).__name__} has not been run yet: call run(env) first."
-            )
+        self._check_is_run()
         if not isinstance(env, ClusteredBanditEnv):
             raise TypeError(f"env must be a ClusteredBanditEnv. Got {env!r} instead.")
         if env.n_agents_ != self.best_arms_.shape[0]:

@@ -364,12 +364,6 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         logits = logits.astype(np.float64)
         return logits.reshape(-1) if self.classes_.shape[0] == 2 else logits
 
-    def predict(self, X):
-        check_is_fitted(self)  # NeuralClassifierMixin.predict reads classes_ first
-        return super().predict(X)
-
-    predict.__doc__ = NeuralClassifierMixin.predict.__doc__
-
     def _predict_logits(self, X):
         # two classes: the one logit s is the log-odds of class 1, so the logits are (0, s)
         scores = self.decision_function(X)

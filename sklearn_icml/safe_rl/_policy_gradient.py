@@ -14,7 +14,6 @@ import numbers
 
 import numpy as np
 from scipy.signal import lfilter
-from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
@@ -181,14 +180,6 @@ class ConstrainedPolicyGradient(BaseRunner):
 
     def _iteration(self):
         raise NotImplementedError
-
-    def _check_is_run(self):
-        # BaseRunner._check_is_run goes through check_is_fitted, which refuses an object
-        # without ``fit``; the same error, raised here
-        if not hasattr(self, "actor_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} has not been run yet: call run(env) first."
-            )
 
     def _update(self, t, c_stat):
         """The base algorithm's actor update; ``(cpo_case or None, kl)``."""
