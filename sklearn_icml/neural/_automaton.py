@@ -11,20 +11,14 @@ distance being ``merge_frac`` times the norm of the per-unit standard deviation.
 import copy
 import dataclasses
 import numbers
+import sys
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
-from ._streaming_parity import (
-    PAD,
-    ParityRNNModule,
-    StreamingParityRNNClassifier,
-    check_sequences,
-)
-
-torch = optional_import("torch", "neural")
+from ._sequences import PAD, check_sequences
 
 _MAX_PREFIX_CELLS = 50_000_000
 
@@ -406,6 +400,7 @@ class _Trie:
 
 def _network_representations(module, trie, device):
     """Hidden states and outputs (float64) of every trie node, one RNN step per depth."""
+    torch = optional_import("torch", "neural")
     module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
     n = len(trie.parent)
     depth = np.asarray(trie.depth)
@@ -556,7 +551,9 @@ def extract_automaton(
     """
     merge_frac = _check_merge_frac(merge_frac)
     device = "cpu"
-    if isinstance(model, StreamingParityRNNClassifier | ParityRNNModule):
+    if _is_network(model):
+        from ._streaming_parity import StreamingParityRNNClassifier
+
         if isinstance(model, StreamingParityRNNClassifier):
             check_is_fitted(model)
             module, classes, n_symbols = model.module_, model.classes_, model.n_symbols
@@ -667,6 +664,17 @@ def extract_automaton(
         hidden=hidden,
         assignment=assignment,
     )
+
+
+def _is_network(model):
+    """Whether ``model`` is a parity classifier or module, without importing torch.
+
+    Such an object exists only once its module is imported (unpickling one imports it).
+    """
+    rnn = sys.modules.get(f"{__package__}._streaming_parity")
+    if rnn is None:
+        return False
+    return isinstance(model, rnn.StreamingParityRNNClassifier | rnn.ParityRNNModule)
 
 
 def _plain(value):

@@ -14,12 +14,12 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError  # noqa: E402
 
 from sklearn_icml.datasets import make_streaming_parity  # noqa: E402
 from sklearn_icml.neural import (  # noqa: E402
-    LengthBucketLoader,
     ParityRNNModule,
     StreamingParityRNNClassifier,
     extract_automaton,
     merger_fraction,
 )
+from sklearn_icml.neural._streaming_parity import LengthBucketLoader  # noqa: E402
 
 FAST = {"hidden_size": 8, "max_epochs": 3, "random_state": 0}
 
