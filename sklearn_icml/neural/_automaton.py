@@ -10,15 +10,16 @@ distance being ``merge_frac`` times the norm of the per-unit standard deviation.
 
 import copy
 import dataclasses
-import numbers
 import sys
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
 from ._sequences import PAD, check_sequences
+from ._validation import POSITIVE
 
 _MAX_PREFIX_CELLS = 50_000_000
 
@@ -419,14 +420,6 @@ def _network_representations(module, trie, device):
     return hidden.cpu().numpy(), outputs.cpu().numpy()
 
 
-def _check_merge_frac(merge_frac):
-    if isinstance(merge_frac, bool) or not isinstance(merge_frac, numbers.Real):
-        raise TypeError(f"merge_frac must be a number > 0; got {merge_frac!r} instead.")
-    if not (np.isfinite(merge_frac) and merge_frac > 0):
-        raise ValueError(f"merge_frac must be a finite number > 0; got {merge_frac!r} instead.")
-    return float(merge_frac)
-
-
 def _merge_distance(hidden, merge_frac):
     scale = float(np.linalg.norm(np.std(hidden, axis=0)))
     if not np.isfinite(scale):
@@ -464,6 +457,14 @@ def _label(seq, n_symbols):
     return ("" if n_symbols <= 10 else ",").join(symbols)
 
 
+@validate_params(
+    {
+        "X": ["array-like", None],
+        "merge_frac": [POSITIVE],
+        "outputs": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def extract_automaton(
     model,
     X=None,
@@ -530,8 +531,8 @@ def extract_automaton(
 
     References
     ----------
-    .. [1] L. van Rossem and A. M. Saxe, "Algorithm Development in Neural Networks:
-       Insights from the Streaming Parity Task", ICML 2025, arXiv:2507.09897.
+    .. [1] L. van Rossem and A. M. Saxe, ICML 2025, arXiv:2507.09897. The automaton read
+       off the hidden states is their measure of the algorithm the network found.
 
     Examples
     --------
@@ -549,7 +550,7 @@ def extract_automaton(
     >>> automaton.run([1] * 10001)
     1
     """
-    merge_frac = _check_merge_frac(merge_frac)
+    merge_frac = float(merge_frac)
     device = "cpu"
     if _is_network(model):
         from ._streaming_parity import StreamingParityRNNClassifier
@@ -569,7 +570,7 @@ def extract_automaton(
         X = check_sequences(np.asarray(X), n_symbols, allow_empty=True)
         trie = _Trie(X)
         order = trie.preorder()
-        _check_size(len(order), X.shape[1])
+        _refuse_too_many_prefixes(len(order), X.shape[1])
         hidden_all, out_all = _network_representations(module, trie, device)
         hidden = hidden_all[order]
         finite = np.all(np.isfinite(out_all[order]), axis=1)
@@ -682,7 +683,7 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _check_size(n_prefixes, width):
+def _refuse_too_many_prefixes(n_prefixes, width):
     if n_prefixes * max(width, 1) > _MAX_PREFIX_CELLS:
         raise ValueError(
             f"X has {n_prefixes} distinct prefixes of up to {width} symbols; that is too "
@@ -693,7 +694,7 @@ def _check_size(n_prefixes, width):
 
 def _all_sequences(n_symbols, max_length):
     n_rows = sum(n_symbols**length for length in range(1, max_length + 1))
-    _check_size(n_rows, max_length)
+    _refuse_too_many_prefixes(n_rows, max_length)
     blocks = []
     for length in range(1, max_length + 1):
         grids = np.indices((n_symbols,) * length).reshape(length, -1).T
@@ -703,6 +704,15 @@ def _all_sequences(n_symbols, max_length):
     return np.concatenate(blocks)
 
 
+@validate_params(
+    {
+        "hidden": ["array-like"],
+        "labels": ["array-like"],
+        "merge_frac": [POSITIVE],
+        "eps": [POSITIVE, None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def merger_fraction(hidden, labels, *, merge_frac=0.01, eps=None):
     """How many pairs of hidden states have merged, among same- and different-label pairs.
 
@@ -749,9 +759,7 @@ def merger_fraction(hidden, labels, *, merge_frac=0.01, eps=None):
     if not np.all(np.isfinite(hidden)):
         raise ValueError("hidden contains NaN or infinity; every value must be finite.")
     if eps is None:
-        eps = _merge_distance(hidden, _check_merge_frac(merge_frac))
-    elif not (isinstance(eps, numbers.Real) and eps > 0):
-        raise ValueError(f"eps must be a number > 0; got {eps!r} instead.")
+        eps = _merge_distance(hidden, float(merge_frac))
     n = hidden.shape[0]
     same_merged = diff_merged = same_pairs = 0
     step = max(1, 4_000_000 // max(n, 1))

@@ -13,7 +13,7 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
+from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -472,6 +472,7 @@ class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralE
         self.verbose = verbose
         self._store_routed_params(kwargs)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):
         """Train the attention layer, online (``X=None``) or on the given prompts.
 
@@ -485,10 +486,9 @@ class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralE
 
         Returns
         -------
-        self : object
-            The fitted regressor.
+        self : MultiHeadSoftmaxICLRegressor
+            Fitted: ``net_``, ``loss_curve_``, ``KQ_``, ``OV_``, ``omega_``, ``mu_`` are set.
         """
-        self._validate_params()
         if self.init == "oppo_small_id" and self.n_heads % 2:
             raise ValueError(
                 f"init='oppo_small_id' needs an even n_heads; got n_heads={self.n_heads} instead."

@@ -6,16 +6,13 @@ gradient descent, the Bayes-optimal ridge), and the large-``L`` population loss
 ``Ltilde(omega, mu)`` of the kernel predictor with its optima. numpy only, float64.
 """
 
-import numbers
-
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 from sklearn.utils.validation import check_array
 
-from ._icl_tasks import NON_NEGATIVE, POSITIVE, POSITIVE_INT, _split, check_prompts
+from ._icl_tasks import _split, check_prompts
+from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
-#: A finite real number (a step size may be negative).
-FINITE = Interval(numbers.Real, -np.inf, np.inf, closed="neither")
 #: The setting ``(n_features, n_context, noise_var)`` of the closed forms.
 _SETTING = {"n_features": [POSITIVE_INT], "n_context": [POSITIVE_INT], "noise_var": [NON_NEGATIVE]}
 
@@ -175,10 +172,15 @@ def bayes_ridge_predict(X, noise_var=0.1, prior_var="1/d", *, allow_query_label=
 
     Examples
     --------
+    The prediction for one prompt is scikit-learn's ridge fitted on its context:
+
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
     >>> from sklearn_icml.neural import LinearICLTaskSampler, bayes_ridge_predict
-    >>> X, y = LinearICLTaskSampler(random_state=0).sample(3)
-    >>> bayes_ridge_predict(X).shape
-    (3,)
+    >>> X, _ = LinearICLTaskSampler(random_state=0).sample(3)
+    >>> ridge = Ridge(alpha=0.1 * 5, fit_intercept=False).fit(X[0, :-1, :-1], X[0, :-1, -1])
+    >>> bool(np.isclose(bayes_ridge_predict(X)[0], ridge.predict(X[0, -1:, :-1])[0]))
+    True
     """
     X = check_prompts(X, allow_query_label=allow_query_label)
     d = X.shape[2] - 1

@@ -9,7 +9,8 @@ numpy only (matplotlib for the plot).
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
-from ._icl_tasks import POSITIVE_INT, MultiTaskLinearICLTaskSampler
+from ._icl_tasks import MultiTaskLinearICLTaskSampler
+from ._validation import POSITIVE_INT
 
 
 @validate_params({"KQ": ["array-like"], "OV": ["array-like"]}, prefer_skip_nested_validation=True)

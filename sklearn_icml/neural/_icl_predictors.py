@@ -17,14 +17,14 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import NonTabularInputMixin
 from ._icl_closed_forms import (
-    FINITE,
     _head_parameters,
     bayes_ridge_predict,
     fit_gd_eta,
     gd_predict,
     softmax_kernel_predict,
 )
-from ._icl_tasks import NON_NEGATIVE, POSITIVE, check_prompts
+from ._icl_tasks import check_prompts
+from ._validation import FINITE, NON_NEGATIVE, POSITIVE
 
 
 class PromptInputMixin(NonTabularInputMixin):
@@ -172,9 +172,8 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, ICML 2025, arXiv:2503.12734. The kernel is
+       their reduced model of the trained heads.
 
     Examples
     --------
@@ -229,10 +228,8 @@ class GDICLPredictor(_ClosedFormICLPredictor):
     ----------
     eta_ : float
         The step used by ``predict`` (``eta`` or the fitted one).
-    n_features_in_ : int
-        Token width ``d + 1``.
-    n_context_ : int
-        Context length of the prompts seen in ``fit``.
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``.
 
     See Also
     --------
@@ -241,9 +238,8 @@ class GDICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] He, Pan, Chen & Yang (ICML 2025, arXiv:2503.12734): debiased GD is what two
+       opposite softmax heads implement in the small-``omega`` limit.
 
     Examples
     --------
@@ -298,11 +294,11 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     Attributes
     ----------
     prior_var_ : float
-        The prior variance used (``1/d`` resolved).
+        The prior variance used (``1/d`` resolved with the ``d`` of the prompts).
     n_features_in_ : int
-        Token width ``d + 1``.
+        Width ``d + 1`` of the tokens; ``predict`` needs the same.
     n_context_ : int
-        Context length of the prompts seen in ``fit``.
+        Context length of the training prompts (any length is accepted later).
 
     See Also
     --------
@@ -311,9 +307,9 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] In-context linear regression with multi-head softmax attention: J. He, X. Pan,
+       S. Chen and Z. Yang, ICML 2025 (arXiv:2503.12734); the ridge is their Bayes-optimal
+       baseline.
 
     Examples
     --------

@@ -20,13 +20,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import check_array
 
 from ..utils import check_random_state
-
-#: A count of at least one (features, context tokens, prompts, heads).
-POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
-#: A finite variance, 0 allowed (noise-free labels).
-NON_NEGATIVE = Interval(numbers.Real, 0, np.inf, closed="left")
-#: A finite, strictly positive number.
-POSITIVE = Interval(numbers.Real, 0, np.inf, closed="neither")
+from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 
 @validate_params(
@@ -228,9 +222,8 @@ class LinearICLTaskSampler(_PromptSampler):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, ICML 2025, arXiv:2503.12734: the prompts
+       of their in-context linear regression experiments.
 
     Examples
     --------
@@ -342,9 +335,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] He, Pan, Chen & Yang (ICML 2025, arXiv:2503.12734), the multi-task extension.
 
     Examples
     --------

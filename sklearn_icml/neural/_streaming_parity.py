@@ -14,6 +14,7 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -383,6 +384,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self.verbose = verbose
         self._store_routed_params(kwargs)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the RNN on padded sequences ``X`` with labels ``y``.
 
@@ -395,10 +397,9 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
         Returns
         -------
-        self : object
-            The fitted classifier.
+        self : StreamingParityRNNClassifier
+            Fitted: ``net_``, ``classes_``, ``history_`` and ``converged_`` are set.
         """
-        self._validate_params()
         X, y = validate_data(self, _pad_ragged(X), y, dtype="numeric")
         X = check_sequences(X, self.n_symbols)
         self.classes_, y_index = encode_class_labels(y)
@@ -504,12 +505,12 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         return self._proba(X, "their probabilities are NaN")[1]
 
     def predict(self, X):
-        """Predicted class of each sequence.
+        """Predicted class of each sequence: the argmax of :meth:`predict_proba`.
 
         Parameters
         ----------
         X : array-like of shape (n_sequences, length) or list of sequences
-            Sequences of any length, rows right-padded with -1.
+            As for :meth:`predict_proba`.
 
         Returns
         -------
