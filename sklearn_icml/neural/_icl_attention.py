@@ -25,7 +25,7 @@ from ._icl_patterns import (
     multitask_pattern_metrics,
     plot_attention_patterns,
 )
-from ._icl_predictors import PromptInputMixin
+from ._icl_predictors import _PromptInputMixin
 from ._icl_tasks import LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, check_prompts
 
 torch = optional_import("torch", "neural")
@@ -292,7 +292,7 @@ def module_predict(module, X, *, device="cpu"):
     return np.concatenate(parts) if parts else np.empty(0)
 
 
-class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
+class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
     """One-layer multi-head softmax attention trained for in-context linear regression.
 
     ``X`` holds *prompts*: a 3-D array ``(n_prompts, L + 1, d + 1)`` whose rows are the
@@ -308,7 +308,7 @@ class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralE
     with two heads the model implements debiased GD with step ``2 omega mu``.
 
     Implemented on skorch: ``fit`` builds a ``skorch.NeuralNetRegressor`` around
-    :class:`MultiHeadAttentionICLModule` with an :class:`OnlinePromptLoader` as training
+    :class:`MultiHeadAttentionICLModule` with an ``OnlinePromptLoader`` (private) as training
     iterator and stores it in ``net_``.
 
     Parameters
@@ -323,9 +323,7 @@ class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralE
         ``scores / L`` with ``L`` the context length of each prompt (one plain GD step;
         it adapts to the prompt length like the softmax does); ``"linear_unnormalized"``
         by ``scores / n_context_`` with the fixed training length, i.e. an unnormalised
-        linear attention, the "linear transformer" whose weak length generalisation the
-        paper contrasts with softmax attention (our reading; the authors' code ships no
-        linear attention).
+        linear attention (see Notes).
     optimizer : {"adam", "sgd"}, default="adam"
         Adam (betas 0.9/0.999, no weight decay) as in the paper, or plain SGD.
     lr : float, default=1e-3
@@ -400,6 +398,15 @@ class MultiHeadSoftmaxICLRegressor(PromptInputMixin, RegressorMixin, BaseNeuralE
     checks (clone, ``get_params``, pickling, not-fitted errors, determinism) are re-run
     on prompts in the test suite. Training at the paper's setting costs about 5-10 s per
     1,000 steps on 2 CPU cores.
+
+    He et al. [1]_ contrast the length generalisation of softmax attention with that of
+    linear transformers, but their code has no linear attention. The library fills the
+    gap with two variants: ``attention="linear"`` normalises the scores by each prompt's
+    own length (one plain GD step, which generalises across lengths as the softmax does)
+    and ``attention="linear_unnormalized"`` by the training length, the unnormalised
+    linear attention whose prediction scales with ``L / n_context_`` on other lengths.
+    The multi-output model (``n_outputs_ > 1``) follows the paper's multi-task extension:
+    one output row of ``O`` per label, every head shared by the outputs.
 
     References
     ----------

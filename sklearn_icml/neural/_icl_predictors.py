@@ -27,7 +27,7 @@ from ._icl_tasks import check_prompts
 from ._validation import FINITE, NON_NEGATIVE, POSITIVE
 
 
-class PromptInputMixin(NonTabularInputMixin):
+class _PromptInputMixin(NonTabularInputMixin):
     """What the ICL regressors share: prompts as input, ``icl_mse``, deterministic tags.
 
     ``X`` is a 3-D batch of prompts, not a 2-D table (scikit-learn's data checks do not
@@ -70,7 +70,7 @@ class PromptInputMixin(NonTabularInputMixin):
         return tags
 
 
-class _ClosedFormICLPredictor(PromptInputMixin, RegressorMixin, BaseEstimator):
+class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
     """Template of the closed-form predictors: the subclass writes ``_fit`` and ``_predict``.
 
     ``fit`` validates the parameters and the prompts (and ``y`` when given, or when the

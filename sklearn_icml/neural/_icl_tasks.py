@@ -297,7 +297,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     """Prompts of two in-context linear regression tasks sharing covariates (multi-task ICL).
 
     Each prompt has two tasks on overlapping coordinate supports: ``y1 = beta1^T x[:dx1] +
-    e1`` and ``y2 = beta2^T x[d - dx2:] + e2`` with ``beta_k ~ N(0, beta_var I_{dx_k})``,
+    e_1`` and ``y2 = beta2^T x[d - dx2:] + e_2`` with ``beta_k ~ N(0, beta_var I_{dx_k})``,
     ``x ~ N(0, I_d)`` and ``e_k ~ N(0, noise_var dx_k)`` (noise std scaled by
     ``sqrt(dx_k)``, as in the authors' code). Tokens are ``(x, y1, y2)`` (width ``d + 2``);
     the query token is ``(x_q, 0, 0)`` and the targets are its two noisy labels.

@@ -221,7 +221,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     ``y`` holds the class labels (parity 0/1 for the paper's task; any labels work).
 
     Implemented on skorch: ``fit`` builds a ``skorch.NeuralNet`` around
-    :class:`ParityRNNModule` with a :class:`LengthBucketLoader` as training iterator, and
+    :class:`ParityRNNModule` with a ``LengthBucketLoader`` (private) as training iterator, and
     stores it in ``net_``.
 
     Parameters
@@ -302,9 +302,11 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     about 0.1 s of CPU time on one thread, so the paper's 1000-epoch main run takes about
     2 minutes on an idle core; its loss transition comes between epochs 500 and 600.
 
-    ``predict_proba`` with ``loss="ce"`` is the softmax of the outputs. With ``"mse"`` the
-    outputs regress one-hot targets; they are clipped at 0 and divided by their sum (the
-    softmax when all are <= 0). ``predict`` is the argmax of ``predict_proba``. Outputs
+    The paper [1]_ reads the class off the network as the argmax of its outputs and gives
+    no probabilities; the library adds ``predict_proba`` for scikit-learn's tools. With
+    ``loss="ce"`` it is the softmax of the outputs. With ``"mse"`` the outputs regress
+    one-hot targets; they are clipped at 0 and divided by their sum (the softmax when all
+    are <= 0). ``predict`` is the argmax of ``predict_proba``, as in the paper. Outputs
     that are not finite (an unconverged ReLU network on very long sequences) are never
     turned into a class: ``predict`` raises, ``predict_proba`` returns NaN rows and
     ``score`` returns NaN, both with a RuntimeWarning.
