@@ -54,13 +54,13 @@ def parity_targets(X):
     """
     X = np.asarray(X)
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (sequences x positions); got shape {X.shape} instead.")
+        raise ValueError(f"X must be 2-D (sequences x positions). Got shape {X.shape} instead.")
     bad = ~np.isin(X, (0, 1, PAD))
     if np.any(bad):
         value = X[bad].flat[0].item()
         raise ValueError(
-            f"X must hold the symbols 0 and 1 and the padding value {PAD}; "
-            f"got {value!r} instead."
+            f"X must hold the symbols 0 and 1 and the padding value {PAD}. "
+            f"Got {value!r} instead."
         )
     return (np.count_nonzero(X == 1, axis=1) % 2).astype(np.int64)
 
@@ -154,7 +154,7 @@ def make_streaming_parity(
         if fraction < 1.0:
             raise ValueError(
                 "fraction and n_per_length cannot be combined: n_per_length draws random "
-                f"sequences, fraction subsamples all sequences; got fraction={fraction!r}."
+                f"sequences, fraction subsamples all sequences. Got fraction={fraction!r}."
             )
         n_rows = n_per_length * len(lengths)
         if n_rows * max_length > 1 << 28:

@@ -80,7 +80,7 @@ class Automaton:
             raise ValueError("outputs must name the output of at least one state.")
         if not 0 <= self.initial_state < n:
             raise ValueError(
-                f"initial_state must be a state in 0..{n - 1}; got {self.initial_state!r} "
+                f"initial_state must be a state in 0..{n - 1}. Got {self.initial_state!r} "
                 "instead."
             )
         for (state, symbol), target in self.transitions.items():
@@ -589,7 +589,7 @@ def extract_automaton(
         if hidden_rows.ndim != 2:
             raise ValueError(
                 "model must be a fitted StreamingParityRNNClassifier, a ParityRNNModule or "
-                f"a 2-D array of hidden states; got an array of shape {hidden_rows.shape} "
+                f"a 2-D array of hidden states. Got an array of shape {hidden_rows.shape} "
                 "instead."
             )
         if X is None:
@@ -597,7 +597,7 @@ def extract_automaton(
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[0] != hidden_rows.shape[0]:
             raise ValueError(
-                f"X must be 2-D with one row per hidden state ({hidden_rows.shape[0]}); got "
+                f"X must be 2-D with one row per hidden state ({hidden_rows.shape[0]}). Got "
                 f"shape {X.shape} instead."
             )
         symbols = X[X != PAD]
@@ -607,7 +607,7 @@ def extract_automaton(
             outputs = np.asarray(outputs, dtype=object)
             if outputs.shape != (X.shape[0],):
                 raise ValueError(
-                    f"outputs must have shape ({X.shape[0]},); got {outputs.shape} instead."
+                    f"outputs must have shape ({X.shape[0]},). Got {outputs.shape} instead."
                 )
         trie = _Trie(X)
         node_row = {}
@@ -751,10 +751,10 @@ def merger_fraction(hidden, labels, *, merge_frac=0.01, eps=None):
     hidden = np.asarray(hidden, dtype=np.float64)
     labels = np.asarray(labels)
     if hidden.ndim != 2:
-        raise ValueError(f"hidden must be 2-D; got shape {hidden.shape} instead.")
+        raise ValueError(f"hidden must be 2-D. Got shape {hidden.shape} instead.")
     if labels.shape != (hidden.shape[0],):
         raise ValueError(
-            f"labels must have shape ({hidden.shape[0]},); got {labels.shape} instead."
+            f"labels must have shape ({hidden.shape[0]},). Got {labels.shape} instead."
         )
     if not np.all(np.isfinite(hidden)):
         raise ValueError("hidden contains NaN or infinity; every value must be finite.")

@@ -94,21 +94,21 @@ class MultiHeadAttentionICLModule(nn.Module):
         D, H, K = int(n_features_in), int(n_heads), int(n_outputs)
         if K < 1 or D < K + 1:
             raise ValueError(
-                f"n_outputs must be >= 1 and below the token width n_features_in={D}; got "
+                f"n_outputs must be >= 1 and below the token width n_features_in={D}. Got "
                 f"n_outputs={n_outputs!r} instead."
             )
         if init not in _INITS:
-            raise ValueError(f"init must be one of {_INITS}; got {init!r} instead.")
+            raise ValueError(f"init must be one of {_INITS}. Got {init!r} instead.")
         if init == "oppo_small_id" and H % 2:
             raise ValueError(
-                f"init='oppo_small_id' needs an even n_heads; got n_heads={H} instead."
+                f"init='oppo_small_id' needs an even n_heads. Got n_heads={H} instead."
             )
         if attention not in _ATTENTIONS:
-            raise ValueError(f"attention must be one of {_ATTENTIONS}; got {attention!r} instead.")
+            raise ValueError(f"attention must be one of {_ATTENTIONS}. Got {attention!r} instead.")
         if attention == "linear_unnormalized" and (n_context is None or int(n_context) < 1):
             raise ValueError(
                 "attention='linear_unnormalized' needs the training context length "
-                f"n_context >= 1; got n_context={n_context!r} instead."
+                f"n_context >= 1. Got n_context={n_context!r} instead."
             )
         self.D, self.H, self.K, self.attention = D, H, K, attention
         self.n_context = None if n_context is None else int(n_context)
@@ -498,7 +498,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         """
         if self.init == "oppo_small_id" and self.n_heads % 2:
             raise ValueError(
-                f"init='oppo_small_id' needs an even n_heads; got n_heads={self.n_heads} instead."
+                f"init='oppo_small_id' needs an even n_heads. Got n_heads={self.n_heads} instead."
             )
         if X is None:
             if y is not None:
@@ -515,19 +515,19 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
             loader_sampler = sampler
         else:
             if y is None:
-                raise ValueError("y is required when X is given (the query labels); got None.")
+                raise ValueError("y is required when X is given (the query labels). Got None.")
             yv = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
             if yv.ndim == 2 and yv.shape[1] == 1:
                 raise ValueError(
-                    "y must be 1-D for one output or 2-D with >= 2 columns (one per output); "
-                    f"got shape {yv.shape} instead."
+                    "y must be 1-D for one output or 2-D with >= 2 columns (one per output). "
+                    f"Got shape {yv.shape} instead."
                 )
             K = 1 if yv.ndim == 1 else yv.shape[1]
             Xv = check_prompts(X, allow_query_label=self.allow_query_label, n_outputs=K)
             if yv.ndim not in (1, 2) or yv.shape[0] != Xv.shape[0]:
                 raise ValueError(
                     f"y must have shape ({Xv.shape[0]},) or ({Xv.shape[0]}, n_outputs) (one "
-                    f"label or one row of labels per prompt); got {yv.shape} instead."
+                    f"label or one row of labels per prompt). Got {yv.shape} instead."
                 )
             L, D = Xv.shape[1] - 1, Xv.shape[2]
             X_fit, y_fit = Xv.astype(np.float32), yv.astype(np.float32)

@@ -23,7 +23,7 @@ def _head_parameters(omegas, mus):
     mus = np.atleast_1d(np.asarray(mus, dtype=np.float64))
     if omegas.ndim != 1 or omegas.shape != mus.shape or omegas.size == 0:
         raise ValueError(
-            "omegas and mus must be 1-D of the same non-zero length (one per head); got "
+            "omegas and mus must be 1-D of the same non-zero length (one per head). Got "
             f"shapes {omegas.shape} and {mus.shape} instead."
         )
     return omegas, mus
@@ -147,7 +147,7 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
     X = check_prompts(X, allow_query_label=allow_query_label)
     y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
     if y.shape != (X.shape[0],):
-        raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape} instead.")
+        raise ValueError(f"y must have shape ({X.shape[0]},). Got {y.shape} instead.")
     f = _gd_feature(X, debiased)
     denom = float(f @ f)
     if denom == 0.0:
@@ -217,7 +217,7 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
     omega, M = _kernel_matrix(omega, n_features, n_context, noise_var)
     mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
     if mu.shape != omega.shape:
-        raise ValueError(f"mu must have shape {omega.shape}; got {mu.shape} instead.")
+        raise ValueError(f"mu must have shape {omega.shape}. Got {mu.shape} instead.")
     return float(1.0 + noise_var - 2.0 * mu @ omega + mu @ M @ mu)
 
 

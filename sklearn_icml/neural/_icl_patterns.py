@@ -47,7 +47,7 @@ def attention_pattern_metrics(KQ, OV):
     OV = np.asarray(OV, dtype=np.float64)
     if KQ.ndim != 3 or KQ.shape[1] != KQ.shape[2] or OV.shape != KQ.shape[:2]:
         raise ValueError(
-            f"KQ must have shape (n_heads, D, D) and OV (n_heads, D); got {KQ.shape} and "
+            f"KQ must have shape (n_heads, D, D) and OV (n_heads, D). Got {KQ.shape} and "
             f"{OV.shape} instead."
         )
     d = KQ.shape[1] - 1
@@ -127,7 +127,7 @@ def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
     if KQ.ndim != 3 or KQ.shape[1:] != (D, D) or OV.shape != (KQ.shape[0], 2, D):
         raise ValueError(
             f"KQ must have shape (n_heads, {D}, {D}) and OV (n_heads, 2, {D}) for "
-            f"n_features={d}; got {KQ.shape} and {OV.shape} instead."
+            f"n_features={d}. Got {KQ.shape} and {OV.shape} instead."
         )
     H = KQ.shape[0]
     only = [np.arange(0, d - d2), np.arange(d1, d)]

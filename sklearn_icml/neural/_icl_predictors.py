@@ -61,7 +61,7 @@ class _PromptInputMixin(NonTabularInputMixin):
         pred = self.predict(X)
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.shape != pred.shape:
-            raise ValueError(f"y must have shape {pred.shape}; got {y.shape} instead.")
+            raise ValueError(f"y must have shape {pred.shape}. Got {y.shape} instead.")
         return float(np.mean((pred - y) ** 2))
 
     def __sklearn_tags__(self):
@@ -103,13 +103,13 @@ class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
         if y is None:
             if self._requires_y():
                 raise ValueError(
-                    f"{type(self).__name__}.fit needs the query labels y here; got None."
+                    f"{type(self).__name__}.fit needs the query labels y here. Got None."
                 )
         else:
             y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
             if y.shape != (X.shape[0],):
                 raise ValueError(
-                    f"y must have shape ({X.shape[0]},) (one label per prompt); got {y.shape} "
+                    f"y must have shape ({X.shape[0]},) (one label per prompt). Got {y.shape} "
                     "instead."
                 )
         self.n_features_in_ = X.shape[2]
@@ -199,7 +199,7 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         omegas, mus = _head_parameters(self.omegas, self.mus)
         if not (np.all(np.isfinite(omegas)) and np.all(np.isfinite(mus))):
             raise ValueError(
-                f"omegas and mus must be finite; got {self.omegas!r} and {self.mus!r} instead."
+                f"omegas and mus must be finite. Got {self.omegas!r} and {self.mus!r} instead."
             )
         self.omegas_, self.mus_ = omegas, mus
 

@@ -79,23 +79,23 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X", n
     )
     if X.ndim != 3:
         raise ValueError(
-            f"{name} must be a 3-D array of prompts (n_prompts, n_context + 1, n_features + 1);"
-            f" got an array of shape {X.shape} instead."
+            f"{name} must be a 3-D array of prompts (n_prompts, n_context + 1, n_features + 1)."
+            f" Got an array of shape {X.shape} instead."
         )
     if X.shape[1] < 2:
         raise ValueError(
-            f"{name} must hold at least one context token before the query (n_context >= 1); "
-            f"got {X.shape[1]} token(s) per prompt instead."
+            f"{name} must hold at least one context token before the query (n_context >= 1). "
+            f"Got {X.shape[1]} token(s) per prompt instead."
         )
     if X.shape[2] < n_outputs + 1:
         if n_outputs == 1:
             raise ValueError(
-                f"{name} tokens must have width n_features + 1 >= 2 (x then y); got width "
+                f"{name} tokens must have width n_features + 1 >= 2 (x then y). Got width "
                 f"{X.shape[2]} instead."
             )
         raise ValueError(
             f"{name} tokens must have width n_features + n_outputs >= {n_outputs + 1} (x then "
-            f"{n_outputs} labels); got width {X.shape[2]} instead."
+            f"{n_outputs} labels). Got width {X.shape[2]} instead."
         )
     if n_features_in is not None and X.shape[2] != n_features_in:
         raise ValueError(
@@ -270,7 +270,7 @@ class LinearICLTaskSampler(_PromptSampler):
             cov = check_array(self.covariance, dtype=np.float64, input_name="covariance")
             if cov.shape != (d, d):
                 raise ValueError(
-                    f"covariance must have shape ({d}, {d}) (n_features); got {cov.shape} instead."
+                    f"covariance must have shape ({d}, {d}) (n_features). Got {cov.shape} instead."
                 )
             try:
                 chol = np.linalg.cholesky(cov)
@@ -384,7 +384,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
             or not all(1 <= v <= d for v in dims)
         ):
             raise ValueError(
-                f"task_dims must be two ints (dx1, dx2), each in [1, n_features={d}]; got "
+                f"task_dims must be two ints (dx1, dx2), each in [1, n_features={d}]. Got "
                 f"{dims!r} instead."
             )
         dims = (int(dims[0]), int(dims[1]))

@@ -36,14 +36,14 @@ def check_sequences(X, n_symbols, *, allow_empty=False):
     if X.dtype.kind == "f":
         if not np.all(X == np.round(X)):
             raise ValueError(
-                "X must hold integer symbols (and the padding -1); got non-integer values instead."
+                "X must hold integer symbols (and the padding -1). Got non-integer values instead."
             )
     elif X.dtype.kind not in "iu":
-        raise TypeError(f"X must hold integer symbols; got dtype {X.dtype} instead.")
+        raise TypeError(f"X must hold integer symbols. Got dtype {X.dtype} instead.")
     if np.any(X < PAD):
         raise ValueError(
-            f"Negative values in data other than the padding {PAD} are not symbols; "
-            f"got {X.min().item()!r} instead."
+            f"Negative values in data other than the padding {PAD} are not symbols. "
+            f"Got {X.min().item()!r} instead."
         )
     if np.any(X >= n_symbols):
         raise ValueError(

@@ -74,7 +74,7 @@ class ParityRNNModule(nn.Module):
     ):
         super().__init__()
         if h0 not in ("ones", "zeros"):
-            raise ValueError(f"h0 must be 'ones' or 'zeros'; got {h0!r} instead.")
+            raise ValueError(f"h0 must be 'ones' or 'zeros'. Got {h0!r} instead.")
         self.n_symbols = int(n_symbols)
         self.rnn = nn.RNN(
             self.n_symbols, hidden_size, batch_first=True, nonlinearity=nonlinearity

@@ -453,3 +453,13 @@ def test_multitask_bad_input():
         model.predict(prompts(3, d=4, L=5)[0])
     with pytest.raises(ValueError, match="y must have shape"):
         model.icl_mse(X, y[:, 0])
+
+
+def test_routed_keyword_arguments_reach_the_net():
+    X, y = prompts(20, d=3, L=5)
+    model = MultiHeadSoftmaxICLRegressor(**TINY, optimizer__weight_decay=0.1)
+    assert clone(model).get_params()["optimizer__weight_decay"] == 0.1
+    model.fit(X, y)
+    assert model.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_steps'"):
+        MultiHeadSoftmaxICLRegressor(n_steps=10)
