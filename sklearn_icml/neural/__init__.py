@@ -15,7 +15,8 @@ _LAZY = {}
 __all__ = []
 
 # --- streaming-parity-rnn ---
-from ._automaton import Automaton, extract_automaton, merger_fraction  # noqa: E402
+from ._automaton import Automaton  # noqa: E402
+from ._automaton_extraction import extract_automaton, merger_fraction  # noqa: E402
 from ._parity_theory import effective_theory_ode  # noqa: E402
 
 _LAZY.update(
