@@ -129,7 +129,6 @@ def _split(X):
     return ctx_x, ctx_y, xq
 
 
-
 class _PromptSampler(BaseEstimator):
     """What the prompt samplers share: parameters validated at first use, ``sample(n)``.
 
