@@ -46,7 +46,6 @@ from sklearn_icml.neural import (
     MultiHeadAttentionICLModule,
     MultiHeadSoftmaxICLRegressor,
     MultiTaskLinearICLTaskSampler,
-    OnlinePromptLoader,
     SoftmaxKernelICLPredictor,
     bayes_ridge_predict,
     bayes_risk_asymptotic,
@@ -56,6 +55,7 @@ from sklearn_icml.neural import (
     single_head_optimum,
     softmax_kernel_predict,
 )
+from sklearn_icml.neural._icl_attention import OnlinePromptLoader  # the training iterator
 
 D, L, S2 = 5, 40, 0.1
 SEEDS = (0, 1, 2)
@@ -214,11 +214,11 @@ def plain_torch_steps(n_heads, n_steps):
 def train(n_heads, n_steps, attention="softmax", seed=0, sampler=None):
     model = MultiHeadSoftmaxICLRegressor(
         n_heads=n_heads,
-        n_steps=n_steps,
+        max_iter=n_steps,
         attention=attention,
         sampler=sampler,
         steps_per_epoch=500,
-        n_threads=1,
+        n_jobs=1,
         random_state=seed,
     )
     start = time.perf_counter()

@@ -13,7 +13,6 @@ KMeans on the same hidden states; RPNI passive automaton learning (aalpy) on the
 strings; the exact 2-state DFA; a plain-torch training loop (the cost of skorch).
 """
 
-import os
 import time
 import warnings
 
@@ -465,13 +464,11 @@ def main(argv=None):
     e2_data_fraction(report, args.quick)
     e3_theory(report)
     peers(report, args.quick, e1)
-    load = os.getloadavg()[1] if hasattr(os, "getloadavg") else float("nan")
     report.add(
         "Total",
         f"Benchmark wall time: {time.perf_counter() - start:.0f} s; CPU time of this process "
-        f"{time.process_time() - cpu_start:.0f} s (joblib workers not counted); load average "
-        f"(5 min) at the end {load:.1f} on {os.cpu_count()} cores. Wall times are inflated by "
-        "the load factor on a shared machine; the ratios are not.",
+        f"{time.process_time() - cpu_start:.0f} s (joblib workers not counted). Wall times are "
+        "inflated by the load (see the machine line) on a shared machine; the ratios are not.",
     )
     report.write()
 

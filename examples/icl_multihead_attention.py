@@ -33,11 +33,11 @@ d, L = 3, 20
 model = MultiHeadSoftmaxICLRegressor(
     n_heads=2,
     sampler=LinearICLTaskSampler(n_features=d, n_context=L),
-    n_steps=600,
+    max_iter=600,
     batch_size=128,
     lr=1e-2,
     steps_per_epoch=100,
-    n_threads=1,
+    n_jobs=1,
     random_state=0,
 ).fit()
 pats = model.attention_patterns()

@@ -58,9 +58,11 @@ TEST_PARAMS = {
         "dwm_steps_per_stage": 2, "batch_size": 8, "random_state": 0,
     },
     # --- icl-multihead-attention ---
-    # 4 Adam steps on batches of 8 prompts; the closed-form ICL predictors' defaults are fast
+    # 4 Adam steps on batches of 8 prompts; the closed-form ICL predictors' defaults are fast.
+    # All four take 3-D prompts (input tag two_d_array=False): the common test runs only the
+    # data-free checks; tests/neural/test_icl_api.py re-runs the API checks on prompts
     "MultiHeadSoftmaxICLRegressor": {
-        "n_steps": 4, "batch_size": 8, "steps_per_epoch": 2, "random_state": 0,
+        "max_iter": 4, "batch_size": 8, "steps_per_epoch": 2, "random_state": 0,
     },
     # --- evo-constrained-rl ---
     # --- offline-preference-losses ---
@@ -133,37 +135,13 @@ EXPECTED_FAILED_CHECKS = {
         "predict time (columns are time steps)",
         "check_classifiers_train": "it requires predict to reject another number of "
         "columns; its other assertions are re-run in tests/neural/test_streaming_parity.py",
+        "check_do_not_raise_errors_in_init_or_set_params": "the check passes the **kwargs "
+        "of __init__ as an argument named 'kwargs'; BaseNeuralEstimator routes only keyword "
+        "arguments with a skorch prefix (module__, optimizer__, ...) and refuses others",
     },
     # --- data-weighting-model ---
     # --- icl-multihead-attention ---
-    # X is a 3-D batch of prompts (n_prompts, L + 1, d + 1) by nature: every check that fits
-    # on 2-D data fails on input validation; these are re-run on prompts in
-    # tests/neural/test_icl_attention.py and test_icl_predictors.py (pickle, idempotence,
-    # nan/inf, dtypes, ...). The same 28 checks for the trained model and the three
-    # closed-form predictors.
-    **{
-        name: dict.fromkeys(
-            [
-                "check_fit_score_takes_y", "check_estimators_overwrite_params",
-                "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
-                "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-                "check_positive_only_tag_during_fit", "check_estimators_dtypes",
-                "check_dtype_object", "check_pipeline_consistency", "check_estimators_nan_inf",
-                "check_estimators_pickle", "check_f_contiguous_array_estimator",
-                "check_regressors_train", "check_regressor_data_not_an_array",
-                "check_regressors_no_decision_function", "check_supervised_y_2d",
-                "check_regressors_int", "check_methods_sample_order_invariance",
-                "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
-                "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
-                "check_n_features_in", "check_fit2d_predict1d", "check_requires_y_none",
-            ],
-            "fit/predict take 3-D prompts (n_prompts, L + 1, d + 1), not 2-D X",
-        )
-        for name in (
-            "MultiHeadSoftmaxICLRegressor", "SoftmaxKernelICLPredictor", "GDICLPredictor",
-            "BayesRidgeICLPredictor",
-        )
-    },
+    # none: the four ICL estimators take 3-D prompts (see TEST_PARAMS)
     # --- evo-constrained-rl ---
     "GPDTailQuantile": {
         "check_fit1d": "fit takes a 1-D vector of costs by design (one cost per episode)",

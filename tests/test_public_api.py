@@ -64,10 +64,6 @@ _PENDING = {
     "alignment.TabularPreferencePolicy",
     "compression.AdaptiveContextCodec",
     "compression.SerLiCCodec",
-    "neural.LengthBucketLoader",
-    "neural.LinearICLTaskSampler",
-    "neural.MultiTaskLinearICLTaskSampler",
-    "neural.OnlinePromptLoader",
 }
 
 

@@ -3,9 +3,11 @@
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
+
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 
 PAD = -1
 # refuse to enumerate more rows than this; sample with n_per_length instead
@@ -25,6 +27,7 @@ def _pad(rows, width):
     return out
 
 
+@validate_params({"X": ["array-like"]}, prefer_skip_nested_validation=True)
 def parity_targets(X):
     """Parity of the number of ones in each padded binary sequence.
 
@@ -51,17 +54,27 @@ def parity_targets(X):
     """
     X = np.asarray(X)
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (sequences x positions); got shape {X.shape} instead.")
+        raise ValueError(f"X must be 2-D (sequences x positions). Got shape {X.shape} instead.")
     bad = ~np.isin(X, (0, 1, PAD))
     if np.any(bad):
         value = X[bad].flat[0].item()
         raise ValueError(
-            f"X must hold the symbols 0 and 1 and the padding value {PAD}; "
-            f"got {value!r} instead."
+            f"X must hold the symbols 0 and 1 and the padding value {PAD}. "
+            f"Got {value!r} instead."
         )
     return (np.count_nonzero(X == 1, axis=1) % 2).astype(np.int64)
 
 
+@validate_params(
+    {
+        "max_length": [_POSITIVE_INT],
+        "min_length": [_POSITIVE_INT],
+        "fraction": [Interval(numbers.Real, 0, 1, closed="right")],
+        "n_per_length": [_POSITIVE_INT, None],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_streaming_parity(
     max_length=10,
     min_length=1,
@@ -109,8 +122,7 @@ def make_streaming_parity(
 
     References
     ----------
-    .. [1] L. van Rossem and A. M. Saxe, "Algorithm Development in Neural Networks:
-       Insights from the Streaming Parity Task", ICML 2025, arXiv:2507.09897.
+    .. [1] van Rossem & Saxe, ICML 2025 (arXiv:2507.09897): the task and its training set.
 
     Examples
     --------
@@ -129,25 +141,20 @@ def make_streaming_parity(
     >>> X.shape
     (5, 1000)
     """
-    max_length = check_positive_int(max_length, "max_length")
-    min_length = check_positive_int(min_length, "min_length")
+    max_length, min_length = int(max_length), int(min_length)
     if min_length > max_length:
         raise ValueError(
-            f"min_length must be <= max_length={max_length}; got {min_length!r} instead."
+            f"min_length must be <= max_length={max_length}. Got {min_length!r} instead."
         )
-    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
-        raise TypeError(f"fraction must be a number in (0, 1]; got {fraction!r} instead.")
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction must be in (0, 1]; got {fraction!r} instead.")
     rng = check_random_state(random_state)
     lengths = range(min_length, max_length + 1)
 
     if n_per_length is not None:
-        n_per_length = check_positive_int(n_per_length, "n_per_length")
+        n_per_length = int(n_per_length)
         if fraction < 1.0:
             raise ValueError(
                 "fraction and n_per_length cannot be combined: n_per_length draws random "
-                f"sequences, fraction subsamples all sequences; got fraction={fraction!r}."
+                f"sequences, fraction subsamples all sequences. Got fraction={fraction!r}."
             )
         n_rows = n_per_length * len(lengths)
         if n_rows * max_length > 1 << 28:

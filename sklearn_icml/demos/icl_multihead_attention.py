@@ -1,4 +1,4 @@
-"""Demo: multi-head softmax attention learns debiased GD in context (spec E1, small E2)."""
+"""Demo: two-head softmax attention learns debiased GD in context (He et al., ICML 2025)."""
 
 from . import register_demo
 
@@ -19,21 +19,20 @@ def demo():
         gd_predict,
         single_head_optimum,
     )
-    from sklearn_icml.utils._skorch import torch_threads
 
     d, L = 3, 20
     sampler = LinearICLTaskSampler(n_features=d, n_context=L)
     X, y = LinearICLTaskSampler(n_features=d, n_context=L, random_state=1).sample(5_000)
-    with torch_threads(1):
-        model = MultiHeadSoftmaxICLRegressor(
-            n_heads=2,
-            sampler=sampler,
-            n_steps=300,
-            batch_size=64,
-            lr=1e-2,
-            steps_per_epoch=100,
-            random_state=0,
-        ).fit()
+    model = MultiHeadSoftmaxICLRegressor(
+        n_heads=2,
+        sampler=sampler,
+        max_iter=300,
+        batch_size=64,
+        lr=1e-2,
+        steps_per_epoch=100,
+        n_jobs=1,
+        random_state=0,
+    ).fit()
     eta, _ = debiased_gd_optimum(d, L)
     pats = model.attention_patterns()
     return {

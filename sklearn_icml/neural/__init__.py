@@ -1,18 +1,29 @@
-"""Neural methods on torch and skorch (needs the ``neural`` extra)."""
+"""Neural methods: the streaming parity RNN and multi-head softmax attention for ICL.
+
+The trained networks need torch and skorch (the ``neural`` extra); they are imported on
+first access (they are listed in ``_TORCH_NAMES``), so ``from sklearn_icml.neural import
+GDICLPredictor`` and the other numpy-only names (the closed-form ICL predictors, the prompt
+samplers, the closed forms, the automaton extraction, the effective theory) work without
+torch.
+"""
+
+from ..utils._lazy import lazy_getattr
+
+# Names that need torch: public name -> private module, imported on first access.
+_LAZY = {}
+
+__all__ = []
 
 # --- streaming-parity-rnn ---
-from ._automaton import Automaton, extract_automaton, merger_fraction
-from ._parity_theory import effective_theory_ode
-from ._streaming_parity import (
-    LengthBucketLoader,
-    ParityRNNModule,
-    StreamingParityRNNClassifier,
-)
+from ._automaton import Automaton  # noqa: E402
+from ._automaton_extraction import extract_automaton, merger_fraction  # noqa: E402
+from ._parity_theory import effective_theory_ode  # noqa: E402
 
-__all__ = [
-    # --- streaming-parity-rnn ---
+_LAZY.update(
+    dict.fromkeys(["ParityRNNModule", "StreamingParityRNNClassifier"], "._streaming_parity")
+)
+__all__ += [
     "Automaton",
-    "LengthBucketLoader",
     "ParityRNNModule",
     "StreamingParityRNNClassifier",
     "effective_theory_ode",
@@ -21,10 +32,21 @@ __all__ = [
 ]
 
 # --- icl-multihead-attention ---
-from ._icl_attention import (  # noqa: E402
-    MultiHeadAttentionICLModule,
-    MultiHeadSoftmaxICLRegressor,
-    OnlinePromptLoader,
+from ._icl_closed_forms import (  # noqa: E402
+    approx_icl_loss,
+    bayes_ridge_predict,
+    bayes_risk_asymptotic,
+    debiased_gd_optimum,
+    fit_gd_eta,
+    gd_predict,
+    gd_risk_finite,
+    optimal_mu,
+    single_head_optimum,
+    softmax_kernel_predict,
+)
+from ._icl_patterns import (  # noqa: E402
+    attention_pattern_metrics,
+    multitask_pattern_metrics,
     plot_attention_patterns,
 )
 from ._icl_predictors import (  # noqa: E402
@@ -35,21 +57,14 @@ from ._icl_predictors import (  # noqa: E402
 from ._icl_tasks import (  # noqa: E402
     LinearICLTaskSampler,
     MultiTaskLinearICLTaskSampler,
-    approx_icl_loss,
-    attention_pattern_metrics,
-    bayes_ridge_predict,
-    bayes_risk_asymptotic,
     check_prompts,
-    debiased_gd_optimum,
-    fit_gd_eta,
-    gd_predict,
-    gd_risk_finite,
-    multitask_pattern_metrics,
-    optimal_mu,
-    single_head_optimum,
-    softmax_kernel_predict,
 )
 
+_LAZY.update(
+    dict.fromkeys(
+        ["MultiHeadAttentionICLModule", "MultiHeadSoftmaxICLRegressor"], "._icl_attention"
+    )
+)
 __all__ += [
     "BayesRidgeICLPredictor",
     "GDICLPredictor",
@@ -57,7 +72,7 @@ __all__ += [
     "MultiHeadAttentionICLModule",
     "MultiHeadSoftmaxICLRegressor",
     "MultiTaskLinearICLTaskSampler",
-    "OnlinePromptLoader",
+    "SoftmaxKernelICLPredictor",
     "approx_icl_loss",
     "attention_pattern_metrics",
     "bayes_ridge_predict",
@@ -70,7 +85,11 @@ __all__ += [
     "multitask_pattern_metrics",
     "optimal_mu",
     "plot_attention_patterns",
-    "SoftmaxKernelICLPredictor",
     "single_head_optimum",
     "softmax_kernel_predict",
 ]
+
+_TORCH_NAMES = set(_LAZY)
+
+# torch-based names are imported on first access only
+__getattr__ = lazy_getattr(__name__, _LAZY)

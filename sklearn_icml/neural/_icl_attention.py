@@ -13,19 +13,20 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from ..base import BaseNeuralEstimator
 from ..utils import optional_import
-from ..utils._skorch import SkorchEstimatorMixin, torch_threads
-from ._icl_tasks import (
-    LinearICLTaskSampler,
-    MultiTaskLinearICLTaskSampler,
+from ..utils._skorch import torch_threads
+from ._icl_patterns import (
     attention_pattern_metrics,
-    check_prompts,
     multitask_pattern_metrics,
+    plot_attention_patterns,
 )
+from ._icl_predictors import _PromptInputMixin
+from ._icl_tasks import LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, check_prompts
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
@@ -70,7 +71,7 @@ class MultiHeadAttentionICLModule(nn.Module):
     n_outputs : int, default=1
         Labels per token (the last ``n_outputs`` slots; ``D = d + n_outputs``) and outputs
         per prompt: ``O`` becomes ``nn.Linear(H D, n_outputs)`` and ``forward`` returns
-        (batch, n_outputs) when ``n_outputs > 1`` (the multi-task extension, spec 3.6).
+        (batch, n_outputs) when ``n_outputs > 1`` (the paper's multi-task extension).
 
     Examples
     --------
@@ -93,21 +94,21 @@ class MultiHeadAttentionICLModule(nn.Module):
         D, H, K = int(n_features_in), int(n_heads), int(n_outputs)
         if K < 1 or D < K + 1:
             raise ValueError(
-                f"n_outputs must be >= 1 and below the token width n_features_in={D}; got "
+                f"n_outputs must be >= 1 and below the token width n_features_in={D}. Got "
                 f"n_outputs={n_outputs!r} instead."
             )
         if init not in _INITS:
-            raise ValueError(f"init must be one of {_INITS}; got {init!r} instead.")
+            raise ValueError(f"init must be one of {_INITS}. Got {init!r} instead.")
         if init == "oppo_small_id" and H % 2:
             raise ValueError(
-                f"init='oppo_small_id' needs an even n_heads; got n_heads={H} instead."
+                f"init='oppo_small_id' needs an even n_heads. Got n_heads={H} instead."
             )
         if attention not in _ATTENTIONS:
-            raise ValueError(f"attention must be one of {_ATTENTIONS}; got {attention!r} instead.")
+            raise ValueError(f"attention must be one of {_ATTENTIONS}. Got {attention!r} instead.")
         if attention == "linear_unnormalized" and (n_context is None or int(n_context) < 1):
             raise ValueError(
                 "attention='linear_unnormalized' needs the training context length "
-                f"n_context >= 1; got n_context={n_context!r} instead."
+                f"n_context >= 1. Got n_context={n_context!r} instead."
             )
         self.D, self.H, self.K, self.attention = D, H, K, attention
         self.n_context = None if n_context is None else int(n_context)
@@ -199,6 +200,9 @@ class MultiHeadAttentionICLModule(nn.Module):
 class OnlinePromptLoader:
     """skorch ``iterator_train``: ``steps_per_epoch`` mini-batches per epoch.
 
+    Private plumbing of :class:`MultiHeadSoftmaxICLRegressor` (skorch builds it from the
+    training dataset); it is not part of the public API.
+
     Online mode (``sampler`` given): every step draws a fresh batch of prompts in torch
     from the sampler's distribution (the paper's setting; a
     :class:`MultiTaskLinearICLTaskSampler` gives two-label prompts). Offline mode: mini-batches of
@@ -288,7 +292,7 @@ def module_predict(module, X, *, device="cpu"):
     return np.concatenate(parts) if parts else np.empty(0)
 
 
-class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEstimator):
+class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
     """One-layer multi-head softmax attention trained for in-context linear regression.
 
     ``X`` holds *prompts*: a 3-D array ``(n_prompts, L + 1, d + 1)`` whose rows are the
@@ -296,7 +300,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     query labels. ``predict`` returns the in-context prediction of ``y_q`` for each prompt,
     with any context length ``L`` (length generalisation). With ``X=None``, ``fit`` trains
     online, drawing a fresh batch of ``batch_size`` prompts from ``sampler`` at each of the
-    ``n_steps`` Adam steps: the paper's setting. With ``X, y`` given, it takes ``n_steps``
+    ``max_iter`` Adam steps: the paper's setting. With ``X, y`` given, it takes ``max_iter``
     mini-batch steps over those prompts.
 
     After training, :meth:`attention_patterns` reads off the emergent structure: per head
@@ -304,7 +308,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     with two heads the model implements debiased GD with step ``2 omega mu``.
 
     Implemented on skorch: ``fit`` builds a ``skorch.NeuralNetRegressor`` around
-    :class:`MultiHeadAttentionICLModule` with an :class:`OnlinePromptLoader` as training
+    :class:`MultiHeadAttentionICLModule` with an ``OnlinePromptLoader`` (private) as training
     iterator and stores it in ``net_``.
 
     Parameters
@@ -319,16 +323,18 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         ``scores / L`` with ``L`` the context length of each prompt (one plain GD step;
         it adapts to the prompt length like the softmax does); ``"linear_unnormalized"``
         by ``scores / n_context_`` with the fixed training length, i.e. an unnormalised
-        linear attention, the "linear transformer" whose weak length generalisation the
-        paper contrasts with softmax attention (our reading; the authors' code ships no
-        linear attention).
+        linear attention (see Notes).
     optimizer : {"adam", "sgd"}, default="adam"
         Adam (betas 0.9/0.999, no weight decay) as in the paper, or plain SGD.
     lr : float, default=1e-3
     batch_size : int, default=256
         Prompts per step.
-    n_steps : int, default=50_000
-        Optimisation steps (the paper runs 500,000; the structure emerges by ~10,000).
+    max_iter : int, default=50_000
+        Optimisation (Adam) steps, one mini-batch each: the paper counts training in steps
+        (it runs 500,000; the structure emerges by ~10,000). Online, no prompt is seen
+        twice, so there are no epochs to count; skorch's epochs are blocks of
+        ``steps_per_epoch`` steps (the last one shorter when ``max_iter`` is not a
+        multiple).
     steps_per_epoch : int, default=1000
         Steps per skorch epoch: one entry of ``loss_curve_`` is the mean training loss
         over that many steps.
@@ -342,11 +348,16 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         Accept prompts whose query token has a non-zero y-slot (the slot then enters the
         query projection like any coordinate); by default such prompts are refused.
     device : str or torch.device, default="cpu"
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch intra-op threads during ``fit`` and prediction.
     random_state : int, RandomState instance or None, default=None
         Seeds the weights and the training batches.
     verbose : int, default=0
+        0 is silent; 1 prints skorch's table (one row per ``steps_per_epoch`` steps).
+    **kwargs
+        Routed to the skorch net as skorch routes them: ``optimizer__weight_decay=0.01``,
+        ``optimizer__betas=(0.9, 0.99)``, ``callbacks__...`` (they override the values
+        set by the parameters above).
 
     Attributes
     ----------
@@ -382,10 +393,20 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
 
     Notes
     -----
-    ``check_estimator`` cannot apply to the prompt format (3-D input); the checks that
-    feed 2-D data are listed as expected failures and the remaining ones (clone,
-    ``get_params``, not-fitted errors, determinism) run. Training at the paper's setting
-    costs about 5-10 s per 1,000 steps on 2 CPU cores.
+    ``X`` is 3-D (a batch of prompts), so the estimator's input tags say it is not a 2-D
+    table and scikit-learn's ``check_estimator`` runs only its data-free checks; the API
+    checks (clone, ``get_params``, pickling, not-fitted errors, determinism) are re-run
+    on prompts in the test suite. Training at the paper's setting costs about 5-10 s per
+    1,000 steps on 2 CPU cores.
+
+    He et al. [1]_ contrast the length generalisation of softmax attention with that of
+    linear transformers, but their code has no linear attention. The library fills the
+    gap with two variants: ``attention="linear"`` normalises the scores by each prompt's
+    own length (one plain GD step, which generalises across lengths as the softmax does)
+    and ``attention="linear_unnormalized"`` by the training length, the unnormalised
+    linear attention whose prediction scales with ``L / n_context_`` on other lengths.
+    The multi-output model (``n_outputs_ > 1``) follows the paper's multi-task extension:
+    one output row of ``O`` per label, every head shared by the outputs.
 
     References
     ----------
@@ -397,7 +418,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
     --------
     >>> from sklearn_icml.neural import LinearICLTaskSampler, MultiHeadSoftmaxICLRegressor
     >>> sampler = LinearICLTaskSampler(n_features=3, n_context=10)
-    >>> model = MultiHeadSoftmaxICLRegressor(n_steps=20, batch_size=32, sampler=sampler,
+    >>> model = MultiHeadSoftmaxICLRegressor(max_iter=20, batch_size=32, sampler=sampler,
     ...                                      steps_per_epoch=10, random_state=0).fit()
     >>> model.loss_curve_.shape, model.KQ_.shape
     ((2,), (2, 4, 4))
@@ -413,12 +434,12 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         "optimizer": [StrOptions({"adam", "sgd"})],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
         "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
         "device": "no_validation",  # checked by check_device in fit
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -432,14 +453,15 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         optimizer="adam",
         lr=1e-3,
         batch_size=256,
-        n_steps=50_000,
+        max_iter=50_000,
         steps_per_epoch=1000,
         sampler=None,
         allow_query_label=False,
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         random_state=None,
         verbose=0,
+        **kwargs,
     ):
         self.n_heads = n_heads
         self.init = init
@@ -447,15 +469,17 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         self.optimizer = optimizer
         self.lr = lr
         self.batch_size = batch_size
-        self.n_steps = n_steps
+        self.max_iter = max_iter
         self.steps_per_epoch = steps_per_epoch
         self.sampler = sampler
         self.allow_query_label = allow_query_label
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):
         """Train the attention layer, online (``X=None``) or on the given prompts.
 
@@ -469,13 +493,12 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
 
         Returns
         -------
-        self : object
-            The fitted regressor.
+        self : MultiHeadSoftmaxICLRegressor
+            Fitted: ``net_``, ``loss_curve_``, ``KQ_``, ``OV_``, ``omega_``, ``mu_`` are set.
         """
-        self._validate_params()
         if self.init == "oppo_small_id" and self.n_heads % 2:
             raise ValueError(
-                f"init='oppo_small_id' needs an even n_heads; got n_heads={self.n_heads} instead."
+                f"init='oppo_small_id' needs an even n_heads. Got n_heads={self.n_heads} instead."
             )
         if X is None:
             if y is not None:
@@ -492,19 +515,19 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
             loader_sampler = sampler
         else:
             if y is None:
-                raise ValueError("y is required when X is given (the query labels); got None.")
+                raise ValueError("y is required when X is given (the query labels). Got None.")
             yv = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
             if yv.ndim == 2 and yv.shape[1] == 1:
                 raise ValueError(
-                    "y must be 1-D for one output or 2-D with >= 2 columns (one per output); "
-                    f"got shape {yv.shape} instead."
+                    "y must be 1-D for one output or 2-D with >= 2 columns (one per output). "
+                    f"Got shape {yv.shape} instead."
                 )
             K = 1 if yv.ndim == 1 else yv.shape[1]
             Xv = check_prompts(X, allow_query_label=self.allow_query_label, n_outputs=K)
             if yv.ndim not in (1, 2) or yv.shape[0] != Xv.shape[0]:
                 raise ValueError(
                     f"y must have shape ({Xv.shape[0]},) or ({Xv.shape[0]}, n_outputs) (one "
-                    f"label or one row of labels per prompt); got {yv.shape} instead."
+                    f"label or one row of labels per prompt). Got {yv.shape} instead."
                 )
             L, D = Xv.shape[1] - 1, Xv.shape[2]
             X_fit, y_fit = Xv.astype(np.float32), yv.astype(np.float32)
@@ -512,7 +535,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         self.n_features_in_ = D
         self.n_outputs_ = K
         self.n_context_ = L
-        n_epochs = -(-self.n_steps // self.steps_per_epoch)
+        n_epochs = -(-self.max_iter // self.steps_per_epoch)
         optimizer = torch.optim.Adam if self.optimizer == "adam" else torch.optim.SGD
         self._fit_net(
             skorch.NeuralNetRegressor,
@@ -533,7 +556,7 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
             iterator_train=OnlinePromptLoader,
             iterator_train__sampler=loader_sampler,
             iterator_train__steps_per_epoch=self.steps_per_epoch,
-            iterator_train__total_steps=self.n_steps,
+            iterator_train__total_steps=self.max_iter,
         )
         self.loss_curve_ = np.asarray(self.history_[:, "train_loss"], dtype=np.float64)
         self.KQ_, self.OV_ = self.module_.effective_weights()
@@ -545,15 +568,6 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
             self.omega_ = np.diagonal(self.KQ_[:, :d, :d], axis1=1, axis2=2).mean(axis=1)
             self.mu_ = np.stack([self.OV_[:, k, d + k] for k in range(K)], axis=1)
         return self
-
-    def _validate_X(self, X):
-        check_is_fitted(self)
-        return check_prompts(
-            X,
-            allow_query_label=self.allow_query_label,
-            n_features_in=self.n_features_in_,
-            n_outputs=getattr(self, "n_outputs_", 1),
-        )
 
     def predict(self, X):
         """In-context prediction of the query label of each prompt (float64 forward pass).
@@ -568,27 +582,8 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         y_pred : ndarray of shape (n_prompts,) or (n_prompts, n_outputs_)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_threads):
+        with torch_threads(self.n_jobs):
             return module_predict(self.module_, X, device=self.net_.device)
-
-    def icl_mse(self, X, y):
-        """Mean squared error of :meth:`predict` against the query labels ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + n_outputs_)
-        y : array-like of shape (n_prompts,) or (n_prompts, n_outputs_)
-
-        Returns
-        -------
-        mse : float
-            Mean over prompts (and over outputs when several).
-        """
-        pred = self.predict(X)
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-        if y.shape != pred.shape:
-            raise ValueError(f"y must have shape {pred.shape}; got {y.shape} instead.")
-        return float(np.mean((pred - y) ** 2))
 
     def attention_patterns(self):
         """The effective weights and the structure metrics of the fitted model.
@@ -634,54 +629,3 @@ class MultiHeadSoftmaxICLRegressor(RegressorMixin, SkorchEstimatorMixin, BaseEst
         check_is_fitted(self)
         OV = self.OV_ if self.OV_.ndim == 2 else self.OV_.sum(axis=1)
         return plot_attention_patterns(self.KQ_, OV, fig=fig)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
-
-
-def plot_attention_patterns(KQ, OV, fig=None):
-    """Heat maps of the effective ``KQ_h`` (top row) and ``OV_h`` (bottom row) per head.
-
-    Parameters
-    ----------
-    KQ : array-like of shape (n_heads, D, D)
-    OV : array-like of shape (n_heads, D)
-    fig : matplotlib Figure or None
-
-    Returns
-    -------
-    fig : matplotlib Figure
-
-    Examples
-    --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import numpy as np
-    >>> from sklearn_icml.neural import plot_attention_patterns
-    >>> fig = plot_attention_patterns(np.zeros((2, 3, 3)), np.zeros((2, 3)))
-    >>> len(fig.axes) >= 4
-    True
-    """
-    import matplotlib.pyplot as plt
-
-    KQ = np.asarray(KQ, dtype=np.float64)
-    OV = np.asarray(OV, dtype=np.float64)
-    H = KQ.shape[0]
-    if fig is None:
-        fig = plt.figure(figsize=(3.2 * H, 4.2))
-    axes = fig.subplots(2, H, squeeze=False, gridspec_kw={"height_ratios": [4, 1]})
-    for h in range(H):
-        lim = max(float(np.abs(KQ[h]).max()), 1e-12)
-        im = axes[0, h].imshow(KQ[h], cmap="RdBu_r", vmin=-lim, vmax=lim)
-        axes[0, h].set_title(f"head {h}: KQ")
-        fig.colorbar(im, ax=axes[0, h], fraction=0.046)
-        lim = max(float(np.abs(OV[h]).max()), 1e-12)
-        im = axes[1, h].imshow(OV[h][None, :], cmap="RdBu_r", vmin=-lim, vmax=lim)
-        axes[1, h].set_title(f"head {h}: OV")
-        axes[1, h].set_yticks([])
-        fig.colorbar(im, ax=axes[1, h], fraction=0.046)
-    if hasattr(fig, "tight_layout"):  # a SubFigure has none
-        fig.tight_layout()
-    return fig

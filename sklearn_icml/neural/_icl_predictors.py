@@ -1,4 +1,4 @@
-"""Closed-form in-context predictors as estimators (He et al., ICML 2025, spec section 4).
+"""Closed-form in-context predictors as estimators (He et al., ICML 2025).
 
 The reduced predictors that the trained multi-head softmax attention is compared with:
 the softmax-kernel predictor at given per-head ``(omega_h, mu_h)``, plain and debiased
@@ -10,53 +10,39 @@ they sit next to the trained model in a benchmark, a pipeline or ``cross_val_sco
 fits the MSE-optimal step by 1-D least squares). numpy only, float64.
 """
 
-import numbers
-
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._icl_tasks import (
+from ..base import NonTabularInputMixin
+from ._icl_closed_forms import (
+    _head_parameters,
     bayes_ridge_predict,
-    check_prompts,
     fit_gd_eta,
     gd_predict,
     softmax_kernel_predict,
 )
+from ._icl_tasks import check_prompts
+from ._validation import FINITE, NON_NEGATIVE, POSITIVE
 
-__all__ = ["BayesRidgeICLPredictor", "GDICLPredictor", "SoftmaxKernelICLPredictor"]
 
+class _PromptInputMixin(NonTabularInputMixin):
+    """What the ICL regressors share: prompts as input, ``icl_mse``, deterministic tags.
 
-class _ClosedFormICLPredictor(RegressorMixin, BaseEstimator):
-    """Shared prompt validation, ``fit`` bookkeeping, ``icl_mse`` and tags."""
-
-    def _check_y(self, X, y, *, required):
-        if y is None:
-            if required:
-                raise ValueError(
-                    f"{type(self).__name__}.fit needs the query labels y here; got None."
-                )
-            return None
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-        if y.shape != (X.shape[0],):
-            raise ValueError(
-                f"y must have shape ({X.shape[0]},) (one label per prompt); got {y.shape} instead."
-            )
-        return y
-
-    def _fit_prompts(self, X, y, *, y_required=False):
-        self._validate_params()
-        X = check_prompts(X, allow_query_label=self.allow_query_label)
-        y = self._check_y(X, y, required=y_required)
-        self.n_features_in_ = X.shape[2]
-        self.n_context_ = X.shape[1] - 1
-        return X, y
+    ``X`` is a 3-D batch of prompts, not a 2-D table (scikit-learn's data checks do not
+    apply; tests/neural re-runs the API checks on prompts). The estimator sets
+    ``n_features_in_`` (the token width) in ``fit``; ``allow_query_label`` is one of its
+    parameters.
+    """
 
     def _validate_X(self, X):
         check_is_fitted(self)
         return check_prompts(
-            X, allow_query_label=self.allow_query_label, n_features_in=self.n_features_in_
+            X,
+            allow_query_label=self.allow_query_label,
+            n_features_in=self.n_features_in_,
+            n_outputs=getattr(self, "n_outputs_", 1),
         )
 
     def icl_mse(self, X, y):
@@ -64,17 +50,18 @@ class _ClosedFormICLPredictor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-        y : array-like of shape (n_prompts,)
+        X : array-like of shape (n_prompts, n_context + 1, n_features + n_outputs)
+        y : array-like of shape (n_prompts,) or (n_prompts, n_outputs)
 
         Returns
         -------
         mse : float
+            Mean over prompts (and over outputs when several).
         """
         pred = self.predict(X)
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.shape != pred.shape:
-            raise ValueError(f"y must have shape {pred.shape}; got {y.shape} instead.")
+            raise ValueError(f"y must have shape {pred.shape}. Got {y.shape} instead.")
         return float(np.mean((pred - y) ** 2))
 
     def __sklearn_tags__(self):
@@ -83,11 +70,79 @@ class _ClosedFormICLPredictor(RegressorMixin, BaseEstimator):
         return tags
 
 
+class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
+    """Template of the closed-form predictors: the subclass writes ``_fit`` and ``_predict``.
+
+    ``fit`` validates the parameters and the prompts (and ``y`` when given, or when the
+    subclass sets ``_requires_y``), then calls ``_fit(X, y)``; ``predict`` checks that the
+    predictor is fitted, validates the prompts and returns ``_predict(X)``.
+    """
+
+    _parameter_constraints: dict = {"allow_query_label": ["boolean"]}
+
+    def _requires_y(self):
+        return False
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Validate the prompts (and ``y``) and set the predictor up.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+            Prompts: context tokens ``(x_l, y_l)``, then the query token ``(x_q, 0)``.
+        y : array-like of shape (n_prompts,) or None
+            Query labels; see the class for whether they are used.
+
+        Returns
+        -------
+        self : object
+            The fitted predictor.
+        """
+        X = check_prompts(X, allow_query_label=self.allow_query_label)
+        if y is None:
+            if self._requires_y():
+                raise ValueError(
+                    f"{type(self).__name__}.fit needs the query labels y here. Got None."
+                )
+        else:
+            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            if y.shape != (X.shape[0],):
+                raise ValueError(
+                    f"y must have shape ({X.shape[0]},) (one label per prompt). Got {y.shape} "
+                    "instead."
+                )
+        self.n_features_in_ = X.shape[2]
+        self.n_context_ = X.shape[1] - 1
+        self._fit(X, y)
+        return self
+
+    def predict(self, X):
+        """Prediction of each prompt's query label.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+            Any context length ``n_context >= 1``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_prompts,)
+        """
+        return self._predict(self._validate_X(X))
+
+    def _fit(self, X, y):
+        raise NotImplementedError
+
+    def _predict(self, X):
+        raise NotImplementedError
+
+
 class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     """The softmax-kernel predictor ``sum_h mu_h sum_l y_l softmax_l(omega_h x_l^T x_q)``.
 
     What a multi-head softmax attention with ``KQ_h = diag(omega_h I_d, 0)`` and
-    ``OV_h = (0, .., 0, mu_h)`` computes (spec equation (*)); pass a trained model's
+    ``OV_h = (0, .., 0, mu_h)`` computes (the paper's reduced model); pass a trained model's
     ``omega_`` and ``mu_`` to read it as this kernel. Two opposite heads with small
     ``omega`` are debiased gradient descent with step ``2 omega mu``.
 
@@ -117,9 +172,8 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] J. He, X. Pan, S. Chen and Z. Yang, ICML 2025, arXiv:2503.12734. The kernel is
+       their reduced model of the trained heads.
 
     Examples
     --------
@@ -130,10 +184,10 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     0.2
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: dict = {
+        **_ClosedFormICLPredictor._parameter_constraints,
         "omegas": ["array-like"],
         "mus": ["array-like"],
-        "allow_query_label": ["boolean"],
     }
 
     def __init__(self, *, omegas=(0.13, -0.13), mus=(3.45, -3.45), allow_query_label=False):
@@ -141,46 +195,15 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         self.mus = mus
         self.allow_query_label = allow_query_label
 
-    def fit(self, X, y=None):
-        """Validate the prompts and the per-head parameters.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-        y : array-like of shape (n_prompts,) or None
-            Ignored apart from validation.
-
-        Returns
-        -------
-        self : object
-        """
-        self._fit_prompts(X, y)
-        omegas = np.atleast_1d(np.asarray(self.omegas, dtype=np.float64))
-        mus = np.atleast_1d(np.asarray(self.mus, dtype=np.float64))
-        if omegas.ndim != 1 or omegas.shape != mus.shape or omegas.size == 0:
-            raise ValueError(
-                "omegas and mus must be 1-D of the same non-zero length (one per head); got "
-                f"shapes {omegas.shape} and {mus.shape} instead."
-            )
+    def _fit(self, X, y):
+        omegas, mus = _head_parameters(self.omegas, self.mus)
         if not (np.all(np.isfinite(omegas)) and np.all(np.isfinite(mus))):
             raise ValueError(
-                f"omegas and mus must be finite; got {self.omegas!r} and {self.mus!r} instead."
+                f"omegas and mus must be finite. Got {self.omegas!r} and {self.mus!r} instead."
             )
         self.omegas_, self.mus_ = omegas, mus
-        return self
 
-    def predict(self, X):
-        """Kernel prediction of each prompt's query label.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_prompts,)
-        """
-        X = self._validate_X(X)
+    def _predict(self, X):
         return softmax_kernel_predict(X, self.omegas_, self.mus_, allow_query_label=True)
 
 
@@ -189,7 +212,7 @@ class GDICLPredictor(_ClosedFormICLPredictor):
 
     With ``debiased=True`` the context covariates are centred: the debiased GD that two
     opposite softmax heads implement. With ``eta=None`` ``fit`` learns the MSE-optimal step
-    by 1-D least squares of the labels on the GD feature (the spec's ``eta*``; about 0.86
+    by 1-D least squares of the labels on the GD feature (the paper's ``eta*``; about 0.86
     for plain and 0.88 for debiased GD at d=5, L=40, sigma^2=0.1).
 
     Parameters
@@ -205,10 +228,8 @@ class GDICLPredictor(_ClosedFormICLPredictor):
     ----------
     eta_ : float
         The step used by ``predict`` (``eta`` or the fitted one).
-    n_features_in_ : int
-        Token width ``d + 1``.
-    n_context_ : int
-        Context length of the prompts seen in ``fit``.
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``.
 
     See Also
     --------
@@ -217,9 +238,8 @@ class GDICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] He, Pan, Chen & Yang (ICML 2025, arXiv:2503.12734): debiased GD is what two
+       opposite softmax heads implement in the small-``omega`` limit.
 
     Examples
     --------
@@ -230,10 +250,10 @@ class GDICLPredictor(_ClosedFormICLPredictor):
     (0.9, 0.2)
     """
 
-    _parameter_constraints = {
-        "eta": [Interval(numbers.Real, None, None, closed="neither"), None],
+    _parameter_constraints: dict = {
+        **_ClosedFormICLPredictor._parameter_constraints,
+        "eta": [FINITE, None],
         "debiased": ["boolean"],
-        "allow_query_label": ["boolean"],
     }
 
     def __init__(self, *, eta=None, debiased=False, allow_query_label=False):
@@ -241,40 +261,16 @@ class GDICLPredictor(_ClosedFormICLPredictor):
         self.debiased = debiased
         self.allow_query_label = allow_query_label
 
-    def fit(self, X, y=None):
-        """Validate the prompts; fit the step when ``eta`` is None.
+    def _requires_y(self):
+        return self.eta is None
 
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-        y : array-like of shape (n_prompts,) or None
-            Query labels; required when ``eta`` is None.
-
-        Returns
-        -------
-        self : object
-        """
-        X, y = self._fit_prompts(X, y, y_required=self.eta is None)
+    def _fit(self, X, y):
         if self.eta is None:
             self.eta_ = fit_gd_eta(X, y, debiased=self.debiased, allow_query_label=True)
         else:
-            if not np.isfinite(self.eta):
-                raise ValueError(f"eta must be a finite real number; got {self.eta!r} instead.")
             self.eta_ = float(self.eta)
-        return self
 
-    def predict(self, X):
-        """One-step GD prediction of each prompt's query label.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_prompts,)
-        """
-        X = self._validate_X(X)
+    def _predict(self, X):
         return gd_predict(X, self.eta_, debiased=self.debiased, allow_query_label=True)
 
 
@@ -298,11 +294,11 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     Attributes
     ----------
     prior_var_ : float
-        The prior variance used (``1/d`` resolved).
+        The prior variance used (``1/d`` resolved with the ``d`` of the prompts).
     n_features_in_ : int
-        Token width ``d + 1``.
+        Width ``d + 1`` of the tokens; ``predict`` needs the same.
     n_context_ : int
-        Context length of the prompts seen in ``fit``.
+        Context length of the training prompts (any length is accepted later).
 
     See Also
     --------
@@ -311,9 +307,9 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
 
     References
     ----------
-    .. [1] J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified:
-       Training Dynamics and Mechanistic Interpretability of Multi-Head Softmax
-       Attention", ICML 2025, arXiv:2503.12734.
+    .. [1] In-context linear regression with multi-head softmax attention: J. He, X. Pan,
+       S. Chen and Z. Yang, ICML 2025 (arXiv:2503.12734); the ridge is their Bayes-optimal
+       baseline.
 
     Examples
     --------
@@ -323,10 +319,10 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     0.11
     """
 
-    _parameter_constraints = {
-        "noise_var": [Interval(numbers.Real, 0, None, closed="left")],
-        "prior_var": [StrOptions({"1/d"}), Interval(numbers.Real, 0, None, closed="neither")],
-        "allow_query_label": ["boolean"],
+    _parameter_constraints: dict = {
+        **_ClosedFormICLPredictor._parameter_constraints,
+        "noise_var": [NON_NEGATIVE],
+        "prior_var": [StrOptions({"1/d"}), POSITIVE],
     }
 
     def __init__(self, *, noise_var=0.1, prior_var="1/d", allow_query_label=False):
@@ -334,36 +330,11 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
         self.prior_var = prior_var
         self.allow_query_label = allow_query_label
 
-    def fit(self, X, y=None):
-        """Validate the prompts and resolve the prior variance.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-        y : array-like of shape (n_prompts,) or None
-            Ignored apart from validation.
-
-        Returns
-        -------
-        self : object
-        """
-        X, _ = self._fit_prompts(X, y)
+    def _fit(self, X, y):
         d = X.shape[2] - 1
         self.prior_var_ = 1.0 / d if self.prior_var == "1/d" else float(self.prior_var)
-        return self
 
-    def predict(self, X):
-        """Posterior-mean prediction of each prompt's query label.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_prompts,)
-        """
-        X = self._validate_X(X)
+    def _predict(self, X):
         return bayes_ridge_predict(
             X, float(self.noise_var), self.prior_var_, allow_query_label=True
         )

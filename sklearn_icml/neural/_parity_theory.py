@@ -11,6 +11,9 @@ import numbers
 
 import numpy as np
 from scipy.integrate import solve_ivp
+from sklearn.utils._param_validation import Interval, validate_params
+
+from ._validation import NON_NEGATIVE, POSITIVE
 
 # state vector layout
 _H1, _H2, _BD, _BY1, _BY2, _B2, _D2, _DY1, _DY2 = range(9)
@@ -52,19 +55,33 @@ def _loss(z, y11, y22):
     )
 
 
-def _check_pair(value, name, *, positive=False):
-    try:
-        a, b = value
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (two numbers); got {value!r} instead.") from None
-    for v in (a, b):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
-            raise ValueError(f"{name} must hold two finite numbers; got {value!r} instead.")
+def _as_pair(value, name, *, positive=False):
+    """``value`` as two floats; TypeError for a wrong type, ValueError for a wrong value."""
+    if len(value) != 2:
+        raise ValueError(f"{name} must be a pair (two numbers). Got {value!r} instead.")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold two numbers. Got {value!r} instead.")
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must hold two finite numbers. Got {value!r} instead.")
         if positive and v <= 0:
-            raise ValueError(f"{name} must hold two numbers > 0; got {value!r} instead.")
-    return float(a), float(b)
+            raise ValueError(f"{name} must hold two numbers > 0. Got {value!r} instead.")
+    return float(value[0]), float(value[1])
 
 
+@validate_params(
+    {
+        "h": ["array-like"],
+        "D2_0": [NON_NEGATIVE],
+        "b2_0": [NON_NEGATIVE],
+        "lr": [POSITIVE],
+        "lengths": ["array-like"],
+        "targets": ["array-like"],
+        "t_max": [POSITIVE],
+        "n_points": [Interval(numbers.Integral, 2, None, closed="left")],
+    },
+    prefer_skip_nested_validation=True,
+)
 def effective_theory_ode(
     h=(0.1, -0.1),
     D2_0=0.01,
@@ -113,8 +130,9 @@ def effective_theory_ode(
 
     References
     ----------
-    .. [1] L. van Rossem and A. M. Saxe, "Algorithm Development in Neural Networks:
-       Insights from the Streaming Parity Task", ICML 2025, arXiv:2507.09897.
+    .. [1] L. van Rossem and A. M. Saxe (ICML 2025, arXiv:2507.09897), the effective theory
+       of representational merger: two representations that interact through the shared
+       read-out.
 
     Examples
     --------
@@ -124,19 +142,11 @@ def effective_theory_ode(
     >>> bool(long < 1e-5 < short < 1)
     True
     """
-    h1, h2 = _check_pair(h, "h")
-    len1, len2 = _check_pair(lengths, "lengths", positive=True)
-    y1, y2 = _check_pair(targets, "targets")
-    for name, value in (("D2_0", D2_0), ("b2_0", b2_0), ("lr", lr), ("t_max", t_max)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a number; got {value!r} instead.")
-        if not np.isfinite(value) or value < 0 or (name in ("lr", "t_max") and value == 0):
-            raise ValueError(f"{name} must be a finite number >= 0 (> 0 for lr, t_max); "
-                             f"got {value!r} instead.")
-    if isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral) or n_points < 2:
-        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r} instead.")
+    h1, h2 = _as_pair(h, "h")
+    len1, len2 = _as_pair(lengths, "lengths", positive=True)
+    y1, y2 = _as_pair(targets, "targets")
     if h1 == h2:
-        raise ValueError(f"h must hold two different values; got {h!r} instead.")
+        raise ValueError(f"h must hold two different values. Got {h!r} instead.")
 
     y11, y22, y12 = y1 * y1, y2 * y2, y1 * y2
     args = (lr * len1, lr * len2, lr, lr / 4, 1.0, y11, y22, y12)

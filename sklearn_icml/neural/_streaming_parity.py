@@ -14,19 +14,20 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..utils import optional_import
-from ..utils._skorch import SkorchEstimatorMixin, encode_class_labels, torch_threads
+from ..base import BaseNeuralEstimator, NeuralClassifierMixin
+from ..utils import check_generator, optional_import
+from ..utils._skorch import encode_class_labels, torch_threads
+from ._sequences import PAD, _pad_ragged, check_sequences
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
 nn = torch.nn
 
-PAD = -1
 # rows x time steps per forward call at prediction time (bounds memory, not results)
 _PREDICT_CHUNK_CELLS = 1 << 21
 
@@ -73,7 +74,7 @@ class ParityRNNModule(nn.Module):
     ):
         super().__init__()
         if h0 not in ("ones", "zeros"):
-            raise ValueError(f"h0 must be 'ones' or 'zeros'; got {h0!r} instead.")
+            raise ValueError(f"h0 must be 'ones' or 'zeros'. Got {h0!r} instead.")
         self.n_symbols = int(n_symbols)
         self.rnn = nn.RNN(
             self.n_symbols, hidden_size, batch_first=True, nonlinearity=nonlinearity
@@ -131,6 +132,9 @@ class ParityRNNModule(nn.Module):
 class LengthBucketLoader:
     """skorch ``iterator_train``: mini-batches of sequences of one length only.
 
+    Private plumbing of :class:`StreamingParityRNNClassifier` (skorch builds it from the
+    training dataset); it is not part of the public API.
+
     One pass (an epoch) visits the lengths in ascending order (or a random order), and
     within a length shuffles the sequences and cuts them into mini-batches of
     ``batch_size``; padding columns are trimmed, so a batch is a dense ``(b, L)`` tensor.
@@ -156,7 +160,7 @@ class LengthBucketLoader:
             self.buckets.append((X[rows, :length].contiguous(), y[rows]))
         self.batch_size = int(batch_size)
         self.order = order
-        self.rng = np.random.default_rng(int(torch.randint(2**31 - 1, ()).item()))
+        self.rng = check_generator(int(torch.randint(2**31 - 1, ()).item()))
 
     def __len__(self):
         return sum(-(-bx.shape[0] // self.batch_size) for bx, _ in self.buckets)
@@ -171,66 +175,6 @@ class LengthBucketLoader:
             for start in range(0, bx.shape[0], self.batch_size):
                 idx = perm[start : start + self.batch_size]
                 yield bx[idx], by[idx]
-
-
-def _pad_ragged(X):
-    """Pad a list of 1-D sequences of different lengths with ``PAD``; else return X."""
-    if not isinstance(X, list | tuple) or len(X) == 0:
-        return X
-    if not all(isinstance(row, list | tuple | np.ndarray) for row in X):
-        return X
-    rows = [np.asarray(row) for row in X]
-    if any(row.ndim != 1 for row in rows) or len({row.shape[0] for row in rows}) == 1:
-        return X
-    width = max(row.shape[0] for row in rows)
-    out = np.full((len(rows), width), PAD, dtype=np.result_type(*rows, np.int64))
-    for i, row in enumerate(rows):
-        out[i, : row.shape[0]] = row
-    return out
-
-
-def check_sequences(X, n_symbols, *, allow_empty=False):
-    """Check that a validated 2-D numeric array holds padded symbol sequences.
-
-    Returns an int64 copy. Raises ValueError for non-integers, symbols outside
-    ``0..n_symbols-1``, padding values before a symbol, and (unless ``allow_empty``) rows
-    with no symbol at all.
-    """
-    X = np.asarray(X)
-    if X.dtype.kind == "f":
-        if not np.all(X == np.round(X)):
-            raise ValueError(
-                "X must hold integer symbols (and the padding -1); got non-integer values "
-                "instead."
-            )
-    elif X.dtype.kind not in "iu":
-        raise TypeError(f"X must hold integer symbols; got dtype {X.dtype} instead.")
-    if np.any(X < PAD):
-        raise ValueError(
-            f"Negative values in data other than the padding {PAD} are not symbols; "
-            f"got {X.min().item()!r} instead."
-        )
-    if np.any(X >= n_symbols):
-        raise ValueError(
-            f"X has symbol {X.max().item()!r}, outside 0..{n_symbols - 1} "
-            f"(n_symbols={n_symbols}); raise n_symbols or re-encode the symbols."
-        )
-    X = X.astype(np.int64)
-    is_pad = X == PAD
-    bad = np.flatnonzero(np.any(is_pad[:, :-1] & ~is_pad[:, 1:], axis=1))
-    if bad.size:
-        raise ValueError(
-            f"X row {bad[0]} has the padding {PAD} before a symbol; padding must only be at "
-            f"the right end of a row. Got {X[bad[0]].tolist()[:20]!r} instead."
-        )
-    if not allow_empty and X.shape[1] > 0:
-        empty = np.flatnonzero(is_pad[:, 0])
-        if empty.size:
-            raise ValueError(
-                f"X row {empty[0]} is an empty sequence (only padding); every sequence needs "
-                "at least one symbol."
-            )
-    return X
 
 
 def module_outputs(module, X, *, hidden=False, device="cpu"):
@@ -255,7 +199,7 @@ def module_outputs(module, X, *, hidden=False, device="cpu"):
     return np.concatenate(parts)
 
 
-class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEstimator):
+class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """Elman RNN sequence classifier, trained as in the streaming parity paper.
 
     A single-layer RNN reads a sequence of symbols and its linear read-out after the last
@@ -277,7 +221,7 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
     ``y`` holds the class labels (parity 0/1 for the paper's task; any labels work).
 
     Implemented on skorch: ``fit`` builds a ``skorch.NeuralNet`` around
-    :class:`ParityRNNModule` with a :class:`LengthBucketLoader` as training iterator, and
+    :class:`ParityRNNModule` with a ``LengthBucketLoader`` (private) as training iterator, and
     stores it in ``net_``.
 
     Parameters
@@ -309,7 +253,7 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         Order in which each epoch visits the lengths.
     device : str or torch.device, default="cpu"
         Where to train (``"cuda"`` if available); prediction runs there too, in float64.
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch intra-op threads during ``fit`` and prediction (restored afterwards). One
         thread is fastest for this small network; None keeps torch's setting.
     callbacks : list of (str, skorch.callbacks.Callback), default=None
@@ -320,6 +264,10 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         Seeds the weights and the shuffling; the same value gives the same fit.
     verbose : int, default=0
         0 is silent; 1 prints skorch's table (epoch, train loss, duration) every epoch.
+    **kwargs
+        Routed to the skorch net as skorch routes them: ``optimizer__momentum=0.9``,
+        ``module__nonlinearity="tanh"``, ``iterator_train__order="random"`` ... (they
+        override the values the parameters above set).
 
     Attributes
     ----------
@@ -354,9 +302,11 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
     about 0.1 s of CPU time on one thread, so the paper's 1000-epoch main run takes about
     2 minutes on an idle core; its loss transition comes between epochs 500 and 600.
 
-    ``predict_proba`` with ``loss="ce"`` is the softmax of the outputs. With ``"mse"`` the
-    outputs regress one-hot targets; they are clipped at 0 and divided by their sum (the
-    softmax when all are <= 0). ``predict`` is the argmax of ``predict_proba``. Outputs
+    The paper [1]_ reads the class off the network as the argmax of its outputs and gives
+    no probabilities; the library adds ``predict_proba`` for scikit-learn's tools. With
+    ``loss="ce"`` it is the softmax of the outputs. With ``"mse"`` the outputs regress
+    one-hot targets; they are clipped at 0 and divided by their sum (the softmax when all
+    are <= 0). ``predict`` is the argmax of ``predict_proba``, as in the paper. Outputs
     that are not finite (an unconverged ReLU network on very long sequences) are never
     turned into a class: ``predict`` raises, ``predict_proba`` returns NaN rows and
     ``score`` returns NaN, both with a RuntimeWarning.
@@ -391,7 +341,7 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         "conv_threshold": [Interval(numbers.Real, 0, None, closed="left")],
         "length_order": [StrOptions({"ascending", "random"})],
         "device": "no_validation",  # checked by check_device in fit
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -412,10 +362,11 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         conv_threshold=0.0,
         length_order="ascending",
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         callbacks=None,
         random_state=None,
         verbose=0,
+        **kwargs,
     ):
         self.n_symbols = n_symbols
         self.hidden_size = hidden_size
@@ -429,11 +380,13 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         self.conv_threshold = conv_threshold
         self.length_order = length_order
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.callbacks = callbacks
         self.random_state = random_state
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the RNN on padded sequences ``X`` with labels ``y``.
 
@@ -446,10 +399,9 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
 
         Returns
         -------
-        self : object
-            The fitted classifier.
+        self : StreamingParityRNNClassifier
+            Fitted: ``net_``, ``classes_``, ``history_`` and ``converged_`` are set.
         """
-        self._validate_params()
         X, y = validate_data(self, _pad_ragged(X), y, dtype="numeric")
         X = check_sequences(X, self.n_symbols)
         self.classes_, y_index = encode_class_labels(y)
@@ -479,7 +431,6 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
             batch_size=self.batch_size,
             iterator_train=LengthBucketLoader,
             iterator_train__order=self.length_order,
-            callbacks=self.callbacks,
         )
         last = self.history_[-1, "train_loss"]
         self.converged_ = bool(self.conv_threshold > 0 and last < self.conv_threshold)
@@ -504,8 +455,9 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
             X = check_array(X, dtype="numeric")
         return check_sequences(X, self.n_symbols)
 
-    def _raw_outputs(self, X):
-        with torch_threads(self.n_threads):
+    def _predict_logits(self, X):
+        """Raw network outputs (float64) on sequences already validated."""
+        with torch_threads(self.n_jobs):
             return module_outputs(self.module_, X, device=self.net_.device)
 
     def _proba_from_outputs(self, outputs):
@@ -523,6 +475,22 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
             proba[finite] = np.where(total > 0, clipped / np.where(total > 0, total, 1), soft)
         return proba, finite
 
+    def _proba(self, X, consequence=None):
+        """Validate ``X``; probabilities and the mask of rows with finite outputs.
+
+        When some outputs are not finite and ``consequence`` is given, warn with it.
+        """
+        X = self._validate_X(X)
+        proba, finite = self._proba_from_outputs(self._predict_logits(X))
+        if consequence is not None and not finite.all():
+            warnings.warn(
+                f"{np.count_nonzero(~finite)} of {finite.shape[0]} sequences gave non-finite "
+                f"network outputs (the hidden state overflowed); {consequence}.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return X, proba, finite
+
     def predict_proba(self, X):
         """Class probabilities (see Notes for the MSE read-out).
 
@@ -536,24 +504,15 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         proba : ndarray of shape (n_sequences, n_classes)
             Rows of NaN (with a RuntimeWarning) where the network's outputs overflowed.
         """
-        X = self._validate_X(X)
-        proba, finite = self._proba_from_outputs(self._raw_outputs(X))
-        if not finite.all():
-            warnings.warn(
-                f"{np.count_nonzero(~finite)} of {finite.shape[0]} sequences gave non-finite "
-                "network outputs (the hidden state overflowed); their probabilities are NaN.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return proba
+        return self._proba(X, "their probabilities are NaN")[1]
 
     def predict(self, X):
-        """Predicted class of each sequence.
+        """Predicted class of each sequence: the argmax of :meth:`predict_proba`.
 
         Parameters
         ----------
         X : array-like of shape (n_sequences, length) or list of sequences
-            Sequences of any length, rows right-padded with -1.
+            As for :meth:`predict_proba`.
 
         Returns
         -------
@@ -564,8 +523,7 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         ValueError
             If the network's outputs are not finite for some sequence.
         """
-        X = self._validate_X(X)
-        proba, finite = self._proba_from_outputs(self._raw_outputs(X))
+        X, proba, finite = self._proba(X)
         if not finite.all():
             bad = int(np.flatnonzero(~finite)[0])
             raise ValueError(
@@ -591,15 +549,8 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         """
         from sklearn.metrics import accuracy_score
 
-        X = self._validate_X(X)
-        proba, finite = self._proba_from_outputs(self._raw_outputs(X))
+        _, proba, finite = self._proba(X, "the score is NaN")
         if not finite.all():
-            warnings.warn(
-                f"{np.count_nonzero(~finite)} of {finite.shape[0]} sequences gave non-finite "
-                "outputs; the score is NaN.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
             return float("nan")
         y_pred = self.classes_[np.argmax(proba, axis=1)]
         return float(accuracy_score(y, y_pred, sample_weight=sample_weight))
@@ -616,7 +567,7 @@ class StreamingParityRNNClassifier(ClassifierMixin, SkorchEstimatorMixin, BaseEs
         hidden : ndarray of shape (n_sequences, hidden_size)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_threads):
+        with torch_threads(self.n_jobs):
             return module_outputs(self.module_, X, hidden=True, device=self.net_.device)
 
     def __sklearn_tags__(self):

@@ -82,7 +82,7 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_parity_targets_rejects_other_symbols():
-    with pytest.raises(ValueError, match="got 2 instead"):
+    with pytest.raises(ValueError, match="Got 2 instead"):
         parity_targets([[0, 1, 2]])
     with pytest.raises(ValueError, match="2-D"):
         parity_targets([0, 1])

@@ -13,16 +13,15 @@ from sklearn_icml.neural import (
     MultiHeadAttentionICLModule,
     MultiHeadSoftmaxICLRegressor,
     MultiTaskLinearICLTaskSampler,
-    OnlinePromptLoader,
     gd_predict,
     multitask_pattern_metrics,
     softmax_kernel_predict,
 )
-from sklearn_icml.neural._icl_attention import module_predict
+from sklearn_icml.neural._icl_attention import OnlinePromptLoader, module_predict
 
 torch.set_num_threads(1)
 
-TINY = {"n_steps": 6, "batch_size": 16, "steps_per_epoch": 3, "random_state": 0}
+TINY = {"max_iter": 6, "batch_size": 16, "steps_per_epoch": 3, "random_state": 0}
 
 
 def prompts(n=200, d=4, L=12, seed=0, **kw):
@@ -273,7 +272,7 @@ def test_short_training_learns_in_context():
     X, y = LinearICLTaskSampler(n_features=2, n_context=10, random_state=5).sample(20_000)
     kw = {
         "sampler": sampler,
-        "n_steps": 600,
+        "max_iter": 600,
         "batch_size": 128,
         "lr": 1e-2,
         "steps_per_epoch": 100,
@@ -382,7 +381,7 @@ def test_multitask_training_beats_zero_on_both_outputs():
     sampler = MultiTaskLinearICLTaskSampler(n_context=20)
     model = MultiHeadSoftmaxICLRegressor(
         n_heads=2,
-        n_steps=100,
+        max_iter=100,
         steps_per_epoch=50,
         batch_size=64,
         lr=1e-2,
@@ -454,3 +453,13 @@ def test_multitask_bad_input():
         model.predict(prompts(3, d=4, L=5)[0])
     with pytest.raises(ValueError, match="y must have shape"):
         model.icl_mse(X, y[:, 0])
+
+
+def test_routed_keyword_arguments_reach_the_net():
+    X, y = prompts(20, d=3, L=5)
+    model = MultiHeadSoftmaxICLRegressor(**TINY, optimizer__weight_decay=0.1)
+    assert clone(model).get_params()["optimizer__weight_decay"] == 0.1
+    model.fit(X, y)
+    assert model.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_steps'"):
+        MultiHeadSoftmaxICLRegressor(n_steps=10)

@@ -216,3 +216,24 @@ def test_attention_pattern_metrics():
     assert attention_pattern_metrics(KQ, OV)["diag_ratio"][0] == pytest.approx(0.75)
     with pytest.raises(ValueError, match="KQ must have shape"):
         attention_pattern_metrics(KQ[0], OV)
+
+
+def test_samplers_are_estimators_validated_at_first_use():
+    from sklearn.base import clone
+
+    from sklearn_icml.neural import MultiTaskLinearICLTaskSampler
+
+    for cls in (LinearICLTaskSampler, MultiTaskLinearICLTaskSampler):
+        bad = cls(n_context=0)  # __init__ only stores
+        assert bad.get_params()["n_context"] == 0
+        with pytest.raises(ValueError, match="n_context"):
+            bad.sample(2)
+        with pytest.raises(ValueError, match="n_prompts"):
+            cls().sample(0)
+        sampler = cls(n_context=5, random_state=4)
+        first = sampler.sample(3)[0]
+        second = sampler.sample(3)[0]  # successive calls continue one stream
+        assert not np.array_equal(first, second)
+        np.testing.assert_array_equal(clone(sampler).sample(3)[0], first)  # clone restarts
+        np.testing.assert_array_equal(sampler.set_params(random_state=4).sample(3)[0], first)
+        assert repr(sampler).startswith(cls.__name__)

@@ -14,12 +14,12 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError  # noqa: E402
 
 from sklearn_icml.datasets import make_streaming_parity  # noqa: E402
 from sklearn_icml.neural import (  # noqa: E402
-    LengthBucketLoader,
     ParityRNNModule,
     StreamingParityRNNClassifier,
     extract_automaton,
     merger_fraction,
 )
+from sklearn_icml.neural._streaming_parity import LengthBucketLoader  # noqa: E402
 
 FAST = {"hidden_size": 8, "max_epochs": 3, "random_state": 0}
 
@@ -474,3 +474,27 @@ def test_plateau_then_transition_to_an_any_length_two_state_solution():
     assert minimal.n_states == 2 and minimal.is_complete()
     X_long, y_long = make_streaming_parity(5000, 5000, n_per_length=5, random_state=4)
     assert np.array_equal(minimal.predict(X_long), y_long)
+
+
+def test_routed_keyword_arguments_reach_the_net(small_data):
+    X, y = small_data
+    clf = StreamingParityRNNClassifier(**FAST, optimizer__momentum=0.5)
+    assert clf.get_params()["optimizer__momentum"] == 0.5
+    assert clone(clf).get_params()["optimizer__momentum"] == 0.5
+    clf.fit(X, y)
+    assert clf.net_.optimizer_.param_groups[0]["momentum"] == 0.5
+    with pytest.raises(TypeError, match="unexpected keyword argument 'momentum'"):
+        StreamingParityRNNClassifier(momentum=0.5)
+
+
+def test_n_jobs_bounds_torch_threads_during_fit_only(small_data):
+    X, y = small_data
+    seen = []
+
+    class Probe(skorch.callbacks.Callback):
+        def on_epoch_end(self, net, **kwargs):
+            seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    StreamingParityRNNClassifier(**FAST, n_jobs=2, callbacks=[("probe", Probe())]).fit(X, y)
+    assert seen == [2, 2, 2] and torch.get_num_threads() == before
