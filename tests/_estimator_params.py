@@ -135,9 +135,6 @@ EXPECTED_FAILED_CHECKS = {
         "predict time (columns are time steps)",
         "check_classifiers_train": "it requires predict to reject another number of "
         "columns; its other assertions are re-run in tests/neural/test_streaming_parity.py",
-        "check_do_not_raise_errors_in_init_or_set_params": "the check passes the **kwargs "
-        "of __init__ as an argument named 'kwargs'; BaseNeuralEstimator routes only keyword "
-        "arguments with a skorch prefix (module__, optimizer__, ...) and refuses others",
     },
     # --- data-weighting-model ---
     # --- icl-multihead-attention ---

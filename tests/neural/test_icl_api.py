@@ -116,11 +116,4 @@ _API_CHECKS = [
 @pytest.mark.parametrize("check_name", _API_CHECKS)
 @pytest.mark.parametrize("name", NAMES)
 def test_sklearn_api_checks_that_need_no_2d_data(check_name, name):
-    if name == "MultiHeadSoftmaxICLRegressor" and (
-        check_name == "check_do_not_raise_errors_in_init_or_set_params"
-    ):
-        pytest.skip(
-            "the check passes the **kwargs of __init__ as an argument named 'kwargs'; the "
-            "estimator routes only skorch-prefixed keyword arguments to its net"
-        )
     getattr(estimator_checks, check_name)(name, make(name))

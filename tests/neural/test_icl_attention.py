@@ -461,5 +461,6 @@ def test_routed_keyword_arguments_reach_the_net():
     assert clone(model).get_params()["optimizer__weight_decay"] == 0.1
     model.fit(X, y)
     assert model.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
-    with pytest.raises(TypeError, match="unexpected keyword argument 'n_steps'"):
-        MultiHeadSoftmaxICLRegressor(n_steps=10)
+    # __init__ only stores; fit refuses a keyword that is neither a parameter nor routed
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['n_steps'\]"):
+        MultiHeadSoftmaxICLRegressor(**TINY, n_steps=10).fit(X, y)
