@@ -8,9 +8,11 @@ import statistics
 import time
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from ..utils import optional_import
+from ..utils import draw_seed, optional_import
+
+_POSITIVE = Interval(numbers.Integral, 1, None, closed="left")
 
 
 def _torch():
@@ -71,6 +73,17 @@ def _base(X2, base_weight, d_out, name="base_weight"):
     return X2 @ W.T
 
 
+@validate_params(
+    {
+        "X": ["array-like"],
+        "adapter_ids": ["array-like"],
+        "U": ["array-like"],
+        "V": ["array-like"],
+        "cores": ["array-like"],
+        "base_weight": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     """Outputs of a batch of requests, each for its own adapter, through one shared basis.
 
@@ -162,6 +175,17 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     return Y[:, 0, :] if squeeze else Y
 
 
+@validate_params(
+    {
+        "X": ["array-like"],
+        "adapter_ids": ["array-like"],
+        "A": ["array-like"],
+        "B": ["array-like"],
+        "base_weight": ["array-like", None],
+        "strategy": [StrOptions({"gather", "loop"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="gather"):
     """Outputs of a batch of requests, each for its own uncompressed LoRA adapter.
 
@@ -205,8 +229,6 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     True
     """
     torch = _torch()
-    if strategy not in ("gather", "loop"):
-        raise ValueError(f"strategy must be 'gather' or 'loop'; got {strategy!r} instead.")
     A_t = _as_tensor(A, "A")
     if A_t.ndim != 3:
         raise ValueError(f"A must have shape (n_adapters, r, d_in); got {tuple(A_t.shape)}.")
@@ -242,19 +264,29 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     return Y[:, 0, :] if squeeze else Y
 
 
-def _positive_ints(values, name):
-    values = list(values) if not isinstance(values, numbers.Integral) else [values]
-    if not values or any(
-        isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in values
-    ):
-        raise ValueError(f"{name} must be positive integers; got {values!r} instead.")
-    return [int(v) for v in values]
-
-
+@validate_params(
+    {
+        "d_in": [_POSITIVE],
+        "d_out": [_POSITIVE],
+        "r0": [_POSITIVE],
+        "rank": [_POSITIVE],
+        "n_adapters_list": ["array-like"],
+        "batch": [_POSITIVE],
+        "tokens": [_POSITIVE],
+        "n_repeats": [_POSITIVE],
+        "random_state": ["random_state"],
+        "n_warmup": [Interval(numbers.Integral, 0, None, closed="left")],
+        "core": [StrOptions({"full", "diag"})],
+        "include_base": ["boolean"],
+        "n_jobs": [_POSITIVE, None],
+        "dtype": [StrOptions({"float32", "float64", "bfloat16"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
                                  n_adapters_list=(1, 16, 256, 1024), batch=64, tokens=8,
                                  n_repeats=50, random_state=0, *, n_warmup=5, core="full",
-                                 include_base=True, num_threads=None, dtype="float32"):
+                                 include_base=True, n_jobs=None, dtype="float32"):
     """Time the shared-basis and the separate-LoRA forward for growing numbers of adapters.
 
     For each ``n`` in ``n_adapters_list``, random adapters (``A`` (n, r0, d_in), ``B``
@@ -288,8 +320,8 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
         Core type of the shared path.
     include_base : bool, default=True
         Add the base product ``W0 x`` to every path (as a real layer does).
-    num_threads : int, default=None
-        ``torch.set_num_threads`` during the run (restored afterwards); None keeps torch's.
+    n_jobs : int, default=None
+        torch's intra-op threads during the run (restored afterwards); None keeps torch's.
     dtype : {"float32", "float64", "bfloat16"}, default="float32"
         Tensor dtype.
 
@@ -314,92 +346,86 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
     2
     """
     torch = _torch()
-    d_in, d_out, r0, rank, batch, tokens, n_repeats = _positive_ints(
-        [d_in, d_out, r0, rank, batch, tokens, n_repeats],
-        "d_in, d_out, r0, rank, batch, tokens and n_repeats",
-    )
-    n_list = _positive_ints(n_adapters_list, "n_adapters_list")
-    if isinstance(n_warmup, bool) or not isinstance(n_warmup, numbers.Integral) or n_warmup < 0:
-        raise ValueError(f"n_warmup must be an integer >= 0; got {n_warmup!r} instead.")
+    from ..utils._skorch import torch_threads
+
+    n_list = np.asarray(n_adapters_list).ravel().tolist()
+    if not n_list or any(
+        isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in n_list
+    ):
+        raise ValueError(
+            f"n_adapters_list must hold positive integers. Got {n_adapters_list!r} instead."
+        )
+    n_list = [int(v) for v in n_list]
     if rank > min(d_in, d_out):
         raise ValueError(
-            f"rank must be <= min(d_in, d_out) = {min(d_in, d_out)}; got {rank!r} instead."
+            f"rank must be <= min(d_in, d_out) = {min(d_in, d_out)}. Got {rank!r} instead."
         )
-    if core not in ("full", "diag"):
-        raise ValueError(f"core must be 'full' or 'diag'; got {core!r} instead.")
-    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
-    if dtype not in dtypes:
-        raise ValueError(f"dtype must be one of {sorted(dtypes)}; got {dtype!r} instead.")
-    tdtype = dtypes[dtype]
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    gen = torch.Generator().manual_seed(seed)
+    tdtype = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}[
+        dtype
+    ]
+    gen = torch.Generator().manual_seed(draw_seed(random_state))
 
     def randn(*shape, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(tdtype)
 
     old_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(_positive_ints(num_threads, "num_threads")[0])
     out = {k: [] for k in (
         "shared_seconds", "separate_seconds", "shared_tokens_per_s", "separate_tokens_per_s",
         "shared_memory_bytes", "separate_memory_bytes", "speedup", "shared_ratio_to_single",
     )}
     n_tokens = batch * tokens
-    try:
-        with torch.inference_mode():
-            X = randn(batch, tokens, d_in)
-            W0 = randn(d_out, d_in, scale=d_in**-0.5) if include_base else None
-            U = torch.linalg.qr(torch.randn(d_out, rank, generator=gen))[0].to(tdtype)
-            V = torch.linalg.qr(torch.randn(d_in, rank, generator=gen))[0].to(tdtype)
-            A1, B1 = randn(r0, d_in, scale=d_in**-0.5), randn(d_out, r0, scale=r0**-0.5)
-            X2 = X.reshape(n_tokens, d_in)
+    with torch_threads(n_jobs), torch.inference_mode():
+        X = randn(batch, tokens, d_in)
+        W0 = randn(d_out, d_in, scale=d_in**-0.5) if include_base else None
+        U = torch.linalg.qr(torch.randn(d_out, rank, generator=gen))[0].to(tdtype)
+        V = torch.linalg.qr(torch.randn(d_in, rank, generator=gen))[0].to(tdtype)
+        A1, B1 = randn(r0, d_in, scale=d_in**-0.5), randn(d_out, r0, scale=r0**-0.5)
+        X2 = X.reshape(n_tokens, d_in)
 
-            def single():
-                y = (X2 @ A1.T) @ B1.T
-                return y if W0 is None else torch.addmm(y, X2, W0.T)
+        def single():
+            y = (X2 @ A1.T) @ B1.T
+            return y if W0 is None else torch.addmm(y, X2, W0.T)
 
-            def base_only():
-                return X2 @ W0.T if W0 is not None else X2.clone()
+        def base_only():
+            return X2 @ W0.T if W0 is not None else X2.clone()
 
-            single_t, base_t = [], []
-            for n in n_list:
-                A = randn(n, r0, d_in, scale=d_in**-0.5)
-                B = randn(n, d_out, r0, scale=r0**-0.5)
-                cores = randn(n, rank, rank) if core == "full" else randn(n, rank)
-                id_draws = [
-                    torch.randint(n, (batch,), generator=gen)
-                    for _ in range(n_warmup + n_repeats)
-                ]
-                times = {"shared": [], "separate": [], "single": [], "base": []}
-                for k, ids in enumerate(id_draws):
-                    calls = {
-                        "shared": lambda ids=ids, cores=cores: shared_basis_forward(
-                            X, ids, U, V, cores, base_weight=W0),
-                        "separate": lambda ids=ids, A=A, B=B: separate_lora_forward(
-                            X, ids, A, B, base_weight=W0),
-                        "single": single,
-                        "base": base_only,
-                    }
-                    for name, call in calls.items():
-                        start = time.perf_counter()
-                        call()
-                        if k >= n_warmup:
-                            times[name].append(time.perf_counter() - start)
-                shared_s = statistics.median(times["shared"])
-                sep_s = statistics.median(times["separate"])
-                single_t += times["single"]
-                base_t += times["base"]
-                out["shared_seconds"].append(shared_s)
-                out["separate_seconds"].append(sep_s)
-                out["shared_tokens_per_s"].append(n_tokens / shared_s)
-                out["separate_tokens_per_s"].append(n_tokens / sep_s)
-                out["shared_memory_bytes"].append(
-                    int(U.nbytes + V.nbytes + cores.nbytes))
-                out["separate_memory_bytes"].append(int(A.nbytes + B.nbytes))
-                out["speedup"].append(sep_s / shared_s)
-                del A, B, cores
-    finally:
-        torch.set_num_threads(old_threads)
+        single_t, base_t = [], []
+        for n in n_list:
+            A = randn(n, r0, d_in, scale=d_in**-0.5)
+            B = randn(n, d_out, r0, scale=r0**-0.5)
+            cores = randn(n, rank, rank) if core == "full" else randn(n, rank)
+            id_draws = [
+                torch.randint(n, (batch,), generator=gen)
+                for _ in range(n_warmup + n_repeats)
+            ]
+            times = {"shared": [], "separate": [], "single": [], "base": []}
+            for k, ids in enumerate(id_draws):
+                calls = {
+                    "shared": lambda ids=ids, cores=cores: shared_basis_forward(
+                        X, ids, U, V, cores, base_weight=W0),
+                    "separate": lambda ids=ids, A=A, B=B: separate_lora_forward(
+                        X, ids, A, B, base_weight=W0),
+                    "single": single,
+                    "base": base_only,
+                }
+                for name, call in calls.items():
+                    start = time.perf_counter()
+                    call()
+                    if k >= n_warmup:
+                        times[name].append(time.perf_counter() - start)
+            shared_s = statistics.median(times["shared"])
+            sep_s = statistics.median(times["separate"])
+            single_t += times["single"]
+            base_t += times["base"]
+            out["shared_seconds"].append(shared_s)
+            out["separate_seconds"].append(sep_s)
+            out["shared_tokens_per_s"].append(n_tokens / shared_s)
+            out["separate_tokens_per_s"].append(n_tokens / sep_s)
+            out["shared_memory_bytes"].append(
+                int(U.nbytes + V.nbytes + cores.nbytes))
+            out["separate_memory_bytes"].append(int(A.nbytes + B.nbytes))
+            out["speedup"].append(sep_s / shared_s)
+            del A, B, cores
     single_s = statistics.median(single_t)
     out["shared_ratio_to_single"] = [single_s / s for s in out["shared_seconds"]]
     base_s = statistics.median(base_t)
@@ -414,6 +440,6 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
             "d_in": d_in, "d_out": d_out, "r0": r0, "rank": rank, "batch": batch,
             "tokens": tokens, "n_repeats": n_repeats, "n_warmup": n_warmup, "core": core,
             "include_base": include_base, "dtype": dtype,
-            "num_threads": num_threads if num_threads is not None else old_threads,
+            "n_jobs": n_jobs if n_jobs is not None else old_threads,
         },
     }
