@@ -55,8 +55,9 @@ TEST_PARAMS = {
     },
     # --- evo-constrained-rl ---
     # --- offline-preference-losses ---
-    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
-    # so they are not BaseEstimator subclasses (see alignment/_base.py)
+    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
+    # (input tag two_d_array=False), so the common test runs only the data-free checks;
+    # tests/alignment test fit, clone and the errors on pairs
     # --- flat-lora ---
     # a width-16 MLP, LoRA rank 4, 15 epochs: fast, and enough for the checks' toy data
     "FlatLoRAClassifier": {
@@ -159,8 +160,9 @@ EXPECTED_FAILED_CHECKS = {
         "check_fit1d": "fit takes a 1-D vector of costs by design (the spec's API)",
     },
     # --- offline-preference-losses ---
-    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
-    # so they are not BaseEstimator subclasses (see alignment/_base.py)
+    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
+    # (input tag two_d_array=False), so the common test runs only the data-free checks;
+    # tests/alignment test fit, clone and the errors on pairs
     # --- flat-lora ---
     # --- serlic-reflectance-compression ---
     "ScanOrderSerializer": dict.fromkeys(

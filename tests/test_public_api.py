@@ -59,8 +59,6 @@ CLASSES = sorted(_public_classes())
 # Classes still being moved onto sklearn_icml.base in this round: each entry goes as its
 # class becomes a BaseEstimator (strict: a class that passes must leave this set).
 _PENDING = {
-    "alignment.PreferenceLMTrainer",
-    "alignment.TabularPreferencePolicy",
     "bandits.BAICl",
     "bandits.BAIClPlusPlus",
     "bandits.ClusterRandomizedEXP3IX",

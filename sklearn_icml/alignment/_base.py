@@ -1,33 +1,11 @@
-"""Parameter handling and policy-vector checks shared by the alignment objects.
-
-:class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` learn from *pairs of
-responses*, not from a feature matrix, so scikit-learn's estimator checks (which feed
-random feature matrices to ``fit``) do not apply to them. They are therefore not
-``BaseEstimator`` subclasses, but keep its manners through
-:class:`sklearn_icml.utils._params.ParamsMixin`:
-keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
-:func:`sklearn.base.clone` works), ``_parameter_constraints`` checked at the start of
-``fit``, fitted attributes ending in ``_``.
-"""
+"""Checks of the policy vectors the alignment objects take: probabilities and support."""
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
 
 from ..utils.validation import check_finite
 
-# a probability vector must sum to one within this tolerance (spec section 8)
+#: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
-
-
-class FittedCheckMixin:
-    """``_check_fitted(attribute)`` raising scikit-learn's ``NotFittedError``."""
-
-    def _check_fitted(self, attribute):
-        if not hasattr(self, attribute):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
-                "appropriate arguments before using this method."
-            )
 
 
 def check_policy(policy, name, *, n_contexts=None, n_responses=None):

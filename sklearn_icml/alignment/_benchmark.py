@@ -1,10 +1,10 @@
 """Closed-form population minimisers (benchmark policies) of the preference losses."""
 
-import math
 import numbers
 
 import numpy as np
 from scipy.special import expit, logit, logsumexp
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..utils.validation import check_finite
 from ._base import check_policy
@@ -87,6 +87,21 @@ def _bt_rewards(P, name):
     return r
 
 
+_SCALE = Interval(numbers.Real, 0, np.inf, closed="neither")
+
+
+@validate_params(
+    {
+        "rewards": ["array-like", None],
+        "pref_matrix": ["array-like", None],
+        "nu": ["array-like", None],
+        "loss": [StrOptions(set(_CLOSED_FORMS) | {"hinge"})],
+        "beta": [_SCALE],
+        "tau": [_SCALE],
+        "sampling": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def benchmark_policy(
     rewards=None,
     pref_matrix=None,
@@ -101,7 +116,7 @@ def benchmark_policy(
 
     For a softmax policy over ``K`` responses per context with full coverage, the loss
     of a pair depends only on the margin ``h(a, b) = s(a) - s(b)`` of the scores
-    ``s = log pi - log nu``. The minimisers are (spec section 3.3):
+    ``s = log pi - log nu``. The minimisers are (Agarwal, Dann & Marinov, 2025):
 
     * ``"logistic"`` (DPO) and ``"savage"``: ``beta h(a, b) = logit P(a > b)``, realisable
       under Bradley-Terry, so ``pi ∝ nu exp(r / beta)`` whatever the sampling;
@@ -162,7 +177,7 @@ def benchmark_policy(
 
     Examples
     --------
-    Spec experiment E1 (logistic, ``beta = 1``, ``nu = pi_ref``):
+    The logistic loss (DPO) with ``beta = 1`` and ``nu = pi_ref``:
 
     >>> from sklearn_icml.alignment import benchmark_policy
     >>> r, ref = [1.0, 0.5, 0.0, -0.5], [0.1, 0.2, 0.3, 0.4]
@@ -171,15 +186,6 @@ def benchmark_policy(
     >>> benchmark_policy(r, nu=ref, loss="squared", tau=1.0).round(4)
     array([0.1243, 0.2227, 0.2976, 0.3554])
     """
-    if not isinstance(loss, str) or loss not in _CLOSED_FORMS + ("hinge",):
-        raise ValueError(
-            f"loss must be one of {sorted(_CLOSED_FORMS + ('hinge',))}; got {loss!r} instead."
-        )
-    for value, name in ((beta, "beta"), (tau, "tau")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number > 0; got {value!r} instead.")
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0; got {value!r} instead.")
     if loss == "hinge":
         raise ValueError(
             "the hinge loss has no closed-form population minimiser (its pointwise "

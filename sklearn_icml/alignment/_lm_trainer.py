@@ -1,6 +1,6 @@
 """Offline preference optimisation of a small causal language model, on skorch.
 
-The CPU language-model check of the offline-preference-losses spec: a tiny causal
+The losses of Agarwal, Dann & Marinov (ICML 2025) on a language model: a tiny causal
 Transformer (built locally, random initialisation, nothing downloaded) is trained on
 ``(prompt, chosen, rejected)`` triples with any loss of :data:`PREFERENCE_LOSSES` and any
 normaliser. Sequence log-probabilities are sums of token log-softmax values over the
@@ -11,13 +11,14 @@ import copy
 import numbers
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from ..utils import optional_import
-from ..utils._params import ParamsMixin
-from ..utils._skorch import SkorchEstimatorMixin, check_device, seeded, torch_seed, torch_threads
+from ..base import BaseNeuralEstimator, NonTabularInputMixin
+from ..utils import draw_seed, optional_import
+from ..utils._skorch import check_device, seeded, torch_threads
 from ..utils.validation import check_finite
-from ._base import FittedCheckMixin
 from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
@@ -194,7 +195,7 @@ def _check_sequences(seqs, name, *, allow_empty):
     return out
 
 
-class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
+class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
 
     ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences
@@ -205,11 +206,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     given in ``fit``) or none. The model is :class:`TinyCausalLM` unless ``module`` is
     given.
 
-    Like :class:`TabularPreferencePolicy` it learns from pairs of sequences, not a
-    feature matrix, so it is not a scikit-learn estimator; it keeps scikit-learn's
-    manners (``get_params``/``set_params``, ``random_state``, fitted attributes ending in
-    ``_``) and the skorch conventions of this library (``net_``, ``module_``,
-    ``history_``, ``device``, ``n_threads``).
+    Like :class:`TabularPreferencePolicy` it learns from pairs (of token sequences), not
+    a feature matrix, so its input tags say "not a 2-D table". It follows the skorch
+    conventions of :class:`~sklearn_icml.base.BaseNeuralEstimator` (``net_``,
+    ``module_``, ``history_``, ``device``, ``n_jobs``, keyword arguments prefixed
+    ``module__``, ``optimizer__``, ... routed to the net).
 
     Parameters
     ----------
@@ -236,12 +237,17 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     max_epochs : int, default=20
     batch_size : int, default=32
     device : str, default="cpu"
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch threads during ``fit`` and scoring.
     callbacks : list of (str, skorch.callbacks.Callback) or None, default=None
+        Extra skorch callbacks (copied at every fit).
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the shuffling.
     verbose : int, default=0
+    **kwargs
+        Parameters prefixed ``module__``, ``optimizer__``, ``criterion__``,
+        ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
+        net (e.g. ``optimizer__weight_decay=0.01``).
 
     Attributes
     ----------
@@ -297,7 +303,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -322,10 +328,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         max_epochs=20,
         batch_size=32,
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         callbacks=None,
         random_state=None,
         verbose=0,
+        **kwargs,
     ):
         self.loss = loss
         self.beta = beta
@@ -343,10 +350,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.callbacks = callbacks
         self.random_state = random_state
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
     # ---------------------------------------------------------------- encoding
 
@@ -376,7 +384,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         device = next(module.parameters()).device
         module = module.eval()
         out = []
-        with torch.no_grad(), torch_threads(self.n_threads):
+        with torch.no_grad(), torch_threads(self.n_jobs):
             for s in range(0, tokens.shape[0], chunk):
                 t = torch.as_tensor(tokens[s : s + chunk], device=device)
                 m = torch.as_tensor(mask[s : s + chunk], device=device)
@@ -385,6 +393,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
 
     # ---------------------------------------------------------------- fit
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, prompts, chosen, rejected, labels=None, *, reference_module=None,
             data_logps=None):
         """Train the language model on preference triples.
@@ -408,7 +417,6 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         -------
         self : object
         """
-        self._validate_params()
         device = check_device(self.device)
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         W = _check_sequences(chosen, "chosen", allow_empty=False)
@@ -461,8 +469,8 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         tok_w, mask_w = _pad_to(tok_w, width), _pad_to(mask_w, width)
         tok_l, mask_l = _pad_to(tok_l, width), _pad_to(mask_l, width)
 
-        seed = torch_seed(self.random_state)
-        with seeded(seed, device), torch_threads(self.n_threads):
+        seed = draw_seed(self.random_state)
+        with seeded(seed, device), torch_threads(self.n_jobs):
             if self.module is None:
                 lm = TinyCausalLM(
                     self.vocab_size_, d_model=self.d_model, n_layers=self.n_layers,
@@ -487,7 +495,6 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             nu = np.zeros((n, 2))
         y = np.column_stack([nu, p, ref_lp]).astype(np.float32)
         X = {"tokens_w": tok_w, "mask_w": mask_w, "tokens_l": tok_l, "mask_l": mask_l}
-        callbacks = list(self.callbacks or []) + [("epoch_means", _EpochMeans())]
         self._fit_net(
             _PreferenceNet,
             X,
@@ -502,7 +509,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             max_epochs=self.max_epochs,
             batch_size=self.batch_size,
             iterator_train__shuffle=True,
-            callbacks=callbacks,
+            callbacks=[("epoch_means", _EpochMeans())],
         )
         return self
 
@@ -524,7 +531,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         -------
         logp : ndarray of shape (n,), float64
         """
-        self._check_fitted("net_")
+        check_is_fitted(self, "net_")
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         C = _check_sequences(completions, "completions", allow_empty=False)
         if len(P) != len(C):

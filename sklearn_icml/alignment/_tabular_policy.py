@@ -8,15 +8,16 @@ from scipy.optimize import minimize
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp, rel_entr
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_array
+from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ..utils._params import ParamsMixin
+from ..base import NonTabularInputMixin
+from ..utils import check_random_state
 from ..utils.validation import check_finite
-from ._base import FittedCheckMixin, check_policy, check_support
+from ._base import check_policy, check_support
 from ._loss_math import LOSS_NAMES, LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
 
@@ -89,6 +90,14 @@ def _check_range(idx, n_contexts, n_responses, name="pairs"):
         )
 
 
+def _log_policy(policy, name, n_contexts, n_responses, used):
+    """``log`` of a validated policy that is positive wherever ``used`` (C, K) is True."""
+    checked = check_policy(policy, name, n_contexts=n_contexts, n_responses=n_responses)
+    check_support(checked, name, used)
+    with np.errstate(divide="ignore"):
+        return np.log(checked)
+
+
 def _aggregate(idx, labels, weight):
     """Merge identical (context, first, second, label) rows, summing their weights."""
     keep = weight > 0
@@ -129,7 +138,7 @@ def _unbounded_contexts(ctx, a, b, p, w, n_contexts, n_responses):
     return out
 
 
-class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
+class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
     """Softmax policy over ``K`` responses per context, fitted by an offline preference loss.
 
     The tabular setting of Agarwal, Dann & Marinov (ICML 2025): contexts ``x`` and
@@ -147,10 +156,9 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     L-BFGS-B); ``solver="gd"`` runs (mini-batch) gradient descent, whose trajectory shows
     how the logistic loss keeps growing its margins on deterministic labels.
 
-    It learns from pairs of responses, not from a feature matrix, so it is not a
-    scikit-learn estimator (``check_estimator`` cannot apply); it keeps scikit-learn's
-    manners: parameters in ``__init__`` (``get_params``/``set_params``/``clone`` work),
-    work in ``fit``, results in attributes ending in ``_``.
+    It learns from pairs of responses, not from a feature matrix: ``fit(pairs, labels)``
+    takes integer rows ``(context, first, second)``, so its input tags say "not a 2-D
+    table of features" and scikit-learn's data checks do not apply.
 
     Parameters
     ----------
@@ -233,10 +241,12 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     :class:`~sklearn.exceptions.ConvergenceWarning`, and the result depends on
     ``max_iter``. The squared loss stays finite.
 
-    The objective is the weighted *mean* of the soft-label loss. The spec's population
-    objective for its experiments, ``sum_{a,b} m(a) m(b) P(a > b) loss(h(a, b))``, is half
-    of it, so gradient descent with step ``lr`` here follows the spec's trajectory with
-    step ``2 lr``.
+    The objective is the weighted *mean* of the soft-label loss. The population objective
+    of [1]_, ``sum_{a,b} m(a) m(b) P(a > b) loss(h(a, b))`` over ordered pairs, is half of
+    it, so gradient descent with step ``lr`` here follows that objective's trajectory with
+    step ``2 lr``. The squared log-ratio regulariser (``kl_coef``) stands in for the
+    paper's KL regulariser: it has the same minimiser at ``pi = pi_ref`` and a closed-form
+    gradient.
 
     References
     ----------
@@ -245,8 +255,8 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
 
     Examples
     --------
-    Spec experiment E1: logistic loss, ``beta = 1``, reference normaliser, population
-    pairs under Bradley-Terry preferences.
+    The logistic loss (DPO) with ``beta = 1`` and the reference normaliser, on
+    population pairs under Bradley-Terry preferences.
 
     >>> from sklearn_icml.alignment import TabularPreferencePolicy, population_pairs
     >>> rewards, ref = [1.0, 0.5, 0.0, -0.5], [0.1, 0.2, 0.3, 0.4]
@@ -368,6 +378,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         check_finite(phi, "features")
         return np.ascontiguousarray(np.broadcast_to(phi, (C, K, phi.shape[2])))
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(
         self,
         pairs,
@@ -403,7 +414,6 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         self : object
             The fitted policy.
         """
-        self._validate_params()
         if self.solver == "lbfgs" and self.batch_size is not None:
             raise ValueError(
                 "solver='lbfgs' is a full-batch solver; use solver='gd' for mini-batches. "
@@ -429,13 +439,10 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         if self.normalizer == "reference":
             if reference_policy is None:
                 raise ValueError(
-                    "normalizer='reference' needs reference_policy (pi_ref); got "
-                    "reference_policy=None instead. Use normalizer='none' for no normaliser."
+                    "normalizer='reference' needs reference_policy (pi_ref); use "
+                    "normalizer='none' for no normaliser. Got reference_policy=None instead."
                 )
-            ref = check_policy(reference_policy, "reference_policy", n_contexts=C, n_responses=K)
-            check_support(ref, "reference_policy", used)
-            with np.errstate(divide="ignore"):
-                log_nu = np.log(ref)
+            log_nu = _log_policy(reference_policy, "reference_policy", C, K, used)
         elif self.normalizer == "data":
             if data_policy is None and not self.estimate_data_policy:
                 raise ValueError(
@@ -444,8 +451,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                     "neither instead."
                 )
             if data_policy is not None:
-                mu = check_policy(data_policy, "data_policy", n_contexts=C, n_responses=K)
-                check_support(mu, "data_policy", used)
+                log_nu = _log_policy(data_policy, "data_policy", C, K, used)
             else:
                 counts = np.zeros((C, K))
                 np.add.at(counts, (ctx, a), w)
@@ -453,19 +459,17 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                 totals = counts.sum(axis=1, keepdims=True)
                 mu = np.divide(counts, totals, out=np.full((C, K), 1.0 / K), where=totals > 0)
                 self.data_policy_ = mu
-            with np.errstate(divide="ignore"):
-                log_nu = np.log(mu)
+                with np.errstate(divide="ignore"):
+                    log_nu = np.log(mu)
         log_ref = None
         if self.kl_coef > 0:
             if reference_policy is None:
                 raise ValueError(
-                    "kl_coef > 0 regularises towards reference_policy; got "
+                    "kl_coef > 0 regularises towards reference_policy. Got "
                     "reference_policy=None instead."
                 )
-            ref = check_policy(reference_policy, "reference_policy", n_contexts=C, n_responses=K)
-            check_support(ref, "reference_policy", used)
-            with np.errstate(divide="ignore"):
-                log_ref = np.where(used, np.log(np.where(used, ref, 1.0)), 0.0)
+            log_pi_ref = _log_policy(reference_policy, "reference_policy", C, K, used)
+            log_ref = np.where(used, log_pi_ref, 0.0)
 
         self.n_contexts_, self.n_responses_ = C, K
         self.log_normalizer_ = log_nu
@@ -584,7 +588,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                     "the policy depends on max_iter. Use loss='squared', soft labels or "
                     "kl_coef > 0 for a finite solution.",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
                 return
         if not self.converged_ and (self.solver == "lbfgs" or self.batch_size is None):
@@ -592,7 +596,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} "
                 f"iterations (solver={self.solver!r}); raise max_iter or lr.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # ------------------------------------------------------------------ using it
@@ -614,7 +618,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         proba : ndarray of shape (n, n_responses_)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         if contexts is None:
             return self.policy_.copy()
         c = np.asarray(contexts)
@@ -640,7 +644,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         value : ndarray of shape (n_contexts_,)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         r = np.asarray(rewards, dtype=np.float64)
         if r.shape not in ((self.n_responses_,), (self.n_contexts_, self.n_responses_)):
             raise ValueError(
@@ -662,7 +666,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         kl : ndarray of shape (n_contexts_,)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         q = check_policy(policy, "policy", n_contexts=self.n_contexts_,
                          n_responses=self.n_responses_)
         return rel_entr(self.policy_, q).sum(axis=1)
@@ -681,7 +685,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         score : float
             Higher is better (no regulariser term).
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         idx, p = _check_pairs(pairs, labels)
         _check_range(idx, self.n_contexts_, self.n_responses_)
         weight = _check_sample_weight(

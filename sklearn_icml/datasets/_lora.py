@@ -1,4 +1,4 @@
-"""Synthetic LoRA collections with planted shared subspaces (joint LoRA compression E1-E3)."""
+"""Synthetic LoRA collections with planted shared subspaces, for joint LoRA compression."""
 
 import numbers
 

@@ -1,4 +1,4 @@
-"""Demo: 100 LoRA adapters compressed into one shared basis; clustering two families (spec E2)."""
+"""Demo: 100 LoRA adapters compressed into one shared basis; clustering two families."""
 
 from . import register_demo
 
