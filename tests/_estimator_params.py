@@ -69,8 +69,9 @@ TEST_PARAMS = {
         "random_state": 0,
     },
     # --- serlic-reflectance-compression ---
-    # ScanOrderSerializer: the defaults are fast. SerLiCCodec and AdaptiveContextCodec take
-    # lists of point clouds, so they are codecs, not BaseEstimator subclasses.
+    # ScanOrderSerializer: the defaults are fast. SerLiCCodec and AdaptiveContextCodec are
+    # codecs (sklearn_icml.base.BaseCodec) whose input is a list of point clouds (input tag
+    # two_d_array=False): the common test runs their data-free checks only
     # --- cellflux-flow-matching ---
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {

@@ -65,8 +65,6 @@ _PENDING = {
     "bandits.ClusteredBanditEnv",
     "bandits.InterferenceGridEnv",
     "bandits.SwitchbackEXP3IX",
-    "compression.AdaptiveContextCodec",
-    "compression.SerLiCCodec",
     "lora.FlatLoRACallback",
     "lora.FlatLoRAPerturbation",
     "mas.AgentLLM",
