@@ -1,11 +1,28 @@
 """Checks of the policy vectors the alignment objects take: probabilities and support."""
 
+import numbers
+
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..utils.validation import check_finite
+from ._loss_math import LOSS_NAMES
 
 #: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
+
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+
+#: constraints of the parameters that choose the loss and the normaliser, shared by
+#: TabularPreferencePolicy and PreferenceLMTrainer
+LOSS_CONSTRAINTS = {
+    "loss": [StrOptions(set(LOSS_NAMES))],
+    "beta": [_POSITIVE],
+    "tau": [_POSITIVE],
+    "delta": [_POSITIVE],
+    "normalizer": [StrOptions({"reference", "data", "none"})],
+    "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+}
 
 
 def check_policy(policy, name, *, n_contexts=None, n_responses=None):

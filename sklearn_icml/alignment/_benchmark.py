@@ -172,8 +172,7 @@ def benchmark_policy(
 
     References
     ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    .. [1] A. Agarwal, C. Dann and T. V. Marinov, ICML 2025, arXiv:2502.06861.
 
     Examples
     --------

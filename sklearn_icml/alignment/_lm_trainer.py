@@ -12,13 +12,14 @@ import numbers
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NonTabularInputMixin
 from ..utils import draw_seed, optional_import
 from ..utils._skorch import check_device, seeded, torch_threads
 from ..utils.validation import check_finite
+from ._base import LOSS_CONSTRAINTS
 from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
@@ -267,10 +268,10 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     --------
     TabularPreferencePolicy : the tabular theory these losses are analysed in.
 
-    References
-    ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    Notes
+    -----
+    The language-model setting of Agarwal, Dann & Marinov (ICML 2025, arXiv:2502.06861),
+    at a size that trains on a CPU in seconds.
 
     Examples
     --------
@@ -287,12 +288,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
-        "loss": [StrOptions(set(PREFERENCE_LOSSES))],
-        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "tau": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "normalizer": [StrOptions({"reference", "data", "none"})],
-        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+        **LOSS_CONSTRAINTS,
         "module": [nn.Module, None],
         "vocab_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -312,13 +308,13 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     def __init__(
         self,
         *,
+        module=None,
         loss="logistic",
         beta=0.1,
         tau=0.1,
         delta=1.0,
         normalizer="reference",
         kl_coef=0.0,
-        module=None,
         vocab_size=None,
         d_model=32,
         n_layers=1,
@@ -334,13 +330,13 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         verbose=0,
         **kwargs,
     ):
+        self.module = module
         self.loss = loss
         self.beta = beta
         self.tau = tau
         self.delta = delta
         self.normalizer = normalizer
         self.kl_coef = kl_coef
-        self.module = module
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.n_layers = n_layers

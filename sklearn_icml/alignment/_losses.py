@@ -92,8 +92,8 @@ def logistic_loss(h, beta=0.1, p=None):
 
     References
     ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    .. [1] Agarwal, Dann & Marinov, ICML 2025, arXiv:2502.06861 (see
+       :class:`TabularPreferencePolicy`).
     .. [2] R. Rafailov et al., "Direct Preference Optimization", NeurIPS 2023.
 
     Examples
@@ -127,6 +127,7 @@ def squared_loss(h, tau=0.1, p=None):
     Returns
     -------
     loss : Tensor
+        ``(h - 1 / (2 tau))**2`` (soft-label mixed), elementwise.
 
     References
     ----------
@@ -164,6 +165,7 @@ def hinge_loss(h, delta=1.0, p=None):
     Returns
     -------
     loss : Tensor
+        ``max(0, delta - h)`` (soft-label mixed), elementwise.
 
     References
     ----------

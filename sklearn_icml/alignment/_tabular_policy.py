@@ -17,8 +17,8 @@ from threadpoolctl import threadpool_limits
 from ..base import NonTabularInputMixin
 from ..utils import check_random_state
 from ..utils.validation import check_finite
-from ._base import check_policy, check_support
-from ._loss_math import LOSS_NAMES, LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
+from ._base import LOSS_CONSTRAINTS, check_policy, check_support
+from ._loss_math import LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
 
 # full-batch tabular gradient descent runs in the numba kernel (False: the numpy reference)
@@ -270,14 +270,9 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "loss": [StrOptions(set(LOSS_NAMES))],
-        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "tau": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "normalizer": [StrOptions({"reference", "data", "none"})],
+        **LOSS_CONSTRAINTS,
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
-        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],

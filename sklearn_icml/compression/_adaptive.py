@@ -3,7 +3,7 @@
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from ..utils import optional_import
 from . import _bitstream
@@ -31,12 +31,10 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    n_lasers : int, default=32
-        Number of laser beams of the sensor.
-    n_azimuth : int, default=1024
-        Azimuth bins per revolution.
+    n_lasers, n_azimuth : int, default=32 and 1024
+        Laser beams of the sensor and azimuth bins per revolution: the scan grid.
     elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
-        Elevation range of the beams in degrees (see :class:`ScanOrderSerializer`).
+        Elevation range of the beams in degrees; ``"auto"`` learns it in :meth:`fit`.
     increment : int, default=32
         Count added to a symbol each time it is coded in a context.
     init : int, default=1
@@ -87,14 +85,9 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
     _kind = _bitstream.KIND_ADAPTIVE
 
     _parameter_constraints = {
-        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        **_BaseReflectanceCodec._parameter_constraints,
         "increment": [Interval(numbers.Integral, 1, 1 << 16, closed="both")],
         "init": [Interval(numbers.Integral, 1, 1 << 16, closed="both")],
-        "serialization": [StrOptions({"scan", "random"})],
-        "float_reflectance": [StrOptions({"reject", "scale255"})],
-        "drop_origin": ["boolean"],
     }
 
     def __init__(

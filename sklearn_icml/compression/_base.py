@@ -9,10 +9,12 @@ input is a list of point clouds, not a feature matrix, so its input tags say so.
 
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseCodec
@@ -44,6 +46,15 @@ class _BaseReflectanceCodec(BaseCodec):
     """
 
     _kind = None  # bitstream kind, set by subclasses
+
+    _parameter_constraints = {
+        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
+        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
+        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        "serialization": [StrOptions({"scan", "random"})],
+        "float_reflectance": [StrOptions({"reject", "scale255"})],
+        "drop_origin": ["boolean"],
+    }
 
     # --- preparation -------------------------------------------------------------------
     def _make_serializer(self):

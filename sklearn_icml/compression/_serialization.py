@@ -9,6 +9,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
+from ..utils import check_generator
 from ._validation import check_points
 
 #: the "previous reflectance" of the first point of every window
@@ -121,7 +122,7 @@ def random_order(n_points):
 
     A function of the point count only, so a decoder recomputes it without side bits.
     """
-    return np.random.default_rng(n_points).permutation(n_points).astype(np.int64)
+    return check_generator(int(n_points)).permutation(n_points).astype(np.int64)
 
 
 def _check_elevation_range(elevation_range, name="elevation_range"):
@@ -220,8 +221,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] J. Zhu, K. You, D. Ding and Z. Ma, "Efficient LiDAR Reflectance Compression via
-       Scanning Serialization", ICML 2025, arXiv:2505.09433.
+    .. [1] Zhu et al., ICML 2025, arXiv:2505.09433 (see :class:`SerLiCCodec`).
 
     Examples
     --------

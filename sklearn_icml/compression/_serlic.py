@@ -197,9 +197,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     _kind = _bitstream.KIND_SERLIC
 
     _parameter_constraints = {
-        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        **_BaseReflectanceCodec._parameter_constraints,
         "window": [Interval(numbers.Integral, 1, None, closed="left")],
         "sequence_model": [StrOptions({"mamba", "gru"})],
         "d_emb": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -209,13 +207,10 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "expand": [Interval(numbers.Integral, 1, None, closed="left")],
         "rho_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "prior_scalar": ["boolean"],
-        "serialization": [StrOptions({"scan", "random"})],
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
-        "float_reflectance": [StrOptions({"reject", "scale255"})],
-        "drop_origin": ["boolean"],
         "n_jobs": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",  # checked by check_device in fit
         "random_state": ["random_state"],

@@ -148,8 +148,8 @@ def make_lidar_sweep(
 
     References
     ----------
-    .. [1] J. Zhu, K. You, D. Ding and Z. Ma, "Efficient LiDAR Reflectance Compression via
-       Scanning Serialization", ICML 2025, arXiv:2505.09433.
+    .. [1] Zhu et al., ICML 2025, arXiv:2505.09433 (see
+       :class:`~sklearn_icml.compression.SerLiCCodec`).
 
     Examples
     --------

@@ -394,7 +394,7 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to assign to a basis, of the fitted shape.
 
         Returns
         -------
@@ -409,7 +409,7 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to project, each on the basis of its predicted cluster.
 
         Returns
         -------
@@ -464,7 +464,7 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to compress and expand again, of the fitted shape.
 
         Returns
         -------

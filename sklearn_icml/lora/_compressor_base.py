@@ -121,7 +121,7 @@ class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters whose kept energy is measured, of the fitted shape.
         y : None
             Ignored.
 
@@ -142,7 +142,7 @@ class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to compress and expand again (training or new ones).
 
         Returns
         -------

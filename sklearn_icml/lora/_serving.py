@@ -118,8 +118,8 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
 
     References
     ----------
-    .. [1] R. Brüel Gabrielsson et al., "Compress then Serve: Serving Thousands of LoRA
-       Adapters with Little Overhead", ICML 2025, arXiv:2407.00066.
+    .. [1] Brüel Gabrielsson et al., ICML 2025, arXiv:2407.00066: the shared-basis
+       serving path of "Compress then Serve".
 
     Examples
     --------

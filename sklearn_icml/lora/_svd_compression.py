@@ -58,12 +58,8 @@ class SVDLoRACompressor(_BaseLoRACompressor):
         Right singular vectors.
     relative_errors_ : ndarray of shape (n_adapters,)
         ``||Delta_i - hat_i||_F / ||Delta_i||_F`` (0 for an all-zero adapter).
-    n_adapters_ : int
-        Number of adapters.
-    shapes_ : tuple of (int, int)
-        ``(d_out, d_in)``.
-    adapter_ranks_ : ndarray of shape (n_adapters,)
-        Each adapter's own rank.
+    n_adapters_, shapes_, adapter_ranks_ : int, (int, int), ndarray of shape (n_adapters,)
+        Number of adapters, ``(d_out, d_in)`` and each adapter's own rank.
     n_parameters_ : int
         ``n rank (d_out + d_in)`` (singular values folded into the B factor).
     compression_ratio_ : float
@@ -113,7 +109,7 @@ class SVDLoRACompressor(_BaseLoRACompressor):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to truncate to ``rank``, of the fitted shape.
 
         Returns
         -------
