@@ -35,24 +35,24 @@ def check_policy(policy, name, *, n_contexts=None, n_responses=None):
     if arr.ndim not in (1, 2) or arr.size == 0:
         raise ValueError(
             f"{name} must be a probability vector of shape (n_responses,) or a matrix of "
-            f"shape (n_contexts, n_responses); got shape {arr.shape} instead."
+            f"shape (n_contexts, n_responses). Got shape {arr.shape} instead."
         )
     check_finite(arr, name)
     if np.any(arr < 0):
         raise ValueError(
-            f"{name} must be non-negative (a probability vector); got min {arr.min()!r} "
+            f"{name} must be non-negative (a probability vector). Got min {arr.min()!r} "
             "instead."
         )
     sums = arr.sum(axis=-1)
     if np.any(np.abs(sums - 1.0) > SUM_TOL):
         worst = np.atleast_1d(sums)[np.argmax(np.abs(np.atleast_1d(sums) - 1.0))]
         raise ValueError(
-            f"{name} must sum to 1 (within {SUM_TOL}) over responses; got a sum of "
+            f"{name} must sum to 1 (within {SUM_TOL}) over responses. Got a sum of "
             f"{float(worst)!r} instead."
         )
     if n_responses is not None and arr.shape[-1] != n_responses:
         raise ValueError(
-            f"{name} must have {n_responses} responses (columns); got {arr.shape[-1]} "
+            f"{name} must have {n_responses} responses (columns). Got {arr.shape[-1]} "
             "instead."
         )
     if arr.ndim == 1:
@@ -62,7 +62,7 @@ def check_policy(policy, name, *, n_contexts=None, n_responses=None):
             arr = np.broadcast_to(arr, (n_contexts, arr.shape[1])).copy()
         else:
             raise ValueError(
-                f"{name} must have {n_contexts} rows (contexts) or be 1-D; got "
+                f"{name} must have {n_contexts} rows (contexts) or be 1-D. Got "
                 f"{arr.shape[0]} rows instead."
             )
     return arr

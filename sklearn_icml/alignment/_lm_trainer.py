@@ -166,7 +166,7 @@ def _check_sequences(seqs, name, *, allow_empty):
         arr = np.asarray(seqs)
         if arr.ndim != 2:
             raise ValueError(
-                f"{name} must be a list of token sequences or a 2-D array padded with -1; got "
+                f"{name} must be a list of token sequences or a 2-D array padded with -1. Got "
                 f"an object of shape {arr.shape} instead."
             )
         rows = list(arr)
@@ -174,19 +174,19 @@ def _check_sequences(seqs, name, *, allow_empty):
     for i, row in enumerate(rows):
         row = np.asarray(row)
         if row.ndim != 1:
-            raise ValueError(f"{name}[{i}] must be 1-D; got shape {row.shape} instead.")
+            raise ValueError(f"{name}[{i}] must be 1-D. Got shape {row.shape} instead.")
         if row.size and row.dtype.kind == "f":
             check_finite(row, name)
             if not np.all(row == np.round(row)):
-                raise ValueError(f"{name}[{i}] must hold integer token ids; got {row!r} instead.")
+                raise ValueError(f"{name}[{i}] must hold integer token ids. Got {row!r} instead.")
         elif row.size and row.dtype.kind not in "iu":
-            raise TypeError(f"{name}[{i}] must hold integer token ids; got dtype {row.dtype}.")
+            raise TypeError(f"{name}[{i}] must hold integer token ids. Got dtype {row.dtype}.")
         row = row.astype(np.int64)
         n = int(np.sum(row != PAD))
         if np.any(row[:n] < 0) or np.any(row[n:] != PAD):
             raise ValueError(
                 f"{name}[{i}] must hold token ids >= 0, padded with {PAD} at its right end "
-                "only; got "
+                "only. Got "
                 f"{row.tolist()!r} instead."
             )
         row = row[:n]
@@ -420,7 +420,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         n = len(P)
         if n == 0 or len(W) != n or len(L) != n:
             raise ValueError(
-                "prompts, chosen and rejected must be non-empty and of the same length; got "
+                "prompts, chosen and rejected must be non-empty and of the same length. Got "
                 f"{len(P)}, {len(W)} and {len(L)} instead."
             )
         if labels is None:
@@ -428,11 +428,11 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         else:
             p = np.asarray(labels, dtype=np.float64)
             if p.shape != (n,):
-                raise ValueError(f"labels must have shape ({n},); got {p.shape} instead.")
+                raise ValueError(f"labels must have shape ({n},). Got {p.shape} instead.")
             check_finite(p, "labels")
             if np.any((p < 0) | (p > 1)):
                 raise ValueError(
-                    f"labels (soft labels) must lie in [0, 1]; got "
+                    f"labels (soft labels) must lie in [0, 1]. Got "
                     f"{p[(p < 0) | (p > 1)][0]!r} instead."
                 )
         max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
@@ -443,7 +443,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
             self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
             if self.bos_token is None:
                 raise ValueError(
-                    "a custom module needs bos_token (the id prepended to every prompt); got "
+                    "a custom module needs bos_token (the id prepended to every prompt). Got "
                     "bos_token=None instead."
                 )
             self.bos_token_ = int(self.bos_token)
@@ -452,11 +452,11 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
             if data_logps is None:
                 raise ValueError(
                     "normalizer='data' needs data_logps (log-probabilities of chosen and "
-                    "rejected under the data policy); got data_logps=None instead."
+                    "rejected under the data policy). Got data_logps=None instead."
                 )
             nu = np.asarray(data_logps, dtype=np.float64)
             if nu.shape != (n, 2):
-                raise ValueError(f"data_logps must have shape ({n}, 2); got {nu.shape} instead.")
+                raise ValueError(f"data_logps must have shape ({n}, 2). Got {nu.shape} instead.")
             check_finite(nu, "data_logps")
 
         tok_w, mask_w = self._encode(P, W)
@@ -532,7 +532,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         C = _check_sequences(completions, "completions", allow_empty=False)
         if len(P) != len(C):
             raise ValueError(
-                f"prompts and completions must have the same length; got {len(P)} and "
+                f"prompts and completions must have the same length. Got {len(P)} and "
                 f"{len(C)} instead."
             )
         self._check_tokens((P, "prompts"), (C, "completions"))

@@ -55,7 +55,7 @@ def _check_label(p, h):
     if bool(((p < 0) | (p > 1)).any()):
         bad = p[(p < 0) | (p > 1)].flatten()[0].item()
         raise ValueError(
-            f"p (soft label) must lie in [0, 1]; got {bad!r} instead."
+            f"p (soft label) must lie in [0, 1]. Got {bad!r} instead."
         )
     return p.to(device=h.device, dtype=h.dtype)
 
@@ -294,7 +294,7 @@ def preference_margin(logp_w, logp_l, ref_logp_w=None, ref_logp_l=None):
     if (ref_logp_w is None) != (ref_logp_l is None):
         raise ValueError(
             "ref_logp_w and ref_logp_l must both be given (normalised margin) or both be "
-            f"None (no normaliser); got ref_logp_w={'None' if ref_logp_w is None else '...'}"
+            f"None (no normaliser). Got ref_logp_w={'None' if ref_logp_w is None else '...'}"
             f" and ref_logp_l={'None' if ref_logp_l is None else '...'} instead."
         )
     if ref_logp_w is not None:

@@ -17,7 +17,7 @@ def _sampling_and_contexts(P, sampling, context_weights):
         m = check_policy(sampling, "sampling", n_responses=K)
         if m.shape[0] not in (1, C):
             raise ValueError(
-                f"sampling must be 1-D or have {C} rows (contexts); got {m.shape[0]} rows "
+                f"sampling must be 1-D or have {C} rows (contexts). Got {m.shape[0]} rows "
                 "instead."
             )
         m = np.broadcast_to(m, (C, K))

@@ -30,25 +30,25 @@ def _check_pairs(pairs, labels, name="pairs"):
     arr = check_array(pairs, dtype="numeric", ensure_all_finite=True, input_name=name)
     if arr.shape[1] not in (3, 4):
         raise ValueError(
-            f"{name} must have 3 columns (context, first, second) or 4 (plus a soft label); "
-            f"got {arr.shape[1]} columns instead."
+            f"{name} must have 3 columns (context, first, second) or 4 (plus a soft label). "
+            f"Got {arr.shape[1]} columns instead."
         )
     idx = arr[:, :3]
     if idx.dtype.kind == "f" and not np.all(idx == np.round(idx)):
         raise ValueError(
-            f"{name} columns 0-2 must hold integer indices; got non-integer values such as "
+            f"{name} columns 0-2 must hold integer indices. Got non-integer values such as "
             f"{idx[idx != np.round(idx)][0]!r} instead."
         )
     if np.any(idx < 0):
         raise ValueError(
-            f"{name} indices must be >= 0; got {idx.min().item()!r} instead."
+            f"{name} indices must be >= 0. Got {idx.min().item()!r} instead."
         )
     idx = idx.astype(np.int64)
     if arr.shape[1] == 4:
         if labels is not None:
             raise ValueError(
                 f"give the soft labels either as the 4th column of {name} or as labels, not "
-                "both; got both instead."
+                "both. Got both instead."
             )
         labels = arr[:, 3]
     if labels is None:
@@ -57,14 +57,14 @@ def _check_pairs(pairs, labels, name="pairs"):
         labels = np.asarray(labels, dtype=np.float64)
         if labels.shape != (idx.shape[0],):
             raise ValueError(
-                f"labels must have shape ({idx.shape[0]},), one per pair; got shape "
+                f"labels must have shape ({idx.shape[0]},), one per pair. Got shape "
                 f"{labels.shape} instead."
             )
         check_finite(labels, "labels")
         if np.any((labels < 0) | (labels > 1)):
             bad = labels[(labels < 0) | (labels > 1)][0]
             raise ValueError(
-                f"labels (soft labels) must lie in [0, 1]; got {bad!r} instead."
+                f"labels (soft labels) must lie in [0, 1]. Got {bad!r} instead."
             )
     same = idx[:, 1] == idx[:, 2]
     if np.any(same & (labels != 0.5)):
@@ -353,21 +353,21 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
         if self.policy == "tabular":
             if features is not None:
                 raise ValueError(
-                    "features are only used with policy='log_linear'; got features with "
+                    "features are only used with policy='log_linear'. Got features with "
                     "policy='tabular' instead."
                 )
             return None
         if features is None:
             raise ValueError(
                 "policy='log_linear' needs features of shape (n_responses, n_features) or "
-                "(n_contexts, n_responses, n_features); got features=None instead."
+                "(n_contexts, n_responses, n_features). Got features=None instead."
             )
         phi = np.asarray(features, dtype=np.float64)
         if phi.ndim == 2:
             phi = np.broadcast_to(phi, (C,) + phi.shape)
         if phi.ndim != 3 or phi.shape[:2] not in ((C, K), (1, K)) or phi.shape[2] < 1:
             raise ValueError(
-                f"features must have shape ({K}, n_features) or ({C}, {K}, n_features); got "
+                f"features must have shape ({K}, n_features) or ({C}, {K}, n_features). Got "
                 f"shape {np.shape(features)} instead."
             )
         check_finite(phi, "features")
@@ -419,7 +419,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
             sample_weight, idx, dtype=np.float64, ensure_non_negative=True
         )
         if not weight.sum() > 0:
-            raise ValueError("sample_weight must not be all zero; got all zeros instead.")
+            raise ValueError("sample_weight must not be all zero. Got all zeros instead.")
         C, K = self._shapes(idx, reference_policy, data_policy, features)
         _check_range(idx, C, K)
         phi = self._check_features(features, C, K)
@@ -442,7 +442,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
             if data_policy is None and not self.estimate_data_policy:
                 raise ValueError(
                     "normalizer='data' needs data_policy (the sampling policy mu) or "
-                    "estimate_data_policy=True to estimate it from the pair counts; got "
+                    "estimate_data_policy=True to estimate it from the pair counts. Got "
                     "neither instead."
                 )
             if data_policy is not None:
@@ -619,11 +619,11 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
         c = np.asarray(contexts)
         if c.ndim != 1 or c.dtype.kind not in "iu":
             raise ValueError(
-                f"contexts must be a 1-D array of integer indices; got {contexts!r} instead."
+                f"contexts must be a 1-D array of integer indices. Got {contexts!r} instead."
             )
         if np.any((c < 0) | (c >= self.n_contexts_)):
             raise ValueError(
-                f"contexts must lie in 0..{self.n_contexts_ - 1}; got {c.min()}..{c.max()} "
+                f"contexts must lie in 0..{self.n_contexts_ - 1}. Got {c.min()}..{c.max()} "
                 "instead."
             )
         return self.policy_[c]
@@ -644,7 +644,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
         if r.shape not in ((self.n_responses_,), (self.n_contexts_, self.n_responses_)):
             raise ValueError(
                 f"rewards must have shape ({self.n_responses_},) or ({self.n_contexts_}, "
-                f"{self.n_responses_}); got shape {r.shape} instead."
+                f"{self.n_responses_}). Got shape {r.shape} instead."
             )
         check_finite(r, "rewards")
         return (self.policy_ * r).sum(axis=1)
@@ -690,7 +690,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
         if not np.all(np.isfinite(h)):
             raise ValueError(
                 "some pairs involve a response with zero normaliser probability (it never "
-                "appeared in the training pairs); got non-finite margins instead."
+                "appeared in the training pairs). Got non-finite margins instead."
             )
         values, _ = np_loss_and_grad(self.loss, h, self._loss_scale(), p)
         return -float(np.average(values, weights=weight))

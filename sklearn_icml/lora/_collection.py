@@ -21,7 +21,7 @@ def _to_numpy(x):
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch tensor, without importing torch
         if x.is_complex():
             raise ValueError(
-                "LoRA factors must be real; got a complex tensor of dtype "
+                "LoRA factors must be real. Got a complex tensor of dtype "
                 f"{x.dtype} instead."
             )
         return x.detach().cpu().double().numpy()
@@ -32,7 +32,7 @@ def _check_factor(x, name, ndim):
     x = _to_numpy(x)
     dtype = getattr(x, "dtype", None)
     if dtype is not None and np.issubdtype(dtype, np.complexfloating):
-        raise ValueError(f"{name} must be real; got complex dtype {dtype} instead.")
+        raise ValueError(f"{name} must be real. Got complex dtype {dtype} instead.")
     arr = check_array(
         x,
         dtype=np.float64,
@@ -42,7 +42,7 @@ def _check_factor(x, name, ndim):
         input_name=name,
     )
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape} instead.")
+        raise ValueError(f"{name} must be {ndim}-D. Got shape {arr.shape} instead.")
     return arr
 
 
@@ -102,7 +102,7 @@ def check_collection(collection, name="collection"):
 
     if isinstance(collection, dict) or not isinstance(collection, list | tuple):
         raise TypeError(
-            f"{name} must be a list of (B, A) pairs or a pair of 3-D arrays (B, A); got "
+            f"{name} must be a list of (B, A) pairs or a pair of 3-D arrays (B, A). Got "
             f"{type(collection).__name__} instead."
         )
     if len(collection) == 0:
@@ -113,7 +113,7 @@ def check_collection(collection, name="collection"):
     for i, pair in enumerate(collection):
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
             raise TypeError(
-                f"{name}[{i}] must be a (B, A) pair; got {type(pair).__name__} instead."
+                f"{name}[{i}] must be a (B, A) pair. Got {type(pair).__name__} instead."
             )
         B = _check_factor(pair[0], f"B of adapter {i}", 2)
         A = _check_factor(pair[1], f"A of adapter {i}", 2)
@@ -140,11 +140,11 @@ def check_collection(collection, name="collection"):
 def check_rank(rank, d_out, d_in, name="rank"):
     """Raise ValueError unless 1 <= rank <= min(d_out, d_in)."""
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {rank!r} instead.")
+        raise TypeError(f"{name} must be an integer. Got {rank!r} instead.")
     if not 1 <= rank <= min(d_out, d_in):
         raise ValueError(
             f"{name} must be in [1, min(d_out, d_in)] = [1, {min(d_out, d_in)}] for adapters "
-            f"of shape (d_out, d_in) = ({d_out}, {d_in}); got {rank!r} instead."
+            f"of shape (d_out, d_in) = ({d_out}, {d_in}). Got {rank!r} instead."
         )
     return int(rank)
 

@@ -347,7 +347,7 @@ class JointLoRACompressor(_BaseLoRACompressor):
         if cores.ndim != len(expected) + 1 or cores.shape[1:] != expected:
             raise ValueError(
                 f"cores must have shape (n, {', '.join(map(str, expected))}) for "
-                f"core={self.core!r}; got shape {cores.shape} instead."
+                f"core={self.core!r}. Got shape {cores.shape} instead."
             )
         if not np.all(np.isfinite(cores)):
             raise ValueError("cores contains NaN or infinity; every value must be finite.")

@@ -23,12 +23,12 @@ def _as_tensor(x, name, dtype=None, device=None):
     torch = _torch()
     if isinstance(x, torch.Tensor):
         if x.is_complex():
-            raise ValueError(f"{name} must be real; got a complex tensor of dtype {x.dtype}.")
+            raise ValueError(f"{name} must be real. Got a complex tensor of dtype {x.dtype}.")
         t = x
     else:
         arr = np.asarray(x)
         if arr.dtype.kind not in "fiub":
-            raise ValueError(f"{name} must be real numbers; got dtype {arr.dtype} instead.")
+            raise ValueError(f"{name} must be real numbers. Got dtype {arr.dtype} instead.")
         t = torch.as_tensor(np.ascontiguousarray(arr))
     if dtype is not None or device is not None:
         t = t.to(dtype=dtype if dtype is not None else t.dtype,
@@ -43,19 +43,19 @@ def _check_inputs(X, adapter_ids, n_adapters):
         X = X.to(torch.get_default_dtype())
     if X.ndim not in (2, 3):
         raise ValueError(
-            f"X must have shape (batch, tokens, d_in) or (batch, d_in); got {tuple(X.shape)} "
+            f"X must have shape (batch, tokens, d_in) or (batch, d_in). Got {tuple(X.shape)} "
             "instead."
         )
     ids = _as_tensor(adapter_ids, "adapter_ids", device=X.device)
     if ids.is_floating_point() or ids.ndim != 1 or ids.shape[0] != X.shape[0]:
         raise ValueError(
-            f"adapter_ids must be {X.shape[0]} integers, one per request of X; got "
+            f"adapter_ids must be {X.shape[0]} integers, one per request of X. Got "
             f"{tuple(ids.shape)} of dtype {ids.dtype} instead."
         )
     ids = ids.long()
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_adapters):
         raise ValueError(
-            f"adapter_ids must lie in [0, {n_adapters}); got values from {int(ids.min())} to "
+            f"adapter_ids must lie in [0, {n_adapters}). Got values from {int(ids.min())} to "
             f"{int(ids.max())} instead."
         )
     return X, ids
@@ -67,7 +67,7 @@ def _base(X2, base_weight, d_out, name="base_weight"):
     W = _as_tensor(base_weight, name, dtype=X2.dtype, device=X2.device)
     if tuple(W.shape) != (d_out, X2.shape[1]):
         raise ValueError(
-            f"{name} must have shape (d_out, d_in) = {(d_out, X2.shape[1])}; got "
+            f"{name} must have shape (d_out, d_in) = {(d_out, X2.shape[1])}. Got "
             f"{tuple(W.shape)} instead."
         )
     return X2 @ W.T
@@ -141,7 +141,7 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     cores_t = _as_tensor(cores, "cores")
     if cores_t.ndim not in (2, 3):
         raise ValueError(
-            "cores must have shape (n_adapters, rank, rank) or (n_adapters, rank); got "
+            "cores must have shape (n_adapters, rank, rank) or (n_adapters, rank). Got "
             f"{tuple(cores_t.shape)} instead."
         )
     X, ids = _check_inputs(X, adapter_ids, cores_t.shape[0])
@@ -157,8 +157,8 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
         cores_t.ndim == 3 and cores_t.shape[2] != r
     ):
         raise ValueError(
-            f"U (d_out, rank), V (d_in={d_in}, rank) and cores (n, rank[, rank]) must agree; "
-            f"got U {tuple(U_t.shape)}, V {tuple(V_t.shape)}, cores {tuple(cores_t.shape)} "
+            f"U (d_out, rank), V (d_in={d_in}, rank) and cores (n, rank[, rank]) must agree. "
+            f"Got U {tuple(U_t.shape)}, V {tuple(V_t.shape)}, cores {tuple(cores_t.shape)} "
             "instead."
         )
     X2 = X3.reshape(b * t, d_in)
@@ -231,7 +231,7 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     torch = _torch()
     A_t = _as_tensor(A, "A")
     if A_t.ndim != 3:
-        raise ValueError(f"A must have shape (n_adapters, r, d_in); got {tuple(A_t.shape)}.")
+        raise ValueError(f"A must have shape (n_adapters, r, d_in). Got {tuple(A_t.shape)}.")
     X, ids = _check_inputs(X, adapter_ids, A_t.shape[0])
     dtype, device = X.dtype, X.device
     A_t = A_t.to(dtype=dtype, device=device)
@@ -243,7 +243,7 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
         B_t.shape[2] != A_t.shape[1]
     ):
         raise ValueError(
-            f"A (n, r, d_in={d_in}) and B (n, d_out, r) must agree; got A {tuple(A_t.shape)} "
+            f"A (n, r, d_in={d_in}) and B (n, d_out, r) must agree. Got A {tuple(A_t.shape)} "
             f"and B {tuple(B_t.shape)} instead."
         )
     X2 = X3.reshape(b * t, d_in)
