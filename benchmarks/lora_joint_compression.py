@@ -65,12 +65,12 @@ def e1(report):
     B, A = rng.normal(size=(64, 4)), rng.normal(size=(4, 64))
     s = np.linalg.svd(B @ A, compute_uv=False)
     tail = float(np.sum(s[2:] ** 2) / np.sum(s**2))
-    comp = JointLoRACompressor(rank=2).compress([(B, A)])
+    comp = JointLoRACompressor(rank=2).fit([(B, A)])
     got = sq_error(comp, [(B, A)])
     rows.append(["(a) n=1, r0=4, rank 2", f"Eckart-Young tail {tail:.10f}", f"{got:.10f}",
                  f"{abs(got - tail):.1e}", f"{tucker_error(B[None], A[None], 2):.10f}"])
     Bb, Ab = make_lora_collection(20, d_out=64, adapter_rank=8, basis_rank=8, random_state=0)
-    comp = JointLoRACompressor(rank=8).compress((Bb, Ab))
+    comp = JointLoRACompressor(rank=8).fit((Bb, Ab))
     rows.append(["(b) 20 adapters in a common 8-dim basis, rank 8", "< 1e-12",
                  f"{sq_error(comp, (Bb, Ab)):.1e}", "-", f"{tucker_error(Bb, Ab, 8):.1e}"])
     P = np.linalg.qr(rng.normal(size=(64, 64)))[0]
@@ -78,7 +78,7 @@ def e1(report):
     coll = [(P[:, 4 * i: 4 * i + 4], Q[:, 4 * i: 4 * i + 4].T) for i in range(8)]
     Bc, Ac = np.stack([c[0] for c in coll]), np.stack([c[1] for c in coll])
     for r in (4, 8, 16):
-        got = sq_error(JointLoRACompressor(rank=r).compress(coll), coll)
+        got = sq_error(JointLoRACompressor(rank=r).fit(coll), coll)
         target = 1 - r / 32
         rows.append([f"(c) 8 orthogonal adapters, rank {r}", f"{target} (1e-9)", f"{got:.10f}",
                      f"{abs(got - target):.1e}", f"{tucker_error(Bc, Ac, r):.10f}"])
@@ -102,11 +102,11 @@ def e2(report, quick):
     ]
     monotone = True
     for name, coll, r, target in cases:
-        t_full, full = timed(lambda coll=coll, r=r: JointLoRACompressor(rank=r).compress(coll),
+        t_full, full = timed(lambda coll=coll, r=r: JointLoRACompressor(rank=r).fit(coll),
                              repeat=1)
         monotone &= bool(np.all(np.diff(full.objective_history_) >= -1e-12))
-        norm = JointLoRACompressor(rank=r, normalize=True).compress(coll)
-        diag = JointLoRACompressor(rank=r, core="diag").compress(coll)
+        norm = JointLoRACompressor(rank=r, normalize=True).fit(coll)
+        diag = JointLoRACompressor(rank=r, core="diag").fit(coll)
         monotone &= bool(np.all(np.diff(diag.objective_history_) >= -1e-12))
         if not rows:  # tensorly materialises the tensor; minutes for the slower cases
             t_tucker, tucker = timed(lambda coll=coll, r=r: tucker_error(*coll, r), repeat=1)
@@ -132,22 +132,22 @@ def equal_storage(report, shared, quick):
     B, A = shared
     n, d = B.shape[0], B.shape[1] + A.shape[2]
     rows = []
-    t, full = timed(lambda: JointLoRACompressor(rank=32).compress(shared), repeat=1)
+    t, full = timed(lambda: JointLoRACompressor(rank=32).fit(shared), repeat=1)
     budget = full.n_parameters_
     rows.append(["JointLoRACompressor full, rank 32", full.n_parameters_, sq_error(full, shared),
                  float(np.max(full.relative_errors_)), t])
     r_diag = int(min(256, budget // (d + n)))
-    t, diag = timed(lambda: JointLoRACompressor(rank=r_diag, core="diag").compress(shared),
+    t, diag = timed(lambda: JointLoRACompressor(rank=r_diag, core="diag").fit(shared),
                     repeat=1)
     rows.append([f"JointLoRACompressor diag, rank {r_diag}", diag.n_parameters_,
                  sq_error(diag, shared), float(np.max(diag.relative_errors_)), t])
     t, clus = timed(lambda: ClusteredJointLoRACompressor(
-        n_clusters=2, rank=28, n_init=1 if quick else 2, random_state=0).compress(shared),
+        n_clusters=2, rank=28, n_init=1 if quick else 2, random_state=0).fit(shared),
         repeat=1)
     rows.append(["ClusteredJointLoRACompressor k=2, rank 28", clus.n_parameters_,
                  sq_error(clus, shared), float(np.max(clus.relative_errors_)), t])
     r_svd = max(1, round(budget / (n * d)))
-    t, svd = timed(lambda: SVDLoRACompressor(rank=r_svd).compress(shared), repeat=1)
+    t, svd = timed(lambda: SVDLoRACompressor(rank=r_svd).fit(shared), repeat=1)
     rows.append([f"SVDLoRACompressor (per adapter), rank {r_svd}", svd.n_parameters_,
                  sq_error(svd, shared), float(np.max(svd.relative_errors_)), t])
 
@@ -222,11 +222,11 @@ def clustering(report, quick):
     from sklearn.metrics import adjusted_rand_score
 
     t2, comp = timed(lambda: ClusteredJointLoRACompressor(n_clusters=2, rank=16,
-                                                          random_state=0).compress((B, A)),
+                                                          random_state=0).fit((B, A)),
                      repeat=1)
     cos = ClusteredJointLoRACompressor(n_clusters=2, rank=16, affinity="cosine", n_init=1,
-                                       random_state=0).compress((B, A))
-    t1, single = timed(lambda: JointLoRACompressor(rank=16).compress((B, A)), repeat=1)
+                                       random_state=0).fit((B, A))
+    t1, single = timed(lambda: JointLoRACompressor(rank=16).fit((B, A)), repeat=1)
     rows = [
         ["adjusted Rand index, k = 2 (subspace affinity)", "1.0",
          adjusted_rand_score(groups, comp.labels_)],
@@ -290,7 +290,7 @@ def fit_scale(report, quick):
     n, d = (128, 512) if quick else (1024, 1024)
     B, A = make_lora_collection(n, d_out=d, adapter_rank=16, basis_rank=64, random_state=0)
     start = time.perf_counter()
-    comp = JointLoRACompressor(rank=64, max_iter=2, tol=0).compress((B, A))
+    comp = JointLoRACompressor(rank=64, max_iter=2, tol=0).fit((B, A))
     seconds = time.perf_counter() - start
     report.add_table(
         f"Fit cost at serving scale: n = {n} rank-16 adapters of {d} x {d}, shared rank 64",
@@ -312,7 +312,7 @@ def e3(report, quick):
     load_before = os.getloadavg()[0]
     runs = [benchmark_multi_lora_forward(1024, 1024, r0=16, rank=64, n_adapters_list=n_list,
                                          batch=64, tokens=8, n_repeats=repeats, n_warmup=5,
-                                         num_threads=1, random_state=run)
+                                         n_jobs=1, random_state=run)
             for run in range(n_runs)]
     res = dict(runs[0])
     for key, value in runs[0].items():

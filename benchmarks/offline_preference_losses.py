@@ -20,8 +20,10 @@ peer trl (its DPOTrainer loss code on the same per-batch sequence log-probs; tim
 ratios).
 """
 
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -301,7 +303,9 @@ def trl_peer(report, quick):
     except ImportError:
         report.add("Peer: trl", "trl is not installed; the per-batch cross-check is skipped.")
         return
-    from sklearn_icml.alignment._trl_reference import trl_dpo_loss
+    # the trl cross-check lives with the tests (it is not part of the package)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "alignment"))
+    from _trl_reference import trl_dpo_loss
 
     g = torch.Generator().manual_seed(0)
     n = 64

@@ -24,7 +24,7 @@ TRAIN_SEEDS = range(16)
 TEST_SEEDS = range(1000, 1005)
 # the calibrated schedule of spec 6.2: 20 epochs at batch 32 (1,280 steps), lr 3e-3 cosine
 E1 = {"window": 256, "d_model": 32, "n_layers": 2, "batch_size": 32, "lr": 3e-3,
-      "num_threads": 1, "random_state": 0}
+      "n_jobs": 1, "random_state": 0}
 
 
 def log(msg):
@@ -112,8 +112,8 @@ def peers(report, tests, scan_orders, quick):
         codec = AdaptiveContextCodec(serialization=serialization).fit([t[:2] for t in tests])
         values = []
         for t in tests:
-            blob = codec.compress(t[0], t[1])
-            assert np.array_equal(codec.decompress(t[0], blob), t[1])
+            blob = codec.encode((t[0], t[1]))
+            assert np.array_equal(codec.decode(blob, t[0]), t[1])
             values.append(bpp_of(len(blob), t[1].size))
         add(f"AdaptiveContextCodec (order-1), {serialization} order", values, "lossless checked")
     report.add_table(
@@ -148,9 +148,9 @@ def peer_times(tests, scan_orders):
         dec_t, _ = median_time(lambda f=dec, b=blob: f(b), repeat=3)
         out[name] = (enc_t, dec_t)
     codec = AdaptiveContextCodec().fit([(points, r)])
-    blob = codec.compress(points, r)
-    enc_t, _ = median_time(lambda: codec.compress(points, r), repeat=3)
-    dec_t, _ = median_time(lambda: codec.decompress(points, blob), repeat=3)
+    blob = codec.encode((points, r))
+    enc_t, _ = median_time(lambda: codec.encode((points, r)), repeat=3)
+    dec_t, _ = median_time(lambda: codec.decode(blob, points), repeat=3)
     out["AdaptiveContextCodec"] = (enc_t, dec_t)
     return out
 
@@ -173,8 +173,8 @@ def code_sweeps(codec, tests, **kwargs):
     """Real coded bpp per sweep, cross-entropy per sweep, exactness of every round trip."""
     coded, xent, exact = [], [], True
     for points, r, _, _ in tests:
-        blob = codec.compress(points, r, **kwargs)
-        exact &= bool(np.array_equal(codec.decompress(points, blob), r))
+        blob = codec.encode((points, r), **kwargs)
+        exact &= bool(np.array_equal(codec.decode(blob, points), r))
         coded.append(bpp_of(len(blob), r.size))
         xent.append(codec.bits_per_point([(points, r)], **kwargs))
     return np.array(coded), np.array(xent), exact
@@ -272,13 +272,13 @@ def e3(report, codec, tests, peer_t, quick):
     rows_t = []
     repeat = 1 if quick else 3
     for threads, reps in ((1, repeat), (2, 1)):
-        codec.set_params(num_threads=threads)  # coding only: the fitted model is unchanged
-        blob = codec.compress(points, r)
-        enc_t, _ = median_time(lambda: codec.compress(points, r), repeat=reps, warmup=0)
-        dec_t, out = median_time(lambda b=blob: codec.decompress(points, b), repeat=reps,
+        codec.set_params(n_jobs=threads)  # coding only: the fitted model is unchanged
+        blob = codec.encode((points, r))
+        enc_t, _ = median_time(lambda: codec.encode((points, r)), repeat=reps, warmup=0)
+        dec_t, out = median_time(lambda b=blob: codec.decode(b, points), repeat=reps,
                                   warmup=0)
         rows_t.append((threads, reps, enc_t, dec_t, bool(np.array_equal(out, r))))
-    codec.set_params(num_threads=1)
+    codec.set_params(n_jobs=1)
     report.add_table(
         f"E3: window length ({codec.sequence_model} model trained at W=256; mean "
         "cross-entropy over the test sweeps)",
@@ -287,7 +287,7 @@ def e3(report, codec, tests, peer_t, quick):
         note=f"Non-increasing in W (within 0.01): {non_increasing} (target: True).",
     )
     enc_1, dec_1 = rows_t[0][2], rows_t[0][3]
-    trows = [[f"SerLiCCodec ({codec.sequence_model}), num_threads={th}", f"{r.size}",
+    trows = [[f"SerLiCCodec ({codec.sequence_model}), n_jobs={th}", f"{r.size}",
               f"{e:.2f}", f"{d:.2f}", fmt(e / enc_1), fmt(d / dec_1), "decode < 10 s",
               bool(d < 10), f"median of {reps}, lossless {ok}"]
              for th, reps, e, d, ok in rows_t]

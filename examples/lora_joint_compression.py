@@ -25,9 +25,9 @@ from sklearn_icml.lora import JointLoRACompressor, SVDLoRACompressor, benchmark_
 # 1. compression: rank-16 adapters (8 shared-subspace directions + 8 private ones)
 B, A = make_lora_collection(200, d_out=256, adapter_rank=8, basis_rank=32, private_rank=8,
                             random_state=0)
-joint = JointLoRACompressor(rank=32).compress((B, A))
+joint = JointLoRACompressor(rank=32).fit((B, A))
 svd_rank = max(1, round(joint.n_parameters_ / (len(B) * 512)))
-svd = SVDLoRACompressor(rank=svd_rank).compress((B, A))
+svd = SVDLoRACompressor(rank=svd_rank).fit((B, A))
 print(f"joint rank 32: {joint.compression_ratio_:.1f}x fewer numbers, "
       f"squared error {1 - joint.score((B, A)):.3f}")
 print(f"per-adapter SVD rank {svd_rank} (same storage): squared error {1 - svd.score((B, A)):.3f}")
@@ -36,7 +36,7 @@ print(f"per-adapter SVD rank {svd_rank} (same storage): squared error {1 - svd.s
 #    64 requests of 8 tokens per call, adapter ids uniform over the resident adapters
 res = benchmark_multi_lora_forward(1024, 1024, r0=16, rank=64,
                                    n_adapters_list=[1, 16, 256, 1024], batch=64, tokens=8,
-                                   n_repeats=15, n_warmup=3, num_threads=1, random_state=0)
+                                   n_repeats=15, n_warmup=3, n_jobs=1, random_state=0)
 for n, ts, tsep, ratio in zip(res["n_adapters"], res["shared_tokens_per_s"],
                               res["separate_tokens_per_s"], res["shared_ratio_to_single"]):
     print(f"{n:5d} adapters: shared {ts:8.0f} tok/s, separate {tsep:8.0f} tok/s, "

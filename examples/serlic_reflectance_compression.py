@@ -40,8 +40,8 @@ print(f"trained {codec.n_params_} parameters in {time.perf_counter() - start:.0f
       f"({codec.n_steps_} steps); train bpp per epoch:",
       " ".join(f"{b:.2f}" for b in codec.train_bpp_))
 
-blob = codec.compress(points, r)
-decoded = codec.decompress(points, blob)
+blob = codec.encode((points, r))
+decoded = codec.decode(blob, points)
 assert np.array_equal(decoded, r), "the round trip must be exact"
 print(f"{r.size} points -> {len(blob)} bytes, lossless: {np.array_equal(decoded, r)}")
 
@@ -53,7 +53,7 @@ rates = {
     "zlib": 8 * len(zlib.compress(scan, 9)) / r.size,
     "bz2": 8 * len(bz2.compress(scan, 9)) / r.size,
     "lzma": 8 * len(lzma.compress(scan, preset=9 | lzma.PRESET_EXTREME)) / r.size,
-    "adaptive\norder-1": 8 * len(adaptive.compress(points, r)) / r.size,
+    "adaptive\norder-1": 8 * len(adaptive.encode((points, r))) / r.size,
     "SerLiC": 8 * len(blob) / r.size,
     "oracle": float(oracle_bits.mean()),
 }

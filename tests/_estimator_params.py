@@ -66,8 +66,9 @@ TEST_PARAMS = {
     },
     # --- evo-constrained-rl ---
     # --- offline-preference-losses ---
-    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
-    # so they are not BaseEstimator subclasses (see alignment/_base.py)
+    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
+    # (input tag two_d_array=False), so the common test runs only the data-free checks;
+    # tests/alignment test fit, clone and the errors on pairs
     # --- flat-lora ---
     # a width-16 MLP, LoRA rank 4, 15 epochs: fast, and enough for the checks' toy data
     "FlatLoRAClassifier": {
@@ -79,8 +80,9 @@ TEST_PARAMS = {
         "random_state": 0,
     },
     # --- serlic-reflectance-compression ---
-    # ScanOrderSerializer: the defaults are fast. SerLiCCodec and AdaptiveContextCodec take
-    # lists of point clouds, so they are codecs, not BaseEstimator subclasses.
+    # ScanOrderSerializer: the defaults are fast. SerLiCCodec and AdaptiveContextCodec are
+    # codecs (sklearn_icml.base.BaseCodec) whose input is a list of point clouds (input tag
+    # two_d_array=False): the common test runs their data-free checks only
     # --- cellflux-flow-matching ---
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {
@@ -144,8 +146,9 @@ EXPECTED_FAILED_CHECKS = {
         "check_fit1d": "fit takes a 1-D vector of costs by design (one cost per episode)",
     },
     # --- offline-preference-losses ---
-    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X,
-    # so they are not BaseEstimator subclasses (see alignment/_base.py)
+    # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
+    # (input tag two_d_array=False), so the common test runs only the data-free checks;
+    # tests/alignment test fit, clone and the errors on pairs
     # --- flat-lora ---
     # --- serlic-reflectance-compression ---
     "ScanOrderSerializer": dict.fromkeys(

@@ -57,16 +57,6 @@ def _is_record(cls):
 
 CLASSES = sorted(_public_classes())
 
-# Classes still being moved onto sklearn_icml.base in this round: each entry goes as its
-# class becomes a BaseEstimator (strict: a class that passes must leave this set).
-_PENDING = {
-    "alignment.PreferenceLMTrainer",
-    "alignment.TabularPreferencePolicy",
-    "compression.AdaptiveContextCodec",
-    "compression.SerLiCCodec",
-}
-
-
 def _same(a, b):
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
@@ -81,9 +71,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("qualname, cls", CLASSES, ids=[q for q, _ in CLASSES])
-def test_public_class_params_round_trip(qualname, cls, request):
-    if qualname in _PENDING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="not yet on sklearn_icml.base"))
+def test_public_class_params_round_trip(qualname, cls):
     if _is_record(cls):
         pytest.skip("a record of results, not a configurable object")
     for kind, _reason in _other_manners():

@@ -1,33 +1,28 @@
-"""Parameter handling and policy-vector checks shared by the alignment objects.
+"""Checks of the policy vectors the alignment objects take: probabilities and support."""
 
-:class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` learn from *pairs of
-responses*, not from a feature matrix, so scikit-learn's estimator checks (which feed
-random feature matrices to ``fit``) do not apply to them. They are therefore not
-``BaseEstimator`` subclasses, but keep its manners through
-:class:`sklearn_icml.utils._params.ParamsMixin`:
-keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
-:func:`sklearn.base.clone` works), ``_parameter_constraints`` checked at the start of
-``fit``, fitted attributes ending in ``_``.
-"""
+import numbers
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..utils.validation import check_finite
+from ._loss_math import LOSS_NAMES
 
-# a probability vector must sum to one within this tolerance (spec section 8)
+#: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
 
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
-class FittedCheckMixin:
-    """``_check_fitted(attribute)`` raising scikit-learn's ``NotFittedError``."""
-
-    def _check_fitted(self, attribute):
-        if not hasattr(self, attribute):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
-                "appropriate arguments before using this method."
-            )
+#: constraints of the parameters that choose the loss and the normaliser, shared by
+#: TabularPreferencePolicy and PreferenceLMTrainer
+LOSS_CONSTRAINTS = {
+    "loss": [StrOptions(set(LOSS_NAMES))],
+    "beta": [_POSITIVE],
+    "tau": [_POSITIVE],
+    "delta": [_POSITIVE],
+    "normalizer": [StrOptions({"reference", "data", "none"})],
+    "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+}
 
 
 def check_policy(policy, name, *, n_contexts=None, n_responses=None):
@@ -40,24 +35,24 @@ def check_policy(policy, name, *, n_contexts=None, n_responses=None):
     if arr.ndim not in (1, 2) or arr.size == 0:
         raise ValueError(
             f"{name} must be a probability vector of shape (n_responses,) or a matrix of "
-            f"shape (n_contexts, n_responses); got shape {arr.shape} instead."
+            f"shape (n_contexts, n_responses). Got shape {arr.shape} instead."
         )
     check_finite(arr, name)
     if np.any(arr < 0):
         raise ValueError(
-            f"{name} must be non-negative (a probability vector); got min {arr.min()!r} "
+            f"{name} must be non-negative (a probability vector). Got min {arr.min()!r} "
             "instead."
         )
     sums = arr.sum(axis=-1)
     if np.any(np.abs(sums - 1.0) > SUM_TOL):
         worst = np.atleast_1d(sums)[np.argmax(np.abs(np.atleast_1d(sums) - 1.0))]
         raise ValueError(
-            f"{name} must sum to 1 (within {SUM_TOL}) over responses; got a sum of "
+            f"{name} must sum to 1 (within {SUM_TOL}) over responses. Got a sum of "
             f"{float(worst)!r} instead."
         )
     if n_responses is not None and arr.shape[-1] != n_responses:
         raise ValueError(
-            f"{name} must have {n_responses} responses (columns); got {arr.shape[-1]} "
+            f"{name} must have {n_responses} responses (columns). Got {arr.shape[-1]} "
             "instead."
         )
     if arr.ndim == 1:
@@ -67,7 +62,7 @@ def check_policy(policy, name, *, n_contexts=None, n_responses=None):
             arr = np.broadcast_to(arr, (n_contexts, arr.shape[1])).copy()
         else:
             raise ValueError(
-                f"{name} must have {n_contexts} rows (contexts) or be 1-D; got "
+                f"{name} must have {n_contexts} rows (contexts) or be 1-D. Got "
                 f"{arr.shape[0]} rows instead."
             )
     return arr

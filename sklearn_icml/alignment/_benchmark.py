@@ -1,10 +1,10 @@
 """Closed-form population minimisers (benchmark policies) of the preference losses."""
 
-import math
 import numbers
 
 import numpy as np
 from scipy.special import expit, logit, logsumexp
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..utils.validation import check_finite
 from ._base import check_policy
@@ -23,7 +23,7 @@ def check_preferences(rewards=None, pref_matrix=None):
     """
     if (rewards is None) == (pref_matrix is None):
         raise ValueError(
-            "give exactly one of rewards (Bradley-Terry preferences) and pref_matrix; got "
+            "give exactly one of rewards (Bradley-Terry preferences) and pref_matrix. Got "
             f"{'both' if rewards is not None else 'neither'} instead."
         )
     if rewards is not None:
@@ -31,7 +31,7 @@ def check_preferences(rewards=None, pref_matrix=None):
         if r.ndim not in (1, 2) or r.shape[-1] < 2:
             raise ValueError(
                 "rewards must have shape (n_responses,) or (n_contexts, n_responses) with "
-                f"at least 2 responses; got shape {r.shape} instead."
+                f"at least 2 responses. Got shape {r.shape} instead."
             )
         check_finite(r, "rewards")
         one = r.ndim == 1
@@ -41,13 +41,13 @@ def check_preferences(rewards=None, pref_matrix=None):
     P = np.asarray(pref_matrix, dtype=np.float64)
     if P.ndim not in (2, 3) or P.shape[-1] != P.shape[-2] or P.shape[-1] < 2:
         raise ValueError(
-            "pref_matrix must have shape (K, K) or (n_contexts, K, K) with K >= 2; got "
+            "pref_matrix must have shape (K, K) or (n_contexts, K, K) with K >= 2. Got "
             f"shape {P.shape} instead."
         )
     check_finite(P, "pref_matrix")
     if np.any((P < 0) | (P > 1)):
         raise ValueError(
-            f"pref_matrix holds probabilities in [0, 1]; got values in [{P.min()!r}, "
+            f"pref_matrix holds probabilities in [0, 1]. Got values in [{P.min()!r}, "
             f"{P.max()!r}] instead."
         )
     one = P.ndim == 2
@@ -55,7 +55,7 @@ def check_preferences(rewards=None, pref_matrix=None):
     gap = np.abs(P + np.swapaxes(P, 1, 2) - 1.0).max()
     if gap > _PREF_TOL:
         raise ValueError(
-            "pref_matrix must satisfy P[a, b] + P[b, a] = 1 (and 0.5 on the diagonal); got "
+            "pref_matrix must satisfy P[a, b] + P[b, a] = 1 (and 0.5 on the diagonal). Got "
             f"a deviation of {gap!r} instead."
         )
     return P, None, one
@@ -80,13 +80,28 @@ def _bt_rewards(P, name):
     if err > 1e-6:
         raise ValueError(
             f"the {name} loss's minimiser has a closed form only for Bradley-Terry "
-            "preferences (logit P(a > b) = r(a) - r(b)); got a pref_matrix that deviates "
+            "preferences (logit P(a > b) = r(a) - r(b)). Got a pref_matrix that deviates "
             f"by {err!r} instead. Fit TabularPreferencePolicy on population_pairs() to get "
             "its minimiser."
         )
     return r
 
 
+_SCALE = Interval(numbers.Real, 0, np.inf, closed="neither")
+
+
+@validate_params(
+    {
+        "rewards": ["array-like", None],
+        "pref_matrix": ["array-like", None],
+        "nu": ["array-like", None],
+        "loss": [StrOptions(set(_CLOSED_FORMS) | {"hinge"})],
+        "beta": [_SCALE],
+        "tau": [_SCALE],
+        "sampling": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def benchmark_policy(
     rewards=None,
     pref_matrix=None,
@@ -101,7 +116,7 @@ def benchmark_policy(
 
     For a softmax policy over ``K`` responses per context with full coverage, the loss
     of a pair depends only on the margin ``h(a, b) = s(a) - s(b)`` of the scores
-    ``s = log pi - log nu``. The minimisers are (spec section 3.3):
+    ``s = log pi - log nu``. The minimisers are (Agarwal, Dann & Marinov, 2025):
 
     * ``"logistic"`` (DPO) and ``"savage"``: ``beta h(a, b) = logit P(a > b)``, realisable
       under Bradley-Terry, so ``pi ∝ nu exp(r / beta)`` whatever the sampling;
@@ -157,12 +172,11 @@ def benchmark_policy(
 
     References
     ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    .. [1] A. Agarwal, C. Dann and T. V. Marinov, ICML 2025, arXiv:2502.06861.
 
     Examples
     --------
-    Spec experiment E1 (logistic, ``beta = 1``, ``nu = pi_ref``):
+    The logistic loss (DPO) with ``beta = 1`` and ``nu = pi_ref``:
 
     >>> from sklearn_icml.alignment import benchmark_policy
     >>> r, ref = [1.0, 0.5, 0.0, -0.5], [0.1, 0.2, 0.3, 0.4]
@@ -171,19 +185,10 @@ def benchmark_policy(
     >>> benchmark_policy(r, nu=ref, loss="squared", tau=1.0).round(4)
     array([0.1243, 0.2227, 0.2976, 0.3554])
     """
-    if not isinstance(loss, str) or loss not in _CLOSED_FORMS + ("hinge",):
-        raise ValueError(
-            f"loss must be one of {sorted(_CLOSED_FORMS + ('hinge',))}; got {loss!r} instead."
-        )
-    for value, name in ((beta, "beta"), (tau, "tau")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number > 0; got {value!r} instead.")
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0; got {value!r} instead.")
     if loss == "hinge":
         raise ValueError(
             "the hinge loss has no closed-form population minimiser (its pointwise "
-            "minimiser h = +/-delta is not additive over responses); got loss='hinge' "
+            "minimiser h = +/-delta is not additive over responses). Got loss='hinge' "
             "instead. Fit TabularPreferencePolicy(loss='hinge', solver='gd') on "
             "population_pairs() to obtain it."
         )
@@ -206,7 +211,7 @@ def benchmark_policy(
     if nu_arr is not None:
         if np.any(nu_arr <= 0):
             raise ValueError(
-                "nu must be positive on every response (log nu is the normaliser); got a "
+                "nu must be positive on every response (log nu is the normaliser). Got a "
                 f"zero at {tuple(int(i) for i in np.argwhere(nu_arr <= 0)[0])} instead."
             )
         log_nu = np.broadcast_to(np.log(nu_arr), (C, K))
@@ -214,7 +219,7 @@ def benchmark_policy(
         m = np.full((C, K), 1.0 / K)
     elif np.any(m <= 0):
         raise ValueError(
-            "sampling must be positive on every response (full coverage); got a zero at "
+            "sampling must be positive on every response (full coverage). Got a zero at "
             f"{tuple(int(i) for i in np.argwhere(m <= 0)[0])} instead."
         )
     m = np.broadcast_to(m, (C, K))

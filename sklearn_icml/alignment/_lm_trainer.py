@@ -1,6 +1,6 @@
 """Offline preference optimisation of a small causal language model, on skorch.
 
-The CPU language-model check of the offline-preference-losses spec: a tiny causal
+The losses of Agarwal, Dann & Marinov (ICML 2025) on a language model: a tiny causal
 Transformer (built locally, random initialisation, nothing downloaded) is trained on
 ``(prompt, chosen, rejected)`` triples with any loss of :data:`PREFERENCE_LOSSES` and any
 normaliser. Sequence log-probabilities are sums of token log-softmax values over the
@@ -11,13 +11,15 @@ import copy
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
 
-from ..utils import optional_import
-from ..utils._params import ParamsMixin
-from ..utils._skorch import SkorchEstimatorMixin, check_device, seeded, torch_seed, torch_threads
+from ..base import BaseNeuralEstimator, NonTabularInputMixin
+from ..utils import draw_seed, optional_import
+from ..utils._skorch import check_device, seeded, torch_threads
 from ..utils.validation import check_finite
-from ._base import FittedCheckMixin
+from ._base import LOSS_CONSTRAINTS
 from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
@@ -164,7 +166,7 @@ def _check_sequences(seqs, name, *, allow_empty):
         arr = np.asarray(seqs)
         if arr.ndim != 2:
             raise ValueError(
-                f"{name} must be a list of token sequences or a 2-D array padded with -1; got "
+                f"{name} must be a list of token sequences or a 2-D array padded with -1. Got "
                 f"an object of shape {arr.shape} instead."
             )
         rows = list(arr)
@@ -172,19 +174,19 @@ def _check_sequences(seqs, name, *, allow_empty):
     for i, row in enumerate(rows):
         row = np.asarray(row)
         if row.ndim != 1:
-            raise ValueError(f"{name}[{i}] must be 1-D; got shape {row.shape} instead.")
+            raise ValueError(f"{name}[{i}] must be 1-D. Got shape {row.shape} instead.")
         if row.size and row.dtype.kind == "f":
             check_finite(row, name)
             if not np.all(row == np.round(row)):
-                raise ValueError(f"{name}[{i}] must hold integer token ids; got {row!r} instead.")
+                raise ValueError(f"{name}[{i}] must hold integer token ids. Got {row!r} instead.")
         elif row.size and row.dtype.kind not in "iu":
-            raise TypeError(f"{name}[{i}] must hold integer token ids; got dtype {row.dtype}.")
+            raise TypeError(f"{name}[{i}] must hold integer token ids. Got dtype {row.dtype}.")
         row = row.astype(np.int64)
         n = int(np.sum(row != PAD))
         if np.any(row[:n] < 0) or np.any(row[n:] != PAD):
             raise ValueError(
                 f"{name}[{i}] must hold token ids >= 0, padded with {PAD} at its right end "
-                "only; got "
+                "only. Got "
                 f"{row.tolist()!r} instead."
             )
         row = row[:n]
@@ -194,7 +196,7 @@ def _check_sequences(seqs, name, *, allow_empty):
     return out
 
 
-class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
+class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
 
     ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences
@@ -205,11 +207,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     given in ``fit``) or none. The model is :class:`TinyCausalLM` unless ``module`` is
     given.
 
-    Like :class:`TabularPreferencePolicy` it learns from pairs of sequences, not a
-    feature matrix, so it is not a scikit-learn estimator; it keeps scikit-learn's
-    manners (``get_params``/``set_params``, ``random_state``, fitted attributes ending in
-    ``_``) and the skorch conventions of this library (``net_``, ``module_``,
-    ``history_``, ``device``, ``n_threads``).
+    Like :class:`TabularPreferencePolicy` it learns from pairs (of token sequences), not
+    a feature matrix, so its input tags say "not a 2-D table". It follows the skorch
+    conventions of :class:`~sklearn_icml.base.BaseNeuralEstimator` (``net_``,
+    ``module_``, ``history_``, ``device``, ``n_jobs``, keyword arguments prefixed
+    ``module__``, ``optimizer__``, ... routed to the net).
 
     Parameters
     ----------
@@ -236,12 +238,17 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     max_epochs : int, default=20
     batch_size : int, default=32
     device : str, default="cpu"
-    n_threads : int or None, default=1
+    n_jobs : int or None, default=1
         torch threads during ``fit`` and scoring.
     callbacks : list of (str, skorch.callbacks.Callback) or None, default=None
+        Extra skorch callbacks (copied at every fit).
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the shuffling.
     verbose : int, default=0
+    **kwargs
+        Parameters prefixed ``module__``, ``optimizer__``, ``criterion__``,
+        ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
+        net (e.g. ``optimizer__weight_decay=0.01``).
 
     Attributes
     ----------
@@ -261,10 +268,10 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     --------
     TabularPreferencePolicy : the tabular theory these losses are analysed in.
 
-    References
-    ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    Notes
+    -----
+    The language-model setting of Agarwal, Dann & Marinov (ICML 2025, arXiv:2502.06861),
+    at a size that trains on a CPU in seconds.
 
     Examples
     --------
@@ -281,12 +288,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     """
 
     _parameter_constraints = {
-        "loss": [StrOptions(set(PREFERENCE_LOSSES))],
-        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "tau": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "normalizer": [StrOptions({"reference", "data", "none"})],
-        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+        **LOSS_CONSTRAINTS,
         "module": [nn.Module, None],
         "vocab_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -297,7 +299,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",
-        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -306,13 +308,13 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
     def __init__(
         self,
         *,
+        module=None,
         loss="logistic",
         beta=0.1,
         tau=0.1,
         delta=1.0,
         normalizer="reference",
         kl_coef=0.0,
-        module=None,
         vocab_size=None,
         d_model=32,
         n_layers=1,
@@ -322,18 +324,19 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         max_epochs=20,
         batch_size=32,
         device="cpu",
-        n_threads=1,
+        n_jobs=1,
         callbacks=None,
         random_state=None,
         verbose=0,
+        **kwargs,
     ):
+        self.module = module
         self.loss = loss
         self.beta = beta
         self.tau = tau
         self.delta = delta
         self.normalizer = normalizer
         self.kl_coef = kl_coef
-        self.module = module
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.n_layers = n_layers
@@ -343,10 +346,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.device = device
-        self.n_threads = n_threads
+        self.n_jobs = n_jobs
         self.callbacks = callbacks
         self.random_state = random_state
         self.verbose = verbose
+        self._store_routed_params(kwargs)
 
     # ---------------------------------------------------------------- encoding
 
@@ -376,7 +380,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         device = next(module.parameters()).device
         module = module.eval()
         out = []
-        with torch.no_grad(), torch_threads(self.n_threads):
+        with torch.no_grad(), torch_threads(self.n_jobs):
             for s in range(0, tokens.shape[0], chunk):
                 t = torch.as_tensor(tokens[s : s + chunk], device=device)
                 m = torch.as_tensor(mask[s : s + chunk], device=device)
@@ -385,6 +389,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
 
     # ---------------------------------------------------------------- fit
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, prompts, chosen, rejected, labels=None, *, reference_module=None,
             data_logps=None):
         """Train the language model on preference triples.
@@ -408,7 +413,6 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         -------
         self : object
         """
-        self._validate_params()
         device = check_device(self.device)
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         W = _check_sequences(chosen, "chosen", allow_empty=False)
@@ -416,7 +420,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         n = len(P)
         if n == 0 or len(W) != n or len(L) != n:
             raise ValueError(
-                "prompts, chosen and rejected must be non-empty and of the same length; got "
+                "prompts, chosen and rejected must be non-empty and of the same length. Got "
                 f"{len(P)}, {len(W)} and {len(L)} instead."
             )
         if labels is None:
@@ -424,11 +428,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         else:
             p = np.asarray(labels, dtype=np.float64)
             if p.shape != (n,):
-                raise ValueError(f"labels must have shape ({n},); got {p.shape} instead.")
+                raise ValueError(f"labels must have shape ({n},). Got {p.shape} instead.")
             check_finite(p, "labels")
             if np.any((p < 0) | (p > 1)):
                 raise ValueError(
-                    f"labels (soft labels) must lie in [0, 1]; got "
+                    f"labels (soft labels) must lie in [0, 1]. Got "
                     f"{p[(p < 0) | (p > 1)][0]!r} instead."
                 )
         max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
@@ -439,7 +443,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
             if self.bos_token is None:
                 raise ValueError(
-                    "a custom module needs bos_token (the id prepended to every prompt); got "
+                    "a custom module needs bos_token (the id prepended to every prompt). Got "
                     "bos_token=None instead."
                 )
             self.bos_token_ = int(self.bos_token)
@@ -448,11 +452,11 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             if data_logps is None:
                 raise ValueError(
                     "normalizer='data' needs data_logps (log-probabilities of chosen and "
-                    "rejected under the data policy); got data_logps=None instead."
+                    "rejected under the data policy). Got data_logps=None instead."
                 )
             nu = np.asarray(data_logps, dtype=np.float64)
             if nu.shape != (n, 2):
-                raise ValueError(f"data_logps must have shape ({n}, 2); got {nu.shape} instead.")
+                raise ValueError(f"data_logps must have shape ({n}, 2). Got {nu.shape} instead.")
             check_finite(nu, "data_logps")
 
         tok_w, mask_w = self._encode(P, W)
@@ -461,8 +465,8 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         tok_w, mask_w = _pad_to(tok_w, width), _pad_to(mask_w, width)
         tok_l, mask_l = _pad_to(tok_l, width), _pad_to(mask_l, width)
 
-        seed = torch_seed(self.random_state)
-        with seeded(seed, device), torch_threads(self.n_threads):
+        seed = draw_seed(self.random_state)
+        with seeded(seed, device), torch_threads(self.n_jobs):
             if self.module is None:
                 lm = TinyCausalLM(
                     self.vocab_size_, d_model=self.d_model, n_layers=self.n_layers,
@@ -487,7 +491,6 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             nu = np.zeros((n, 2))
         y = np.column_stack([nu, p, ref_lp]).astype(np.float32)
         X = {"tokens_w": tok_w, "mask_w": mask_w, "tokens_l": tok_l, "mask_l": mask_l}
-        callbacks = list(self.callbacks or []) + [("epoch_means", _EpochMeans())]
         self._fit_net(
             _PreferenceNet,
             X,
@@ -502,7 +505,7 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
             max_epochs=self.max_epochs,
             batch_size=self.batch_size,
             iterator_train__shuffle=True,
-            callbacks=callbacks,
+            callbacks=[("epoch_means", _EpochMeans())],
         )
         return self
 
@@ -524,12 +527,12 @@ class PreferenceLMTrainer(SkorchEstimatorMixin, FittedCheckMixin, ParamsMixin):
         -------
         logp : ndarray of shape (n,), float64
         """
-        self._check_fitted("net_")
+        check_is_fitted(self, "net_")
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         C = _check_sequences(completions, "completions", allow_empty=False)
         if len(P) != len(C):
             raise ValueError(
-                f"prompts and completions must have the same length; got {len(P)} and "
+                f"prompts and completions must have the same length. Got {len(P)} and "
                 f"{len(C)} instead."
             )
         self._check_tokens((P, "prompts"), (C, "completions"))

@@ -13,10 +13,10 @@ winner/loser form. The numpy twins in ``_loss_math`` (value and derivative in cl
 drive the tabular solver; the tests check them against autograd.
 """
 
-import math
 import numbers
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, validate_params
 
 from ..utils import optional_import
 from ._loss_math import LOSS_NAMES
@@ -25,12 +25,16 @@ torch = optional_import("torch", "neural")
 F = torch.nn.functional
 
 
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive real number; got {value!r} instead.")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r} instead.")
-    return float(value)
+def _loss_params(scale):
+    """``validate_params`` of a loss whose positive, finite scale is called ``scale``."""
+    return validate_params(
+        {
+            "h": ["array-like"],
+            scale: [Interval(numbers.Real, 0, np.inf, closed="neither")],
+            "p": ["array-like", Interval(numbers.Real, 0, 1, closed="both"), None],
+        },
+        prefer_skip_nested_validation=True,
+    )
 
 
 def _as_tensor(x, name, like=None):
@@ -51,7 +55,7 @@ def _check_label(p, h):
     if bool(((p < 0) | (p > 1)).any()):
         bad = p[(p < 0) | (p > 1)].flatten()[0].item()
         raise ValueError(
-            f"p (soft label) must lie in [0, 1]; got {bad!r} instead."
+            f"p (soft label) must lie in [0, 1]. Got {bad!r} instead."
         )
     return p.to(device=h.device, dtype=h.dtype)
 
@@ -62,6 +66,7 @@ def _soft(g, h, p):
     return p * g(h) + (1.0 - p) * g(-h)
 
 
+@_loss_params("beta")
 def logistic_loss(h, beta=0.1, p=None):
     """DPO's logistic loss ``-log sigmoid(beta * h) = softplus(-beta * h)``.
 
@@ -87,8 +92,8 @@ def logistic_loss(h, beta=0.1, p=None):
 
     References
     ----------
-    .. [1] A. Agarwal, C. Dann and T. V. Marinov, "Design Considerations in Offline
-       Preference-based RL", ICML 2025, arXiv:2502.06861.
+    .. [1] Agarwal, Dann & Marinov, ICML 2025, arXiv:2502.06861 (see
+       :class:`TabularPreferencePolicy`).
     .. [2] R. Rafailov et al., "Direct Preference Optimization", NeurIPS 2023.
 
     Examples
@@ -98,11 +103,12 @@ def logistic_loss(h, beta=0.1, p=None):
     >>> logistic_loss(torch.tensor([0.0, 10.0]), beta=1.0)
     tensor([6.9315e-01, 4.5399e-05])
     """
-    beta = _check_positive(beta, "beta")
+    beta = float(beta)
     h = _as_tensor(h, "h")
     return _soft(lambda t: F.softplus(-beta * t), h, _check_label(p, h))
 
 
+@_loss_params("tau")
 def squared_loss(h, tau=0.1, p=None):
     """IPO's squared loss ``(h - 1 / (2 tau))**2``.
 
@@ -121,6 +127,7 @@ def squared_loss(h, tau=0.1, p=None):
     Returns
     -------
     loss : Tensor
+        ``(h - 1 / (2 tau))**2`` (soft-label mixed), elementwise.
 
     References
     ----------
@@ -134,12 +141,13 @@ def squared_loss(h, tau=0.1, p=None):
     >>> squared_loss(torch.tensor([5.0, 0.0]), tau=0.1)
     tensor([ 0., 25.])
     """
-    tau = _check_positive(tau, "tau")
+    tau = float(tau)
     h = _as_tensor(h, "h")
     target = 1.0 / (2.0 * tau)
     return _soft(lambda t: (t - target) ** 2, h, _check_label(p, h))
 
 
+@_loss_params("delta")
 def hinge_loss(h, delta=1.0, p=None):
     """SLiC-HF's hinge loss ``max(0, delta - h)`` (usually with no normaliser).
 
@@ -157,6 +165,7 @@ def hinge_loss(h, delta=1.0, p=None):
     Returns
     -------
     loss : Tensor
+        ``max(0, delta - h)`` (soft-label mixed), elementwise.
 
     References
     ----------
@@ -170,11 +179,12 @@ def hinge_loss(h, delta=1.0, p=None):
     >>> hinge_loss(torch.tensor([0.25, 1.0, 3.0]), delta=1.0)
     tensor([0.7500, 0.0000, 0.0000])
     """
-    delta = _check_positive(delta, "delta")
+    delta = float(delta)
     h = _as_tensor(h, "h")
     return _soft(lambda t: F.relu(delta - t), h, _check_label(p, h))
 
 
+@_loss_params("beta")
 def exponential_loss(h, beta=0.1, p=None):
     """GPO's exponential loss ``exp(-beta * h)``.
 
@@ -185,11 +195,12 @@ def exponential_loss(h, beta=0.1, p=None):
     >>> exponential_loss(torch.tensor([0.0]), beta=1.0)
     tensor([1.])
     """
-    beta = _check_positive(beta, "beta")
+    beta = float(beta)
     h = _as_tensor(h, "h")
     return _soft(lambda t: torch.exp(-beta * t), h, _check_label(p, h))
 
 
+@_loss_params("beta")
 def truncated_quadratic_loss(h, beta=0.1, p=None):
     """GPO's truncated quadratic loss ``max(0, 1 - beta * h)**2``.
 
@@ -200,11 +211,12 @@ def truncated_quadratic_loss(h, beta=0.1, p=None):
     >>> truncated_quadratic_loss(torch.tensor([0.0, 2.0]), beta=1.0)
     tensor([1., 0.])
     """
-    beta = _check_positive(beta, "beta")
+    beta = float(beta)
     h = _as_tensor(h, "h")
     return _soft(lambda t: F.relu(1.0 - beta * t) ** 2, h, _check_label(p, h))
 
 
+@_loss_params("beta")
 def savage_loss(h, beta=0.1, p=None):
     """GPO's Savage loss ``1 / (1 + exp(beta * h))**2 = sigmoid(-beta * h)**2``.
 
@@ -218,7 +230,7 @@ def savage_loss(h, beta=0.1, p=None):
     >>> savage_loss(torch.tensor([0.0]), beta=1.0)
     tensor([0.2500])
     """
-    beta = _check_positive(beta, "beta")
+    beta = float(beta)
     h = _as_tensor(h, "h")
     return _soft(lambda t: torch.sigmoid(-beta * t) ** 2, h, _check_label(p, h))
 
@@ -233,6 +245,15 @@ PREFERENCE_LOSSES = {
     "savage": savage_loss,
 }
 
+@validate_params(
+    {
+        "logp_w": ["array-like"],
+        "logp_l": ["array-like"],
+        "ref_logp_w": ["array-like", None],
+        "ref_logp_l": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def preference_margin(logp_w, logp_l, ref_logp_w=None, ref_logp_l=None):
     """Normalised log-likelihood margin of a pair of responses.
 
@@ -273,7 +294,7 @@ def preference_margin(logp_w, logp_l, ref_logp_w=None, ref_logp_l=None):
     if (ref_logp_w is None) != (ref_logp_l is None):
         raise ValueError(
             "ref_logp_w and ref_logp_l must both be given (normalised margin) or both be "
-            f"None (no normaliser); got ref_logp_w={'None' if ref_logp_w is None else '...'}"
+            f"None (no normaliser). Got ref_logp_w={'None' if ref_logp_w is None else '...'}"
             f" and ref_logp_l={'None' if ref_logp_l is None else '...'} instead."
         )
     if ref_logp_w is not None:

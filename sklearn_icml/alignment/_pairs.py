@@ -3,8 +3,9 @@
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
+from ..utils import check_random_state
 from ._base import check_policy
 from ._benchmark import check_preferences
 
@@ -16,7 +17,7 @@ def _sampling_and_contexts(P, sampling, context_weights):
         m = check_policy(sampling, "sampling", n_responses=K)
         if m.shape[0] not in (1, C):
             raise ValueError(
-                f"sampling must be 1-D or have {C} rows (contexts); got {m.shape[0]} rows "
+                f"sampling must be 1-D or have {C} rows (contexts). Got {m.shape[0]} rows "
                 "instead."
             )
         m = np.broadcast_to(m, (C, K))
@@ -27,6 +28,15 @@ def _sampling_and_contexts(P, sampling, context_weights):
     return m, cw
 
 
+@validate_params(
+    {
+        "rewards": ["array-like", None],
+        "pref_matrix": ["array-like", None],
+        "sampling": ["array-like", None],
+        "context_weights": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_weights=None):
     """All ordered pairs, with soft labels and weights, whose mean loss is the population loss.
 
@@ -76,6 +86,18 @@ def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_w
     return pairs, labels, weight
 
 
+@validate_params(
+    {
+        "rewards": ["array-like", None],
+        "pref_matrix": ["array-like", None],
+        "n_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "sampling": ["array-like", None],
+        "context_weights": ["array-like", None],
+        "include_ties": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_preference_pairs(
     rewards=None,
     pref_matrix=None,
@@ -121,8 +143,6 @@ def make_preference_pairs(
     >>> pairs.shape, labels.shape
     ((4, 3), (4,))
     """
-    if isinstance(n_pairs, bool) or not isinstance(n_pairs, numbers.Integral) or n_pairs < 1:
-        raise ValueError(f"n_pairs must be an integer >= 1; got {n_pairs!r} instead.")
     P, _, _ = check_preferences(rewards, pref_matrix)
     C = P.shape[0]
     m, cw = _sampling_and_contexts(P, sampling, context_weights)

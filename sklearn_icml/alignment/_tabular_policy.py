@@ -8,16 +8,17 @@ from scipy.optimize import minimize
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp, rel_entr
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_array
+from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ..utils._params import ParamsMixin
+from ..base import NonTabularInputMixin
+from ..utils import check_random_state
 from ..utils.validation import check_finite
-from ._base import FittedCheckMixin, check_policy, check_support
-from ._loss_math import LOSS_NAMES, LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
+from ._base import LOSS_CONSTRAINTS, check_policy, check_support
+from ._loss_math import LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
 
 # full-batch tabular gradient descent runs in the numba kernel (False: the numpy reference)
@@ -29,25 +30,25 @@ def _check_pairs(pairs, labels, name="pairs"):
     arr = check_array(pairs, dtype="numeric", ensure_all_finite=True, input_name=name)
     if arr.shape[1] not in (3, 4):
         raise ValueError(
-            f"{name} must have 3 columns (context, first, second) or 4 (plus a soft label); "
-            f"got {arr.shape[1]} columns instead."
+            f"{name} must have 3 columns (context, first, second) or 4 (plus a soft label). "
+            f"Got {arr.shape[1]} columns instead."
         )
     idx = arr[:, :3]
     if idx.dtype.kind == "f" and not np.all(idx == np.round(idx)):
         raise ValueError(
-            f"{name} columns 0-2 must hold integer indices; got non-integer values such as "
+            f"{name} columns 0-2 must hold integer indices. Got non-integer values such as "
             f"{idx[idx != np.round(idx)][0]!r} instead."
         )
     if np.any(idx < 0):
         raise ValueError(
-            f"{name} indices must be >= 0; got {idx.min().item()!r} instead."
+            f"{name} indices must be >= 0. Got {idx.min().item()!r} instead."
         )
     idx = idx.astype(np.int64)
     if arr.shape[1] == 4:
         if labels is not None:
             raise ValueError(
                 f"give the soft labels either as the 4th column of {name} or as labels, not "
-                "both; got both instead."
+                "both. Got both instead."
             )
         labels = arr[:, 3]
     if labels is None:
@@ -56,14 +57,14 @@ def _check_pairs(pairs, labels, name="pairs"):
         labels = np.asarray(labels, dtype=np.float64)
         if labels.shape != (idx.shape[0],):
             raise ValueError(
-                f"labels must have shape ({idx.shape[0]},), one per pair; got shape "
+                f"labels must have shape ({idx.shape[0]},), one per pair. Got shape "
                 f"{labels.shape} instead."
             )
         check_finite(labels, "labels")
         if np.any((labels < 0) | (labels > 1)):
             bad = labels[(labels < 0) | (labels > 1)][0]
             raise ValueError(
-                f"labels (soft labels) must lie in [0, 1]; got {bad!r} instead."
+                f"labels (soft labels) must lie in [0, 1]. Got {bad!r} instead."
             )
     same = idx[:, 1] == idx[:, 2]
     if np.any(same & (labels != 0.5)):
@@ -87,6 +88,14 @@ def _check_range(idx, n_contexts, n_responses, name="pairs"):
             f"responses (indices 0..{n_responses - 1}). Got an out-of-range response "
             "instead."
         )
+
+
+def _log_policy(policy, name, n_contexts, n_responses, used):
+    """``log`` of a validated policy that is positive wherever ``used`` (C, K) is True."""
+    checked = check_policy(policy, name, n_contexts=n_contexts, n_responses=n_responses)
+    check_support(checked, name, used)
+    with np.errstate(divide="ignore"):
+        return np.log(checked)
 
 
 def _aggregate(idx, labels, weight):
@@ -129,7 +138,7 @@ def _unbounded_contexts(ctx, a, b, p, w, n_contexts, n_responses):
     return out
 
 
-class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
+class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
     """Softmax policy over ``K`` responses per context, fitted by an offline preference loss.
 
     The tabular setting of Agarwal, Dann & Marinov (ICML 2025): contexts ``x`` and
@@ -147,10 +156,9 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     L-BFGS-B); ``solver="gd"`` runs (mini-batch) gradient descent, whose trajectory shows
     how the logistic loss keeps growing its margins on deterministic labels.
 
-    It learns from pairs of responses, not from a feature matrix, so it is not a
-    scikit-learn estimator (``check_estimator`` cannot apply); it keeps scikit-learn's
-    manners: parameters in ``__init__`` (``get_params``/``set_params``/``clone`` work),
-    work in ``fit``, results in attributes ending in ``_``.
+    It learns from pairs of responses, not from a feature matrix: ``fit(pairs, labels)``
+    takes integer rows ``(context, first, second)``, so its input tags say "not a 2-D
+    table of features" and scikit-learn's data checks do not apply.
 
     Parameters
     ----------
@@ -233,10 +241,12 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     :class:`~sklearn.exceptions.ConvergenceWarning`, and the result depends on
     ``max_iter``. The squared loss stays finite.
 
-    The objective is the weighted *mean* of the soft-label loss. The spec's population
-    objective for its experiments, ``sum_{a,b} m(a) m(b) P(a > b) loss(h(a, b))``, is half
-    of it, so gradient descent with step ``lr`` here follows the spec's trajectory with
-    step ``2 lr``.
+    The objective is the weighted *mean* of the soft-label loss. The population objective
+    of [1]_, ``sum_{a,b} m(a) m(b) P(a > b) loss(h(a, b))`` over ordered pairs, is half of
+    it, so gradient descent with step ``lr`` here follows that objective's trajectory with
+    step ``2 lr``. The squared log-ratio regulariser (``kl_coef``) stands in for the
+    paper's KL regulariser: it has the same minimiser at ``pi = pi_ref`` and a closed-form
+    gradient.
 
     References
     ----------
@@ -245,8 +255,8 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
 
     Examples
     --------
-    Spec experiment E1: logistic loss, ``beta = 1``, reference normaliser, population
-    pairs under Bradley-Terry preferences.
+    The logistic loss (DPO) with ``beta = 1`` and the reference normaliser, on
+    population pairs under Bradley-Terry preferences.
 
     >>> from sklearn_icml.alignment import TabularPreferencePolicy, population_pairs
     >>> rewards, ref = [1.0, 0.5, 0.0, -0.5], [0.1, 0.2, 0.3, 0.4]
@@ -260,14 +270,9 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
     """
 
     _parameter_constraints = {
-        "loss": [StrOptions(set(LOSS_NAMES))],
-        "beta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "tau": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "normalizer": [StrOptions({"reference", "data", "none"})],
+        **LOSS_CONSTRAINTS,
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
-        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -348,26 +353,27 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         if self.policy == "tabular":
             if features is not None:
                 raise ValueError(
-                    "features are only used with policy='log_linear'; got features with "
+                    "features are only used with policy='log_linear'. Got features with "
                     "policy='tabular' instead."
                 )
             return None
         if features is None:
             raise ValueError(
                 "policy='log_linear' needs features of shape (n_responses, n_features) or "
-                "(n_contexts, n_responses, n_features); got features=None instead."
+                "(n_contexts, n_responses, n_features). Got features=None instead."
             )
         phi = np.asarray(features, dtype=np.float64)
         if phi.ndim == 2:
             phi = np.broadcast_to(phi, (C,) + phi.shape)
         if phi.ndim != 3 or phi.shape[:2] not in ((C, K), (1, K)) or phi.shape[2] < 1:
             raise ValueError(
-                f"features must have shape ({K}, n_features) or ({C}, {K}, n_features); got "
+                f"features must have shape ({K}, n_features) or ({C}, {K}, n_features). Got "
                 f"shape {np.shape(features)} instead."
             )
         check_finite(phi, "features")
         return np.ascontiguousarray(np.broadcast_to(phi, (C, K, phi.shape[2])))
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(
         self,
         pairs,
@@ -403,7 +409,6 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         self : object
             The fitted policy.
         """
-        self._validate_params()
         if self.solver == "lbfgs" and self.batch_size is not None:
             raise ValueError(
                 "solver='lbfgs' is a full-batch solver; use solver='gd' for mini-batches. "
@@ -414,7 +419,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
             sample_weight, idx, dtype=np.float64, ensure_non_negative=True
         )
         if not weight.sum() > 0:
-            raise ValueError("sample_weight must not be all zero; got all zeros instead.")
+            raise ValueError("sample_weight must not be all zero. Got all zeros instead.")
         C, K = self._shapes(idx, reference_policy, data_policy, features)
         _check_range(idx, C, K)
         phi = self._check_features(features, C, K)
@@ -429,23 +434,19 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         if self.normalizer == "reference":
             if reference_policy is None:
                 raise ValueError(
-                    "normalizer='reference' needs reference_policy (pi_ref); got "
-                    "reference_policy=None instead. Use normalizer='none' for no normaliser."
+                    "normalizer='reference' needs reference_policy (pi_ref); use "
+                    "normalizer='none' for no normaliser. Got reference_policy=None instead."
                 )
-            ref = check_policy(reference_policy, "reference_policy", n_contexts=C, n_responses=K)
-            check_support(ref, "reference_policy", used)
-            with np.errstate(divide="ignore"):
-                log_nu = np.log(ref)
+            log_nu = _log_policy(reference_policy, "reference_policy", C, K, used)
         elif self.normalizer == "data":
             if data_policy is None and not self.estimate_data_policy:
                 raise ValueError(
                     "normalizer='data' needs data_policy (the sampling policy mu) or "
-                    "estimate_data_policy=True to estimate it from the pair counts; got "
+                    "estimate_data_policy=True to estimate it from the pair counts. Got "
                     "neither instead."
                 )
             if data_policy is not None:
-                mu = check_policy(data_policy, "data_policy", n_contexts=C, n_responses=K)
-                check_support(mu, "data_policy", used)
+                log_nu = _log_policy(data_policy, "data_policy", C, K, used)
             else:
                 counts = np.zeros((C, K))
                 np.add.at(counts, (ctx, a), w)
@@ -453,19 +454,17 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                 totals = counts.sum(axis=1, keepdims=True)
                 mu = np.divide(counts, totals, out=np.full((C, K), 1.0 / K), where=totals > 0)
                 self.data_policy_ = mu
-            with np.errstate(divide="ignore"):
-                log_nu = np.log(mu)
+                with np.errstate(divide="ignore"):
+                    log_nu = np.log(mu)
         log_ref = None
         if self.kl_coef > 0:
             if reference_policy is None:
                 raise ValueError(
-                    "kl_coef > 0 regularises towards reference_policy; got "
+                    "kl_coef > 0 regularises towards reference_policy. Got "
                     "reference_policy=None instead."
                 )
-            ref = check_policy(reference_policy, "reference_policy", n_contexts=C, n_responses=K)
-            check_support(ref, "reference_policy", used)
-            with np.errstate(divide="ignore"):
-                log_ref = np.where(used, np.log(np.where(used, ref, 1.0)), 0.0)
+            log_pi_ref = _log_policy(reference_policy, "reference_policy", C, K, used)
+            log_ref = np.where(used, log_pi_ref, 0.0)
 
         self.n_contexts_, self.n_responses_ = C, K
         self.log_normalizer_ = log_nu
@@ -584,7 +583,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                     "the policy depends on max_iter. Use loss='squared', soft labels or "
                     "kl_coef > 0 for a finite solution.",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
                 return
         if not self.converged_ and (self.solver == "lbfgs" or self.batch_size is None):
@@ -592,7 +591,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} "
                 f"iterations (solver={self.solver!r}); raise max_iter or lr.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # ------------------------------------------------------------------ using it
@@ -614,17 +613,17 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         proba : ndarray of shape (n, n_responses_)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         if contexts is None:
             return self.policy_.copy()
         c = np.asarray(contexts)
         if c.ndim != 1 or c.dtype.kind not in "iu":
             raise ValueError(
-                f"contexts must be a 1-D array of integer indices; got {contexts!r} instead."
+                f"contexts must be a 1-D array of integer indices. Got {contexts!r} instead."
             )
         if np.any((c < 0) | (c >= self.n_contexts_)):
             raise ValueError(
-                f"contexts must lie in 0..{self.n_contexts_ - 1}; got {c.min()}..{c.max()} "
+                f"contexts must lie in 0..{self.n_contexts_ - 1}. Got {c.min()}..{c.max()} "
                 "instead."
             )
         return self.policy_[c]
@@ -640,12 +639,12 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         value : ndarray of shape (n_contexts_,)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         r = np.asarray(rewards, dtype=np.float64)
         if r.shape not in ((self.n_responses_,), (self.n_contexts_, self.n_responses_)):
             raise ValueError(
                 f"rewards must have shape ({self.n_responses_},) or ({self.n_contexts_}, "
-                f"{self.n_responses_}); got shape {r.shape} instead."
+                f"{self.n_responses_}). Got shape {r.shape} instead."
             )
         check_finite(r, "rewards")
         return (self.policy_ * r).sum(axis=1)
@@ -662,7 +661,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         -------
         kl : ndarray of shape (n_contexts_,)
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         q = check_policy(policy, "policy", n_contexts=self.n_contexts_,
                          n_responses=self.n_responses_)
         return rel_entr(self.policy_, q).sum(axis=1)
@@ -681,7 +680,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         score : float
             Higher is better (no regulariser term).
         """
-        self._check_fitted("policy_")
+        check_is_fitted(self, "policy_")
         idx, p = _check_pairs(pairs, labels)
         _check_range(idx, self.n_contexts_, self.n_responses_)
         weight = _check_sample_weight(
@@ -691,7 +690,7 @@ class TabularPreferencePolicy(FittedCheckMixin, ParamsMixin):
         if not np.all(np.isfinite(h)):
             raise ValueError(
                 "some pairs involve a response with zero normaliser probability (it never "
-                "appeared in the training pairs); got non-finite margins instead."
+                "appeared in the training pairs). Got non-finite margins instead."
             )
         values, _ = np_loss_and_grad(self.loss, h, self._loss_scale(), p)
         return -float(np.average(values, weights=weight))

@@ -3,7 +3,7 @@
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from ..utils import optional_import
 from . import _bitstream
@@ -31,12 +31,10 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    n_lasers : int, default=32
-        Number of laser beams of the sensor.
-    n_azimuth : int, default=1024
-        Azimuth bins per revolution.
+    n_lasers, n_azimuth : int, default=32 and 1024
+        Laser beams of the sensor and azimuth bins per revolution: the scan grid.
     elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
-        Elevation range of the beams in degrees (see :class:`ScanOrderSerializer`).
+        Elevation range of the beams in degrees; ``"auto"`` learns it in :meth:`fit`.
     increment : int, default=32
         Count added to a symbol each time it is coded in a context.
     init : int, default=1
@@ -62,20 +60,20 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
     --------
     SerLiCCodec : the learned codec.
 
-    References
-    ----------
-    .. [1] J. Zhu, K. You, D. Ding and Z. Ma, "Efficient LiDAR Reflectance Compression via
-       Scanning Serialization", ICML 2025, arXiv:2505.09433.
+    Notes
+    -----
+    The order-1 context-model baseline that SerLiC (Zhu et al., ICML 2025,
+    arXiv:2505.09433) is compared with, coding in the same scan order.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sklearn_icml.compression import AdaptiveContextCodec
     >>> from sklearn_icml.datasets import make_lidar_sweep
+    >>> from sklearn_icml.compression import AdaptiveContextCodec
+    >>> import numpy as np
     >>> points, r, _, _ = make_lidar_sweep(0, n_lasers=8, n_azimuth=128)
-    >>> codec = AdaptiveContextCodec(n_lasers=8, n_azimuth=128).fit([(points, r)])
-    >>> blob = codec.compress(points, r)
-    >>> bool(np.array_equal(codec.decompress(points, blob), r))
+    >>> codec = AdaptiveContextCodec(n_lasers=8, n_azimuth=128)  # nothing to fit
+    >>> blob = codec.encode((points, r))
+    >>> bool(np.array_equal(codec.decode(blob, points), r))
     True
     >>> bpp = codec.bits_per_point([(points, r)])  # ideal code length
     >>> round(bpp, 2), len(r)
@@ -87,14 +85,9 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
     _kind = _bitstream.KIND_ADAPTIVE
 
     _parameter_constraints = {
-        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        **_BaseReflectanceCodec._parameter_constraints,
         "increment": [Interval(numbers.Integral, 1, 1 << 16, closed="both")],
         "init": [Interval(numbers.Integral, 1, 1 << 16, closed="both")],
-        "serialization": [StrOptions({"scan", "random"})],
-        "float_reflectance": [StrOptions({"reject", "scale255"})],
-        "drop_origin": ["boolean"],
     }
 
     def __init__(
@@ -118,40 +111,28 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         self.float_reflectance = float_reflectance
         self.drop_origin = drop_origin
 
-    def fit(self, X, y=None):
-        """Fix the serialiser (the tables adapt while coding; nothing else is learned).
+    @property
+    def _requires_fit(self):
+        # the tables adapt while coding: only an elevation range taken from the data is
+        # learned, so with a given range the codec codes without fit
+        return isinstance(self.elevation_range, str)
 
-        Parameters
-        ----------
-        X : list of (points, reflectance) or array of shape (n_points, 4)
-            Sweeps; only their geometry is used, and only with
-            ``elevation_range="auto"``.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : AdaptiveContextCodec
-        """
-        self._validate_params()
-        sweeps = self._sweeps(X)
-        self._fit_serializer(sweeps)
+    def _fit_model(self, sweeps):
         self.fingerprint_ = self._compute_fingerprint()
-        return self
 
     def _config(self):
         config = super()._config()
         config.update(increment=int(self.increment), init=int(self.init))
         return config
 
-    def _model_bits(self, prep, refl_kept):
+    def _model_bits(self, prep, refl_kept, window=None):
         symbols = refl_kept[prep.order].astype(np.int64)
         bits = code_lengths(symbols, _sequence_starts(prep), int(self.init), int(self.increment))
         out = np.empty_like(bits)
         out[prep.order] = bits
         return out
 
-    def _encode(self, prep, refl_kept, window):
+    def _encode_symbols(self, prep, refl_kept, window):
         constriction = optional_import("constriction", "compression")
         symbols = refl_kept[prep.order].astype(np.int64)
         starts = _sequence_starts(prep)
@@ -166,7 +147,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
             encoder.encode(chunk.astype(np.int32), family, rows)
         return encoder.get_compressed()
 
-    def _decode(self, prep, words, header):
+    def _decode_symbols(self, prep, words, header):
         constriction = optional_import("constriction", "compression")
         starts = _sequence_starts(prep)
         counts = np.full((N_CONTEXTS, N_SYMBOLS), int(self.init), dtype=np.int64)

@@ -1,20 +1,23 @@
-"""What every reflectance codec shares: parameters, validation, serialisation, container.
+"""What every reflectance codec shares: serialisation, the container and the verbs.
 
-A codec is not a scikit-learn estimator (its input is a list of point clouds, not a
-feature matrix, so ``check_estimator`` does not apply), but it keeps scikit-learn's
-manners: keyword-only ``__init__`` that only stores, ``get_params``/``set_params`` (so
-``sklearn.base.clone`` works), ``_parameter_constraints`` checked in ``fit``, fitted
-attributes ending in ``_`` and ``NotFittedError`` before ``fit``.
+A reflectance codec is a :class:`~sklearn_icml.base.BaseCodec`: ``fit(sweeps)`` learns
+what there is to learn, ``encode(sweep) -> bytes`` codes the reflectance of one sweep and
+``decode(data, points) -> reflectance`` decodes it given the same geometry (the geometry
+is side information the decoder already has, so it is not stored in the bytes). Its
+input is a list of point clouds, not a feature matrix, so its input tags say so.
 """
 
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
+from sklearn.base import clone
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from ..utils._params import ParamsMixin
+from ..base import BaseCodec
 from . import _bitstream
 from ._serialization import ScanOrderSerializer, build_windows, random_order
 from ._validation import check_points, check_reflectance, check_sweeps
@@ -33,10 +36,25 @@ class _Prepared:
     rho: np.ndarray
 
 
-class _BaseReflectanceCodec(ParamsMixin):
-    """Lossless reflectance coding with the geometry as side information."""
+class _BaseReflectanceCodec(BaseCodec):
+    """Lossless reflectance coding with the geometry as side information.
+
+    A subclass writes ``_fit_model(sweeps)`` (after the serialiser is fitted; it sets
+    ``fingerprint_``), ``_model_bits(prep, refl_kept, window)``,
+    ``_encode_symbols(prep, refl_kept, window)`` and ``_decode_symbols(prep, words,
+    header)``.
+    """
 
     _kind = None  # bitstream kind, set by subclasses
+
+    _parameter_constraints = {
+        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
+        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
+        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        "serialization": [StrOptions({"scan", "random"})],
+        "float_reflectance": [StrOptions({"reject", "scale255"})],
+        "drop_origin": ["boolean"],
+    }
 
     # --- preparation -------------------------------------------------------------------
     def _make_serializer(self):
@@ -46,12 +64,18 @@ class _BaseReflectanceCodec(ParamsMixin):
             elevation_range=self.elevation_range,
         )
 
-    def _check_fitted(self):
-        if not hasattr(self, "serializer_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
-                "training sweeps before using this codec."
-            )
+    def _fit(self, X):
+        sweeps = self._sweeps(X)
+        self._fit_serializer(sweeps)
+        self._fit_model(sweeps)
+
+    def _coder(self, points):
+        """The fitted codec that codes ``points``: ``self``, or a fitted copy of a codec
+        that has nothing to learn (its fitted state depends on the parameters only)."""
+        check_is_fitted(self)
+        if hasattr(self, "serializer_"):
+            return self
+        return clone(self).fit([(points, np.zeros(points.shape[0], dtype=np.uint8))])
 
     def _sweeps(self, X):
         return check_sweeps(
@@ -127,13 +151,16 @@ class _BaseReflectanceCodec(ParamsMixin):
         -------
         bpp : float
             Total ideal code length divided by the total number of points; the real
-            coded size (``8 * len(compress(...)) / n``) is within a few bytes of it.
+            coded size (``8 * len(encode(...)) / n``) is within a few bytes of it.
         """
-        self._check_fitted()
+        return self._bits_per_point(X, window=None)
+
+    def _bits_per_point(self, X, window):
+        check_is_fitted(self)
         sweeps = self._sweeps(X)
         total_bits, total_points = 0.0, 0
         for points, refl in sweeps:
-            total_bits += float(self._point_bits(points, refl).sum())
+            total_bits += float(self._coder(points)._point_bits(points, refl, window).sum())
             total_points += points.shape[0]
         return total_bits / total_points
 
@@ -154,44 +181,44 @@ class _BaseReflectanceCodec(ParamsMixin):
         """
         return -self.bits_per_point(X)
 
-    def _point_bits(self, points, refl):
+    def _point_bits(self, points, refl, window=None):
         """Ideal code length of every point (bits), raw points at 8 bits."""
         prep = self._prepare(points)
         bits = np.full(points.shape[0], 8.0)
         if prep.order.shape[0]:
-            kept_bits = self._model_bits(prep, refl[prep.keep])
+            kept_bits = self._model_bits(prep, refl[prep.keep], window)
             bits[np.flatnonzero(prep.keep)] = kept_bits
         return bits
 
-    def compress(self, points, reflectance):
-        """Code the reflectance of one sweep losslessly, given its geometry.
-
-        Parameters
-        ----------
-        points : array-like of shape (n_points, 3)
-            Point coordinates; the decoder must be given the same array (same order).
-        reflectance : array-like of shape (n_points,)
-            Integers in 0..255 (or floats in [0, 1] with ``float_reflectance="scale255"``).
-
-        Returns
-        -------
-        blob : bytes
-            Header (point count, sensor grid, window, model fingerprint, CRC-32 of the
-            reflectance) followed by the range coder's words.
-        """
-        return self._compress(points, reflectance, window=0)
-
-    def _compress(self, points, reflectance, *, window):
-        self._check_fitted()
+    def _one_sweep(self, X):
+        """``(points, reflectance)`` of the one sweep ``X`` given to :meth:`encode`."""
+        if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
+            X = X.to_numpy()
+        if isinstance(X, tuple | list) and len(X) == 2:
+            points, reflectance = X
+        elif isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == 4:
+            points, reflectance = X[:, :3], X[:, 3]
+        else:
+            raise TypeError(
+                "X must be one sweep: a (points, reflectance) pair or an array of shape "
+                f"(n_points, 4) with columns x, y, z, r. Got {type(X).__name__} instead."
+            )
         points = check_points(points, allow_origin=self.drop_origin)
         refl = check_reflectance(
             reflectance, points.shape[0], float_reflectance=self.float_reflectance
         )
+        return points, refl
+
+    def _encode(self, X, window=0):
+        points, refl = self._one_sweep(X)
+        return self._coder(points)._encode_sweep(points, refl, window=window)
+
+    def _encode_sweep(self, points, refl, *, window):
         prep = self._prepare(points)
         raw = refl[~prep.keep]
         words = np.empty(0, dtype=np.uint32)
         if prep.order.shape[0]:
-            words = self._encode(prep, refl[prep.keep], window)
+            words = self._encode_symbols(prep, refl[prep.keep], window)
         header = _bitstream.Header(
             kind=self._kind,
             flags=_bitstream.FLAG_RAW_ORIGIN if self.drop_origin else 0,
@@ -206,15 +233,16 @@ class _BaseReflectanceCodec(ParamsMixin):
         )
         return _bitstream.pack(header, raw, words)
 
-    def decompress(self, points, blob):
-        """Decode the reflectance of one sweep from its geometry and a blob.
+    def decode(self, data, points):
+        """Decode the reflectance of one sweep from its bytes and its geometry.
 
         Parameters
         ----------
+        data : bytes
+            Output of :meth:`encode` of a codec with the same fingerprint.
         points : array-like of shape (n_points, 3)
-            The same point array that was given to :meth:`compress`.
-        blob : bytes
-            Output of :meth:`compress` of a codec with the same fingerprint.
+            The same point array that was given to :meth:`encode` (the geometry is side
+            information: the decoder has it already, so the bytes do not carry it).
 
         Returns
         -------
@@ -228,8 +256,19 @@ class _BaseReflectanceCodec(ParamsMixin):
             sensor grid or model (fingerprint), or decodes to values whose CRC-32 differs
             from the stored one.
         """
-        self._check_fitted()
+        check_is_fitted(self)
         points = check_points(points, allow_origin=self.drop_origin)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"data must be the bytes returned by encode. Got {type(data).__name__} "
+                "instead."
+            )
+        return self._coder(points)._decode_sweep(bytes(data), points)
+
+    def _decode(self, data):  # decode needs the geometry: see decode(data, points)
+        raise NotImplementedError
+
+    def _decode_sweep(self, blob, points):
         header, raw, words = _bitstream.unpack(blob, kind=self._kind)
         if header.n_points != points.shape[0]:
             raise ValueError(
@@ -240,7 +279,7 @@ class _BaseReflectanceCodec(ParamsMixin):
             raise ValueError(
                 "blob was made by a codec with another fingerprint (other weights or "
                 f"settings): blob {header.fingerprint.hex()} != this codec's "
-                f"{self.fingerprint_[:32]}. Decode it with the codec that compressed it."
+                f"{self.fingerprint_[:32]}. Decode it with the codec that encoded it."
             )
         if (header.n_lasers, header.n_azimuth) != (
             self.serializer_.n_lasers_, self.serializer_.n_azimuth_
@@ -261,7 +300,7 @@ class _BaseReflectanceCodec(ParamsMixin):
         refl[~prep.keep] = raw
         if prep.order.shape[0]:
             try:
-                refl[prep.keep] = self._decode(prep, words, header)
+                refl[prep.keep] = self._decode_symbols(prep, words, header)
             except ValueError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the range decoder's own errors

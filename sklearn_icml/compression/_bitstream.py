@@ -65,12 +65,12 @@ def pack(header, raw, words):
 def unpack(blob, *, kind):
     """Parse ``blob`` into ``(header, raw, words)``; ValueError on any malformed part."""
     if not isinstance(blob, bytes | bytearray | memoryview):
-        raise TypeError(f"blob must be bytes; got {type(blob).__name__} instead.")
+        raise TypeError(f"blob must be bytes. Got {type(blob).__name__} instead.")
     blob = bytes(blob)
     if len(blob) < HEADER_SIZE or blob[:4] != MAGIC:
         raise ValueError(
             f"blob is not a reflectance stream of this library: it must start with the "
-            f"magic {MAGIC!r} and a {HEADER_SIZE}-byte header; got {blob[:8]!r} "
+            f"magic {MAGIC!r} and a {HEADER_SIZE}-byte header. Got {blob[:8]!r} "
             f"({len(blob)} bytes) instead."
         )
     fields = _HEADER.unpack_from(blob)
@@ -83,7 +83,7 @@ def unpack(blob, *, kind):
     expected = HEADER_SIZE + header.n_raw + 4 * header.n_words
     if len(blob) != expected:
         raise ValueError(
-            f"blob is truncated or padded: its header announces {expected} bytes; got "
+            f"blob is truncated or padded: its header announces {expected} bytes. Got "
             f"{len(blob)} bytes instead."
         )
     raw = np.frombuffer(blob, dtype=np.uint8, count=header.n_raw, offset=HEADER_SIZE).copy()

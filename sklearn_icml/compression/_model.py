@@ -63,13 +63,14 @@ if _mambapy is not None:
 
 
 class SerLiCNet(nn.Module):
-    """Token embedding + causal sequence model + 256-way head (spec 3.3-3.4).
+    """Token embedding + causal sequence model + 256-way head (SerLiC, Zhu et al. 2025).
 
     For position ``t`` of a window the token is
     ``Linear(concat(E_v[v] + E_u[u], MLP_rho(features), E_r[r_prev]))`` where the
     features are ``rho / rho_scale`` and, with ``prior_scalar``, the scalar
-    ``r_prev / 255`` (0 at the start symbol) and a start-of-window flag (the calibration
-    note of spec 3.3). ``r_prev`` is the previous reflectance of the window, the start
+    ``r_prev / 255`` (0 at the start symbol) and a start-of-window flag (an addition to
+    the paper's token that lets a light model use the previous value early in training).
+    ``r_prev`` is the previous reflectance of the window, the start
     symbol 256 at ``t = 0``; the value ``r_t`` itself never enters position ``t``.
 
     ``forward`` runs whole windows (parallel scan for Mamba; training and ``score``);
@@ -169,8 +170,8 @@ class SerLiCNet(nn.Module):
 def bits_loss(logits, target, mask, prob_floor):
     """Mean code length in bits of ``target`` under the floored PMF, over ``mask``.
 
-    The PMF is ``(1 - 256 * prob_floor) * softmax(logits) + prob_floor`` (spec 3.9),
-    evaluated in log space.
+    The PMF is ``(1 - 256 * prob_floor) * softmax(logits) + prob_floor`` (the coding
+    PMF, floored so that no symbol has zero probability), evaluated in log space.
     """
     logp = F.log_softmax(logits.float(), dim=-1)
     mixed = torch.logaddexp(

@@ -9,6 +9,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
+from ..utils import check_generator
 from ._validation import check_points
 
 #: the "previous reflectance" of the first point of every window
@@ -121,28 +122,28 @@ def random_order(n_points):
 
     A function of the point count only, so a decoder recomputes it without side bits.
     """
-    return np.random.default_rng(n_points).permutation(n_points).astype(np.int64)
+    return check_generator(int(n_points)).permutation(n_points).astype(np.int64)
 
 
 def _check_elevation_range(elevation_range, name="elevation_range"):
     if isinstance(elevation_range, str):
         if elevation_range != "auto":
             raise ValueError(
-                f"{name} must be 'auto' or a pair (low, high) in degrees; "
-                f"got {elevation_range!r} instead."
+                f"{name} must be 'auto' or a pair (low, high) in degrees. "
+                f"Got {elevation_range!r} instead."
             )
         return "auto"
     try:
         lo, hi = (float(e) for e in elevation_range)
     except (TypeError, ValueError):
         raise ValueError(
-            f"{name} must be 'auto' or a pair (low, high) in degrees; "
-            f"got {elevation_range!r} instead."
+            f"{name} must be 'auto' or a pair (low, high) in degrees. "
+            f"Got {elevation_range!r} instead."
         ) from None
     if not (np.isfinite(lo) and np.isfinite(hi) and -90.0 <= lo < hi <= 90.0):
         raise ValueError(
-            f"{name} must satisfy -90 <= low < high <= 90 (degrees); "
-            f"got {elevation_range!r} instead."
+            f"{name} must satisfy -90 <= low < high <= 90 (degrees). "
+            f"Got {elevation_range!r} instead."
         )
     return (lo, hi)
 
@@ -154,12 +155,12 @@ def _check_elevation_table(table, n_lasers):
     if arr.ndim != 1 or arr.shape[0] != n_lasers:
         raise ValueError(
             f"elevation_table must be 1-D with one elevation per laser (n_lasers="
-            f"{n_lasers}); got shape {arr.shape} instead."
+            f"{n_lasers}). Got shape {arr.shape} instead."
         )
     if not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
         raise ValueError(
-            "elevation_table must hold finite elevations in degrees, strictly ascending; "
-            f"got {arr.tolist()!r} instead."
+            "elevation_table must hold finite elevations in degrees, strictly ascending. "
+            f"Got {arr.tolist()!r} instead."
         )
     return arr.copy()
 
@@ -220,8 +221,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] J. Zhu, K. You, D. Ding and Z. Ma, "Efficient LiDAR Reflectance Compression via
-       Scanning Serialization", ICML 2025, arXiv:2505.09433.
+    .. [1] Zhu et al., ICML 2025, arXiv:2505.09433 (see :class:`SerLiCCodec`).
 
     Examples
     --------
@@ -328,12 +328,12 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
             v = np.asarray(ring)
             if v.ndim != 1 or v.shape[0] != X.shape[0] or v.dtype.kind not in "iu":
                 raise ValueError(
-                    "ring must be a 1-D integer array with one laser id per point; got "
+                    "ring must be a 1-D integer array with one laser id per point. Got "
                     f"an array of shape {v.shape} and dtype {v.dtype} instead."
                 )
             if np.any((v < 0) | (v >= n_lasers)):
                 raise ValueError(
-                    f"ring must hold laser ids in 0..{n_lasers - 1}; got values in "
+                    f"ring must hold laser ids in 0..{n_lasers - 1}. Got values in "
                     f"[{v.min()}, {v.max()}] instead."
                 )
             v = v.astype(np.int64)

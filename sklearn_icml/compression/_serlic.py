@@ -4,11 +4,15 @@ import numbers
 import time
 
 import numpy as np
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
+from sklearn.utils.validation import check_is_fitted
 
-from ..utils import optional_import
-from ..utils._skorch import check_device, seeded, torch_seed, torch_threads
+from ..utils import check_random_state, draw_seed, optional_import
+from ..utils._skorch import check_device, seeded, torch_threads
 from . import _bitstream
 from ._base import _BaseReflectanceCodec
 from ._model import SerLiCNet, bits_loss
@@ -18,6 +22,8 @@ torch = optional_import("torch", "neural")
 
 # windows per forward pass in score / bits_per_point
 _SCORE_BATCH = 256
+
+_WINDOW = Interval(numbers.Integral, 1, None, closed="left")
 
 
 def _pmf(logits, prob_floor):
@@ -60,9 +66,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
     call.
 
     Encoding runs the same step function as decoding, so both hand the coder
-    bit-identical probabilities; the blob's header carries the model fingerprint and a
-    CRC-32 of the values, and :meth:`decompress` raises instead of returning wrong
-    values.
+    bit-identical probabilities; the header of the bytes carries the model fingerprint and
+    a CRC-32 of the values, and :meth:`decode` raises instead of returning wrong values.
 
     Parameters
     ----------
@@ -73,9 +78,9 @@ class SerLiCCodec(_BaseReflectanceCodec):
     elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
         Elevation range of the beams in degrees (see :class:`ScanOrderSerializer`).
     window : int, default=256
-        Points per window (a window never spans two lasers). :meth:`compress` and
-        :meth:`bits_per_point` may use another length (keyword ``window``); the blob
-        records it.
+        Points per window (a window never spans two lasers). :meth:`encode` and
+        :meth:`bits_per_point` may use another length (keyword ``window``); the bytes
+        record it.
     sequence_model : {"mamba", "gru"}, default="mamba"
         Mamba blocks (``mambapy``, pure PyTorch) as in the paper, or a GRU (ablation).
     d_emb : int, default=16
@@ -92,15 +97,15 @@ class SerLiCCodec(_BaseReflectanceCodec):
         Distances are divided by this before the distance MLP (metres).
     prior_scalar : bool, default=True
         Also feed the previous reflectance as the scalar ``r_prev / 255`` and a
-        start-of-window flag to the distance MLP (spec 3.3, calibration note: without it
-        a light model needs far more steps to use the previous value).
+        start-of-window flag to the distance MLP (see Notes: without it a light model
+        needs far more steps to use the previous value).
     serialization : {"scan", "random"}, default="scan"
-        Coding order: the scan order, or a fixed pseudo-random order (the ablation of
-        experiment E2; windows then cut one sequence of all points).
+        Coding order: the scan order, or a fixed pseudo-random order (the paper's
+        serialisation ablation; windows then cut one sequence of all points).
     max_epochs : int, default=5
         Passes over the training windows. 0 leaves the model untrained. About 1,000
-        optimiser steps are needed to reach the spec's rates (e.g. 20 epochs at
-        ``batch_size=32`` on 16 sweeps); the defaults are the spec's light schedule.
+        optimiser steps are needed to reach the rates of the benchmark (e.g. 20 epochs
+        at ``batch_size=32`` on 16 sweeps); the defaults are a light schedule.
     batch_size : int, default=64
         Windows per optimiser step.
     lr : float, default=1e-3
@@ -114,7 +119,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     drop_origin : bool, default=False
         Accept points at the sensor origin (elevation undefined): they are left out of
         the model and their reflectance is stored raw (8 bits each).
-    num_threads : int, default=1
+    n_jobs : int, default=1
         torch threads during fit and coding. Decode with the same value as encode: the
         probabilities must be bit-identical.
     device : str, default="cpu"
@@ -150,8 +155,22 @@ class SerLiCCodec(_BaseReflectanceCodec):
     Notes
     -----
     The coding probabilities depend on float arithmetic: decode on a machine, torch
-    version and ``num_threads`` that compute the same floats as the encoder did. If they
-    do not, :meth:`decompress` raises (CRC-32 mismatch); it never returns wrong values.
+    version and ``n_jobs`` that compute the same floats as the encoder did. If they
+    do not, :meth:`decode` raises (CRC-32 mismatch); it never returns wrong values.
+
+    Where the library departs from or fills in the paper [1]_: the previous reflectance
+    also enters as a scalar with a start-of-window flag (``prior_scalar``), which lets a
+    light model learn to use it in far fewer steps; the PMF is floored
+    (``prob_floor``) so that no symbol has zero probability; :meth:`paper_light` sizes
+    the layers to the paper's parameter count, as the paper gives the count but not every
+    layer's shape.
+
+    The network is trained by its own loop rather than through skorch: a training
+    example is a window of six aligned arrays with a padding mask, the loss is the
+    mask-weighted bits per point, and the window order is drawn from ``random_state``'s
+    numpy stream (a skorch DataLoader would draw it from torch's, changing every trained
+    model); the loop takes its seed and threads from :func:`~sklearn_icml.utils.draw_seed`
+    and ``sklearn_icml.utils._skorch`` as the skorch estimators do.
 
     References
     ----------
@@ -167,8 +186,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
     >>> codec = SerLiCCodec(n_lasers=8, n_azimuth=128, window=64, sequence_model="gru",
     ...                     max_epochs=2, lr=1e-2, random_state=0).fit(sweeps[:2])
     >>> points, r = sweeps[2]
-    >>> blob = codec.compress(points, r)
-    >>> bool(np.array_equal(codec.decompress(points, blob), r))
+    >>> blob = codec.encode((points, r))
+    >>> bool(np.array_equal(codec.decode(blob, points), r))
     True
     >>> bpp = codec.bits_per_point([(points, r)])  # the model's cross-entropy
     >>> bool(8 * len(blob) <= 1.005 * bpp * len(r) + 8 * 64)  # coded size: + 48-byte header
@@ -178,9 +197,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     _kind = _bitstream.KIND_SERLIC
 
     _parameter_constraints = {
-        "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        **_BaseReflectanceCodec._parameter_constraints,
         "window": [Interval(numbers.Integral, 1, None, closed="left")],
         "sequence_model": [StrOptions({"mamba", "gru"})],
         "d_emb": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -190,14 +207,11 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "expand": [Interval(numbers.Integral, 1, None, closed="left")],
         "rho_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "prior_scalar": ["boolean"],
-        "serialization": [StrOptions({"scan", "random"})],
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
-        "float_reflectance": [StrOptions({"reject", "scale255"})],
-        "drop_origin": ["boolean"],
-        "num_threads": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",  # checked by check_device in fit
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -225,7 +239,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         prob_floor=1e-6,
         float_reflectance="reject",
         drop_origin=False,
-        num_threads=1,
+        n_jobs=1,
         device="cpu",
         random_state=None,
         verbose=0,
@@ -249,7 +263,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.prob_floor = prob_floor
         self.float_reflectance = float_reflectance
         self.drop_origin = drop_origin
-        self.num_threads = num_threads
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -258,9 +272,9 @@ class SerLiCCodec(_BaseReflectanceCodec):
     def paper_light(cls, **params):
         """A codec sized like the paper's light model (about 111K parameters).
 
-        ``d_model=64, n_layers=2, d_state=16, d_emb=32`` (sizes INFERRED to reach the
-        paper's parameter count; the exact layer shapes were not available). Other
-        parameters are passed on.
+        ``d_model=64, n_layers=2, d_state=16, d_emb=32``: sizes chosen to reach the
+        paper's parameter count, which the paper gives without every layer's shape.
+        Other parameters are passed on.
 
         Examples
         --------
@@ -299,25 +313,9 @@ class SerLiCCodec(_BaseReflectanceCodec):
         )
 
     # --- fit -------------------------------------------------------------------------
-    def fit(self, X, y=None):
-        """Train the network on sweeps with the bits-per-point loss.
-
-        Parameters
-        ----------
-        X : list of (points, reflectance) or array of shape (n_points, 4)
-            Training sweeps: a list whose items are ``(points (n, 3), reflectance (n,))``
-            pairs or (n, 4) arrays ``x, y, z, r``; or a single sweep.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : SerLiCCodec
-        """
-        self._validate_params()
+    def _fit_model(self, sweeps):
+        """Train the network on the windows of ``sweeps`` with the bits-per-point loss."""
         device = check_device(self.device)
-        sweeps = self._sweeps(X)
-        self._fit_serializer(sweeps)
         parts = []
         for points, refl in sweeps:
             prep = self._prepare(points)
@@ -326,13 +324,13 @@ class SerLiCCodec(_BaseReflectanceCodec):
         V, U, RHO, R, RPREV, MASK = (np.concatenate(a) for a in zip(*parts))
         n_windows = V.shape[0]
         rng = check_random_state(self.random_state)
-        seed = torch_seed(rng)
+        seed = draw_seed(rng)
         batch = int(self.batch_size)
         steps_per_epoch = -(-n_windows // batch)
         total = steps_per_epoch * int(self.max_epochs)
         self.train_bpp_ = []
         self.n_steps_ = total
-        with seeded(seed, device), torch_threads(self.num_threads):
+        with seeded(seed, device), torch_threads(self.n_jobs):
             module = self._build_module().to(device)
             tensors = [
                 torch.from_numpy(np.ascontiguousarray(a)).to(device)
@@ -376,7 +374,6 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.fingerprint_ = self._compute_fingerprint(
             (name, t.detach().numpy()) for name, t in sorted(self.module_.state_dict().items())
         )
-        return self
 
     def _config(self):
         config = super()._config()
@@ -394,7 +391,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         window = int(self.window if window is None else window)
         w, v, u, rho, r, r_prev, mask = self._window_arrays(prep, refl_kept, window)
         bits = np.empty(w.index.shape)
-        with torch.inference_mode(), torch_threads(self.num_threads):
+        with torch.inference_mode(), torch_threads(self.n_jobs):
             for lo in range(0, v.shape[0], _SCORE_BATCH):
                 sl = slice(lo, lo + _SCORE_BATCH)
                 logits = self.module_(*(torch.from_numpy(a[sl]) for a in (v, u, rho, r_prev)))
@@ -417,50 +414,37 @@ class SerLiCCodec(_BaseReflectanceCodec):
         -------
         bpp : float
             Total ideal code length over the total number of points; the coded size
-            ``8 * len(compress(...)) / n`` agrees to within a few bytes.
+            ``8 * len(encode(...)) / n`` agrees to within a few bytes.
         """
-        if window is None:
-            return super().bits_per_point(X)
-        window = self._check_window(window)
-        self._check_fitted()
-        total_bits, total_points = 0.0, 0
-        for points, refl in self._sweeps(X):
-            prep = self._prepare(points)
-            bits = np.full(points.shape[0], 8.0)
-            if prep.order.shape[0]:
-                bits[prep.keep] = self._model_bits(prep, refl[prep.keep], window)
-            total_bits += float(bits.sum())
-            total_points += points.shape[0]
-        return total_bits / total_points
+        return self._bits_per_point(X, self._check_window(window))
 
-    @staticmethod
-    def _check_window(window):
-        if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1:
-            raise ValueError(f"window must be an integer >= 1; got {window!r} instead.")
-        return int(window)
+    def _check_window(self, window):
+        """The window to code or score with: ``window``, or the parameter when None."""
+        validate_parameter_constraints(
+            {"window": [_WINDOW, None]}, {"window": window}, caller_name=type(self).__name__
+        )
+        return int(self.window if window is None else window)
 
     # --- coding ----------------------------------------------------------------------
-    def compress(self, points, reflectance, *, window=None):
-        """Code the reflectance of one sweep losslessly, given its geometry.
+    def encode(self, X, *, window=None):
+        """Encode the reflectance of one sweep losslessly, given its geometry.
 
         Parameters
         ----------
-        points : array-like of shape (n_points, 3)
-            Point coordinates; the decoder must be given the same array (same order).
-        reflectance : array-like of shape (n_points,)
-            Integers in 0..255 (or floats in [0, 1] with ``float_reflectance="scale255"``).
+        X : (points, reflectance) pair or array of shape (n_points, 4)
+            One sweep; the decoder must be given the same ``points`` (same order).
         window : int, default=None
             Window length to code with (default: the ``window`` parameter); recorded in
-            the blob.
+            the bytes.
 
         Returns
         -------
-        blob : bytes
+        data : bytes
             Header (point count, sensor grid, window, model fingerprint, CRC-32 of the
             reflectance), raw values of origin points, then the range coder's words.
         """
-        window = self._check_window(self.window if window is None else window)
-        return self._compress(points, reflectance, window=window)
+        check_is_fitted(self)
+        return bytes(self._encode(X, window=self._check_window(window)))
 
     def _coding_loop(self, w, on_step):
         """Run the network in step mode over all windows; ``on_step`` codes each step.
@@ -476,7 +460,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         rho = torch.from_numpy((w.rho / float(self.rho_scale)).astype(np.float32))
         prev = torch.full((n_windows,), START_SYMBOL, dtype=torch.int64)
         floor = float(self.prob_floor)
-        with torch.inference_mode(), torch_threads(self.num_threads):
+        with torch.inference_mode(), torch_threads(self.n_jobs):
             state = self.module_.init_state(n_windows)
             for t in range(window):
                 active = w.mask[:, t]
@@ -489,7 +473,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
                 current[active] = symbols
                 prev = torch.from_numpy(current)
 
-    def _encode(self, prep, refl_kept, window):
+    def _encode_symbols(self, prep, refl_kept, window):
         constriction = optional_import("constriction", "compression")
         w = self._windows(prep, window)
         r = np.zeros(w.index.shape, dtype=np.int64)
@@ -505,7 +489,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self._coding_loop(w, on_step)
         return encoder.get_compressed()
 
-    def _decode(self, prep, words, header):
+    def _decode_symbols(self, prep, words, header):
         constriction = optional_import("constriction", "compression")
         if header.window < 1:
             raise ValueError(f"blob records window={header.window}; it is corrupted.")
@@ -528,7 +512,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     def _coding_pmfs(self, points, reflectance, *, window=None):
         """Step-mode PMFs of every window (for tests): float32 (n_windows, window, 256)."""
-        self._check_fitted()
+        check_is_fitted(self)
         points = np.asarray(points, dtype=np.float64)
         refl = np.asarray(reflectance).astype(np.int64)
         prep = self._prepare(points)

@@ -18,11 +18,11 @@ def check_points(points, name="points", *, allow_origin=False):
         ) from None
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise ValueError(
-            f"{name} must have shape (n_points, 3) with columns x, y, z; "
-            f"got shape {arr.shape} instead."
+            f"{name} must have shape (n_points, 3) with columns x, y, z. "
+            f"Got shape {arr.shape} instead."
         )
     if arr.shape[0] == 0:
-        raise ValueError(f"{name} must hold at least one point; got shape {arr.shape} instead.")
+        raise ValueError(f"{name} must hold at least one point. Got shape {arr.shape} instead.")
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.all(np.isfinite(arr), axis=1))[0])
         raise ValueError(
@@ -52,17 +52,17 @@ def check_reflectance(reflectance, n_points, *, float_reflectance="reject", name
     arr = np.asarray(reflectance)
     if arr.ndim != 1:
         raise ValueError(
-            f"{name} must be 1-D with one value per point; got shape {arr.shape} instead."
+            f"{name} must be 1-D with one value per point. Got shape {arr.shape} instead."
         )
     if arr.shape[0] != n_points:
         raise ValueError(
-            f"{name} must have one value per point ({n_points}); got length "
+            f"{name} must have one value per point ({n_points}). Got length "
             f"{arr.shape[0]} instead."
         )
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must hold integers in 0..255 (or floats in [0, 1] with "
-            f"float_reflectance='scale255'); got dtype {arr.dtype} instead."
+            f"float_reflectance='scale255'). Got dtype {arr.dtype} instead."
         )
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)):
@@ -70,7 +70,7 @@ def check_reflectance(reflectance, n_points, *, float_reflectance="reject", name
         if float_reflectance == "scale255":
             if np.any((arr < 0) | (arr > 1)):
                 raise ValueError(
-                    f"{name} must lie in [0, 1] with float_reflectance='scale255'; got "
+                    f"{name} must lie in [0, 1] with float_reflectance='scale255'. Got "
                     f"values in [{arr.min()!r}, {arr.max()!r}] instead."
                 )
             return np.rint(255.0 * arr.astype(np.float64)).astype(np.uint8)
@@ -84,7 +84,7 @@ def check_reflectance(reflectance, n_points, *, float_reflectance="reject", name
     if np.any((arr < 0) | (arr > 255)):
         bad = int(np.flatnonzero((arr < 0) | (arr > 255))[0])
         raise ValueError(
-            f"{name} must lie in 0..255; got {arr[bad].item()!r} at position {bad} instead."
+            f"{name} must lie in 0..255. Got {arr[bad].item()!r} at position {bad} instead."
         )
     return arr.astype(np.uint8)
 
@@ -123,10 +123,10 @@ def check_sweeps(X, *, float_reflectance="reject", allow_origin=False, name="X")
     else:
         raise TypeError(
             f"{name} must be a list of (points, reflectance) sweeps or an (n, 4) array "
-            f"with columns x, y, z, r; got {type(X).__name__} instead."
+            f"with columns x, y, z, r. Got {type(X).__name__} instead."
         )
     if not items:
-        raise ValueError(f"{name} must hold at least one sweep; got an empty list instead.")
+        raise ValueError(f"{name} must hold at least one sweep. Got an empty list instead.")
     sweeps = []
     for k, item in enumerate(items):
         where = f"{name}[{k}]" if len(items) > 1 else name
@@ -139,7 +139,7 @@ def check_sweeps(X, *, float_reflectance="reject", allow_origin=False, name="X")
             if arr.ndim != 2 or arr.shape[1] != 4:
                 raise ValueError(
                     f"{where} must be a (points, reflectance) pair or an array of shape "
-                    f"(n_points, 4) with columns x, y, z, r; got shape {arr.shape} instead."
+                    f"(n_points, 4) with columns x, y, z, r. Got shape {arr.shape} instead."
                 )
             points, refl = arr[:, :3], arr[:, 3]
         points = check_points(points, f"{where} points", allow_origin=allow_origin)

@@ -1,11 +1,13 @@
-"""Synthetic LoRA collections with planted shared subspaces (joint LoRA compression E1-E3)."""
+"""Synthetic LoRA collections with planted shared subspaces, for joint LoRA compression."""
 
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
-from ..utils.validation import check_positive_int
+from ..utils import check_random_state
+
+_POSITIVE = Interval(numbers.Integral, 1, None, closed="left")
 
 
 def _orthonormal(rng, d, k):
@@ -13,6 +15,21 @@ def _orthonormal(rng, d, k):
     return q * np.sign(np.diag(r))
 
 
+@validate_params(
+    {
+        "n_adapters": [_POSITIVE],
+        "d_out": [_POSITIVE],
+        "d_in": [_POSITIVE, None],
+        "adapter_rank": [_POSITIVE],
+        "basis_rank": [_POSITIVE, None],
+        "n_groups": [_POSITIVE],
+        "private_rank": [Interval(numbers.Integral, 0, None, closed="left")],
+        "private_scale": [Interval(numbers.Real, None, None, closed="neither")],
+        "return_groups": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_lora_collection(
     n_adapters=100,
     *,
@@ -77,21 +94,19 @@ def make_lora_collection(
     >>> B.shape, A.shape
     ((10, 32, 6), (10, 6, 32))
     """
-    n = check_positive_int(n_adapters, "n_adapters")
-    d_out = check_positive_int(d_out, "d_out")
-    d_in = d_out if d_in is None else check_positive_int(d_in, "d_in")
-    r = check_positive_int(adapter_rank, "adapter_rank")
-    k = check_positive_int(n_groups, "n_groups")
-    p = check_positive_int(private_rank, "private_rank", minimum=0)
+    n, d_out, r, k, p = int(n_adapters), int(d_out), int(adapter_rank), int(n_groups), int(
+        private_rank
+    )
+    d_in = d_out if d_in is None else int(d_in)
     if k > n:
-        raise ValueError(f"n_groups must be <= n_adapters ({n}); got {n_groups!r} instead.")
-    if not isinstance(private_scale, numbers.Real) or not np.isfinite(private_scale):
-        raise ValueError(f"private_scale must be a finite number; got {private_scale!r} instead.")
+        raise ValueError(f"n_groups must be <= n_adapters ({n}). Got {n_groups!r} instead.")
+    if not np.isfinite(private_scale):
+        raise ValueError(f"private_scale must be a finite number. Got {private_scale!r} instead.")
     if basis_rank is not None:
-        basis_rank = check_positive_int(basis_rank, "basis_rank")
+        basis_rank = int(basis_rank)
         if basis_rank > min(d_out, d_in):
             raise ValueError(
-                f"basis_rank must be <= min(d_out, d_in) = {min(d_out, d_in)}; got "
+                f"basis_rank must be <= min(d_out, d_in) = {min(d_out, d_in)}. Got "
                 f"{basis_rank!r} instead."
             )
     rng = check_random_state(random_state)

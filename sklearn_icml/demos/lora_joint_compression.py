@@ -1,4 +1,4 @@
-"""Demo: 100 LoRA adapters compressed into one shared basis; clustering two families (spec E2)."""
+"""Demo: 100 LoRA adapters compressed into one shared basis; clustering two families."""
 
 from . import register_demo
 
@@ -22,14 +22,14 @@ def demo():
     # shared rank-8 part in a 24-dim subspace + a private rank-4 part (~8 % of the energy)
     B, A = make_lora_collection(100, d_out=128, adapter_rank=8, basis_rank=24, private_rank=4,
                                 private_scale=0.4, random_state=0)
-    joint = JointLoRACompressor(rank=24).compress((B, A))
+    joint = JointLoRACompressor(rank=24).fit((B, A))
     # the per-adapter SVD rank that stores about as many numbers as the joint compression
     svd_rank = max(1, round(joint.n_parameters_ / (len(B) * 256)))
-    svd = SVDLoRACompressor(rank=svd_rank).compress((B, A))
+    svd = SVDLoRACompressor(rank=svd_rank).fit((B, A))
 
     Bg, Ag, groups = make_lora_collection(40, d_out=64, adapter_rank=4, basis_rank=8,
                                           n_groups=2, return_groups=True, random_state=1)
-    clustered = ClusteredJointLoRACompressor(n_clusters=2, rank=8, random_state=0).compress(
+    clustered = ClusteredJointLoRACompressor(n_clusters=2, rank=8, random_state=0).fit(
         (Bg, Ag))
     return {
         "compression ratio": joint.compression_ratio_,

@@ -1,4 +1,4 @@
-"""Demo: DPO vs IPO losses and three normalisers on the spec's 4-response bandit (E1-E4)."""
+"""Demo: DPO vs IPO losses and three normalisers on a 4-response bandit (Agarwal et al., 2025)."""
 
 from . import register_demo
 
@@ -33,16 +33,16 @@ def demo():
 
     figures = {}
     dpo = fit("logistic", beta=1.0)
-    figures["E1 DPO E[r]"] = float(dpo.expected_reward(rewards)[0])
-    figures["E1 DPO KL to ref"] = float(dpo.kl_to(ref)[0])
+    figures["DPO E[r]"] = float(dpo.expected_reward(rewards)[0])
+    figures["DPO KL to ref"] = float(dpo.kl_to(ref)[0])
     ipo = fit("squared", tau=1.0)
-    figures["E2 IPO E[r]"] = float(ipo.expected_reward(rewards)[0])
+    figures["IPO E[r]"] = float(ipo.expected_reward(rewards)[0])
     for name, nu in (("data", mu), ("none", None)):
         pol = fit("logistic", sampling=mu, normalizer=name, nu=nu, beta=1.0)
-        figures[f"E4 DPO nu={name} E[r]"] = float(pol.expected_reward(rewards)[0])
+        figures[f"DPO nu={name} E[r]"] = float(pol.expected_reward(rewards)[0])
     deterministic = (np.subtract.outer(rewards, rewards) > 0).astype(float)
     np.fill_diagonal(deterministic, 0.5)
-    figures["E3 IPO pi(best), deterministic labels"] = float(
+    figures["IPO pi(best), deterministic labels"] = float(
         fit("squared", deterministic, tau=1.0).policy_[0, 0]
     )
     with warnings.catch_warnings():
@@ -50,5 +50,5 @@ def demo():
         for steps in (1_000, 100_000):
             pol = fit("logistic", deterministic, beta=1.0, solver="gd", lr=0.25,
                       max_iter=steps, tol=0.0)
-            figures[f"E3 DPO pi(best) after {steps} steps"] = float(pol.policy_[0, 0])
+            figures[f"DPO pi(best) after {steps} steps"] = float(pol.policy_[0, 0])
     return figures

@@ -23,8 +23,8 @@ def demo():
     codec = SerLiCCodec(**grid, window=128, max_epochs=10, batch_size=8, lr=6e-3,
                         random_state=0)
     codec.fit(train)
-    blob = codec.compress(points, r)
-    lossless = bool(np.array_equal(codec.decompress(points, blob), r))
+    blob = codec.encode((points, r))
+    lossless = bool(np.array_equal(codec.decode(blob, points), r))
     order = ScanOrderSerializer(**grid).get_order(points)
     lz = lzma.compress(r[order].tobytes(), preset=9 | lzma.PRESET_EXTREME)
     adaptive = AdaptiveContextCodec(**grid).fit(train)
@@ -32,7 +32,7 @@ def demo():
         "points": int(r.size),
         "SerLiC bpp": 8 * len(blob) / r.size,
         "lzma (scan order) bpp": 8 * len(lz) / r.size,
-        "adaptive order-1 bpp": 8 * len(adaptive.compress(points, r)) / r.size,
+        "adaptive order-1 bpp": 8 * len(adaptive.encode((points, r))) / r.size,
         "oracle bpp": float(oracle.mean()),
         "lossless": lossless,
     }

@@ -3,13 +3,11 @@
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
+from ..utils import check_random_state
 from ._collection import (
-    check_collection,
-    check_rank,
     diag_normal_equations,
     full_cores,
     relative_errors,
@@ -17,7 +15,8 @@ from ._collection import (
     squared_errors,
     squared_norms,
 )
-from ._joint_compression import JointLoRACompressor, _CompressorMixin, joint_fit, optimal_cores
+from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
+from ._joint_compression import JointLoRACompressor, joint_fit, optimal_cores
 
 
 def adapter_affinity(B, A, kind="subspace", chunk=16):
@@ -118,7 +117,24 @@ def _captured(B, A, U, V, core):
     return 2.0 * np.sum(S * rhs, axis=1) - np.einsum("na,ab,nb->n", S, gram, S)
 
 
-class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
+def _stack_cores(labels, fits):
+    """Per-adapter cores (n, ...) from the per-cluster fits (each on its members)."""
+    cores = np.zeros((labels.shape[0], *fits[0]["cores"].shape[1:]))
+    for c, f in enumerate(fits):
+        cores[labels == c] = f["cores"]
+    return cores
+
+
+def _squared_errors_by_cluster(B, A, labels, U, V, cores):
+    """``||Delta_i - U_c Sigma_i V_c^T||_F^2`` of every adapter in its cluster's basis."""
+    sq = np.zeros(B.shape[0])
+    for c in np.unique(labels):
+        members = labels == c
+        sq[members] = squared_errors(B[members], A[members], U[c], V[c], cores[members])
+    return sq
+
+
+class ClusteredJointLoRACompressor(_BaseLoRACompressor):
     """Compress a diverse LoRA collection with k shared bases, one per cluster of adapters.
 
     Adapters are grouped into ``n_clusters`` clusters and each cluster gets its own
@@ -194,8 +210,10 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
 
     Notes
     -----
-    The clustering procedure (signature, k-means++ start, reassignment rule) is our
-    reconstruction; the paper states that clusters are learned for joint compression.
+    The paper [1]_ learns clusters of adapters for joint compression but does not fix the
+    procedure; the library's choice (an affinity of the adapters' subspaces, a k-means++
+    start, reassignment to the basis that keeps the most energy) makes every Lloyd step
+    lower the total error.
 
     References
     ----------
@@ -210,7 +228,7 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
     ...     20, d_out=32, d_in=32, adapter_rank=4, basis_rank=6, n_groups=2,
     ...     return_groups=True, random_state=0)
     >>> comp = ClusteredJointLoRACompressor(n_clusters=2, rank=6, random_state=0)
-    >>> comp = comp.compress((B, A))
+    >>> comp = comp.fit((B, A))
     >>> from sklearn.metrics import adjusted_rand_score
     >>> float(adjusted_rand_score(groups, comp.labels_))
     1.0
@@ -298,26 +316,11 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
             fits[c] = self._joint(B[members], A[members], rank, rng, V_init=fits[c]["V"])
         return labels, fits, n_iter
 
-    def compress(self, collection):
-        """Cluster the adapters of ``collection`` and fit one shared basis per cluster.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            ``B_i`` (d_out, r_i) and ``A_i`` (r_i, d_in), scaling folded into ``B_i``.
-
-        Returns
-        -------
-        self : object
-            The compressed instance.
-        """
-        self._validate_params()
-        B, A, ranks = check_collection(collection)
+    def _fit(self, B, A, ranks, rank):
         n = B.shape[0]
-        rank = check_rank(self.rank, B.shape[1], A.shape[2])
         if self.n_clusters > n:
             raise ValueError(
-                f"n_clusters must be <= the number of adapters ({n}); got "
+                f"n_clusters must be <= the number of adapters ({n}). Got "
                 f"{self.n_clusters!r} instead."
             )
         rng = check_random_state(self.random_state)
@@ -336,8 +339,8 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
                 labels.min() < 0 or labels.max() >= self.n_clusters
             ):
                 raise ValueError(
-                    f"init given as labels must be {n} integers in [0, {self.n_clusters}); "
-                    f"got {self.init!r} instead."
+                    f"init given as labels must be {n} integers in [0, {self.n_clusters}). "
+                    f"Got {self.init!r} instead."
                 )
             starts = [_fill_empty(labels.astype(np.int64), self.n_clusters, np.zeros(n))]
         best = None
@@ -348,22 +351,15 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
                 best = (inertia, labels, fits, n_iter)
         self.inertia_, self.labels_, fits, self.n_iter_ = best
         self._set_compressed(B, A, ranks, fits, rank)
-        return self
 
     def _inertia(self, B, A, labels, fits):
-        total = 0.0
-        for c, f in enumerate(fits):
-            members = labels == c
-            total += float(
-                squared_errors(B[members], A[members], f["U"], f["V"], f["cores"]).sum()
-            )
-        return total
+        cores = _stack_cores(labels, fits)
+        sq = _squared_errors_by_cluster(B, A, labels, [f["U"] for f in fits],
+                                        [f["V"] for f in fits], cores)
+        return sum(float(sq[labels == c].sum()) for c in range(len(fits)))
 
     def _set_compressed(self, B, A, ranks, fits, rank):
-        k = self.n_clusters
         self.compressors_ = []
-        core_shape = (rank, rank) if self.core == "full" else (rank,)
-        self.cores_ = np.zeros((B.shape[0], *core_shape))
         for c, f in enumerate(fits):
             members = self.labels_ == c
             comp = JointLoRACompressor(
@@ -373,23 +369,16 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
             )
             comp._set_compressed(f, B[members], A[members], ranks[members])
             self.compressors_.append(comp)
-            self.cores_[members] = f["cores"]
+        self.cores_ = _stack_cores(self.labels_, fits)
         self.U_ = np.stack([f["U"] for f in fits])
         self.V_ = np.stack([f["V"] for f in fits])
-        norms2 = squared_norms(B, A)
-        sq = np.zeros(B.shape[0])
-        for c, f in enumerate(fits):
-            members = self.labels_ == c
-            sq[members] = squared_errors(B[members], A[members], f["U"], f["V"], f["cores"])
-        self.relative_errors_ = relative_errors(sq, norms2)
-        self.n_adapters_ = int(B.shape[0])
-        self.shapes_ = (int(B.shape[1]), int(A.shape[2]))
-        self.adapter_ranks_ = ranks
-        per_core = int(np.prod(core_shape))
-        self.n_parameters_ = int(
-            k * rank * sum(self.shapes_) + self.n_adapters_ * (per_core + 1)
+        sq = _squared_errors_by_cluster(B, A, self.labels_, self.U_, self.V_, self.cores_)
+        self.relative_errors_ = relative_errors(sq, squared_norms(B, A))
+        per_core = rank * rank if self.core == "full" else rank
+        n_parameters = (
+            self.n_clusters * rank * (B.shape[1] + A.shape[2]) + B.shape[0] * (per_core + 1)
         )
-        self.compression_ratio_ = float(ranks.sum() * sum(self.shapes_) / self.n_parameters_)
+        self._set_sizes(B, A, ranks, n_parameters)
 
     def _assign(self, B, A):
         norms2 = squared_norms(B, A)
@@ -405,7 +394,7 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to assign to a basis, of the fitted shape.
 
         Returns
         -------
@@ -420,7 +409,7 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to project, each on the basis of its predicted cluster.
 
         Returns
         -------
@@ -434,25 +423,40 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
     def _cores_for(self, B, A, labels):
         r = self.U_.shape[2]
         cores = np.zeros((B.shape[0], *((r, r) if self.core == "full" else (r,))))
-        for c in range(len(self.U_)):
+        for c in np.unique(labels):
             members = labels == c
-            if np.any(members):
-                cores[members] = optimal_cores(
-                    B[members], A[members], self.U_[c], self.V_[c], self.core
-                )
+            cores[members] = optimal_cores(
+                B[members], A[members], self.U_[c], self.V_[c], self.core
+            )
         return cores
 
     def _squared_errors(self, B, A):
         labels = self._assign(B, A)
         cores = self._cores_for(B, A, labels)
-        sq = np.zeros(B.shape[0])
-        for c in range(len(self.U_)):
-            members = labels == c
-            if np.any(members):
-                sq[members] = squared_errors(
-                    B[members], A[members], self.U_[c], self.V_[c], cores[members]
-                )
+        sq = _squared_errors_by_cluster(B, A, labels, self.U_, self.V_, cores)
         return sq, squared_norms(B, A)
+
+    def inverse_transform(self, cores, labels):
+        """Rank-``rank`` LoRA factors ``(U_c Sigma_i, V_c^T)`` of each core in its basis.
+
+        Parameters
+        ----------
+        cores : array-like of shape (n, rank, rank) or (n, rank)
+            Cores as returned by :meth:`transform`.
+        labels : array-like of int of shape (n,)
+            The cluster (basis) of each core, as returned by :meth:`predict`.
+
+        Returns
+        -------
+        factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
+        """
+        check_is_fitted(self, msg=_NOT_FITTED.format(name=type(self).__name__))
+        labels = np.asarray(labels)
+        out = []
+        for c, core in zip(labels, np.asarray(cores, dtype=np.float64)):
+            U, V = self.U_[c], self.V_[c]
+            out.append((U @ core if core.ndim == 2 else U * core, V.T.copy()))
+        return out
 
     def reconstruct(self, collection):
         """The compressed version of each adapter, as ``(B_hat, A_hat)`` factors.
@@ -460,7 +464,7 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to compress and expand again, of the fitted shape.
 
         Returns
         -------
@@ -469,9 +473,4 @@ class ClusteredJointLoRACompressor(_CompressorMixin, BaseEstimator):
         """
         B, A, _ = self._check_new_collection(collection)
         labels = self._assign(B, A)
-        cores = self._cores_for(B, A, labels)
-        out = []
-        for c, core in zip(labels, cores):
-            U, V = self.U_[c], self.V_[c]
-            out.append((U @ core if core.ndim == 2 else U * core, V.T.copy()))
-        return out
+        return self.inverse_transform(self._cores_for(B, A, labels), labels)

@@ -13,13 +13,15 @@ import scipy.linalg
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_array
 
+from ..utils import check_generator
+
 
 def _to_numpy(x):
     """A torch tensor (any float dtype, any device) or array-like as something check_array eats."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch tensor, without importing torch
         if x.is_complex():
             raise ValueError(
-                "LoRA factors must be real; got a complex tensor of dtype "
+                "LoRA factors must be real. Got a complex tensor of dtype "
                 f"{x.dtype} instead."
             )
         return x.detach().cpu().double().numpy()
@@ -30,7 +32,7 @@ def _check_factor(x, name, ndim):
     x = _to_numpy(x)
     dtype = getattr(x, "dtype", None)
     if dtype is not None and np.issubdtype(dtype, np.complexfloating):
-        raise ValueError(f"{name} must be real; got complex dtype {dtype} instead.")
+        raise ValueError(f"{name} must be real. Got complex dtype {dtype} instead.")
     arr = check_array(
         x,
         dtype=np.float64,
@@ -40,7 +42,7 @@ def _check_factor(x, name, ndim):
         input_name=name,
     )
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape} instead.")
+        raise ValueError(f"{name} must be {ndim}-D. Got shape {arr.shape} instead.")
     return arr
 
 
@@ -53,6 +55,14 @@ def _is_stack_pair(collection):
             for item in collection
         )
     )
+
+
+def _check_inner_rank(B, A, where, b_shape, a_shape):
+    if B.shape[-1] != A.shape[-2]:
+        raise ValueError(
+            f"{where}: the inner ranks r of B {b_shape} and A {a_shape} must match. Got B of "
+            f"shape {B.shape} and A of shape {A.shape} instead."
+        )
 
 
 def check_collection(collection, name="collection"):
@@ -75,7 +85,10 @@ def check_collection(collection, name="collection"):
     """
     if _is_stack_pair(collection):
         if collection[0].shape[0] == 0 or collection[1].shape[0] == 0:
-            raise ValueError(f"{name} is empty; give at least one (B, A) adapter.")
+            raise ValueError(
+                f"{name} is empty; give at least one (B, A) adapter. Got stacks of shapes "
+                f"{collection[0].shape} and {collection[1].shape} instead."
+            )
         B = _check_factor(collection[0], f"{name} B stack", 3)
         A = _check_factor(collection[1], f"{name} A stack", 3)
         if B.shape[0] != A.shape[0]:
@@ -84,33 +97,27 @@ def check_collection(collection, name="collection"):
                 f"{A.shape[0]}; they must hold the same number. Got shapes {B.shape} and "
                 f"{A.shape} instead."
             )
-        if B.shape[2] != A.shape[1]:
-            raise ValueError(
-                f"{name}: inner ranks of B (n, d_out, r) and A (n, r, d_in) must match; "
-                f"got B of shape {B.shape} and A of shape {A.shape} instead."
-            )
+        _check_inner_rank(B, A, name, "(n, d_out, r)", "(n, r, d_in)")
         return B, A, np.full(B.shape[0], B.shape[2], dtype=np.int64)
 
     if isinstance(collection, dict) or not isinstance(collection, list | tuple):
         raise TypeError(
-            f"{name} must be a list of (B, A) pairs or a pair of 3-D arrays (B, A); got "
+            f"{name} must be a list of (B, A) pairs or a pair of 3-D arrays (B, A). Got "
             f"{type(collection).__name__} instead."
         )
     if len(collection) == 0:
-        raise ValueError(f"{name} is empty; give at least one (B, A) adapter.")
+        raise ValueError(
+            f"{name} is empty; give at least one (B, A) adapter. Got {collection!r} instead."
+        )
     Bs, As = [], []
     for i, pair in enumerate(collection):
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
             raise TypeError(
-                f"{name}[{i}] must be a (B, A) pair; got {type(pair).__name__} instead."
+                f"{name}[{i}] must be a (B, A) pair. Got {type(pair).__name__} instead."
             )
         B = _check_factor(pair[0], f"B of adapter {i}", 2)
         A = _check_factor(pair[1], f"A of adapter {i}", 2)
-        if B.shape[1] != A.shape[0]:
-            raise ValueError(
-                f"adapter {i}: B (d_out x r) and A (r x d_in) must share the inner rank; "
-                f"got B of shape {B.shape} and A of shape {A.shape} instead."
-            )
+        _check_inner_rank(B, A, f"adapter {i}", "(d_out, r)", "(r, d_in)")
         if Bs and (B.shape[0], A.shape[1]) != (Bs[0].shape[0], As[0].shape[1]):
             raise ValueError(
                 f"every adapter of {name} must change a matrix of the same shape (d_out, "
@@ -133,11 +140,11 @@ def check_collection(collection, name="collection"):
 def check_rank(rank, d_out, d_in, name="rank"):
     """Raise ValueError unless 1 <= rank <= min(d_out, d_in)."""
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {rank!r} instead.")
+        raise TypeError(f"{name} must be an integer. Got {rank!r} instead.")
     if not 1 <= rank <= min(d_out, d_in):
         raise ValueError(
             f"{name} must be in [1, min(d_out, d_in)] = [1, {min(d_out, d_in)}] for adapters "
-            f"of shape (d_out, d_in) = ({d_out}, {d_in}); got {rank!r} instead."
+            f"of shape (d_out, d_in) = ({d_out}, {d_in}). Got {rank!r} instead."
         )
     return int(rank)
 
@@ -204,19 +211,13 @@ def top_left_basis(F, P, rank, *, svd_solver="auto", random_state=None):
 
 def _complete_basis(basis, rank, random_state):
     """Append orthonormal columns (orthogonal to ``basis``) up to ``rank`` columns."""
-    rng = np.random.default_rng(_seed_of(random_state))
+    rng = check_generator(random_state)
     d = basis.shape[0]
     extra = rng.standard_normal((d, rank - basis.shape[1]))
     extra -= basis @ (basis.T @ extra)
     extra -= basis @ (basis.T @ extra)  # twice is enough for orthogonality
     q, _ = np.linalg.qr(extra)
     return np.hstack([basis, q])
-
-
-def _seed_of(random_state):
-    if isinstance(random_state, np.random.RandomState):
-        return random_state.randint(np.iinfo(np.int32).max)
-    return random_state
 
 
 def random_orthonormal(d, rank, rng):

@@ -3,14 +3,11 @@
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
+from ..utils import check_random_state
 from ._collection import (
-    check_collection,
-    check_rank,
     diag_normal_equations,
     full_cores,
     random_orthonormal,
@@ -20,6 +17,7 @@ from ._collection import (
     squared_norms,
     top_left_basis,
 )
+from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
 
 _TINY = np.finfo(np.float64).tiny
 
@@ -39,7 +37,7 @@ def _initial_V(B, A, rank, init, svd_solver, rng):
 
 
 def _fit_full(B, A, rank, V, *, max_iter, tol, svd_solver, rng, total, verbose, label=""):
-    """Alternating orthogonal iteration for the full-core objective (spec section 3.3).
+    """Alternating orthogonal iteration for the full-core joint-compression objective.
 
     Each half-step takes the exact top-``rank`` singular subspace, so the captured energy
     ``sum_i ||U^T B_i A_i V||_F^2`` never decreases (up to rounding).
@@ -69,7 +67,7 @@ def _diag_error(norms2_sum, S, gram, rhs):
 
 
 def _fit_diag(B, A, rank, U, V, *, max_iter, tol, total, verbose, label=""):
-    """Block-coordinate least squares for diagonal cores (spec section 3.4).
+    """Block-coordinate least squares for the diagonal-core objective.
 
     Each block (the cores, U, V) is set to its exact least-squares minimiser, so the error
     never increases; columns of U and V are rescaled to unit norm after each sweep with the
@@ -143,68 +141,7 @@ def joint_fit(B, A, *, rank, core, init, max_iter, tol, normalize, svd_solver, r
             "n_iter": n_iter, "norms2": norms2}
 
 
-class _CompressorMixin:
-    """Shared verbs of the compressors: checks, errors, score."""
-
-    def _check_compressed(self):
-        if not hasattr(self, "n_adapters_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not compressed yet. Call 'compress' "
-                "with a LoRA collection first."
-            )
-
-    def _check_new_collection(self, collection):
-        self._check_compressed()
-        B, A, ranks = check_collection(collection)
-        shape = (B.shape[1], A.shape[2])
-        if shape != tuple(self.shapes_):
-            raise ValueError(
-                f"collection must hold adapters of shape (d_out, d_in) = {tuple(self.shapes_)} "
-                f"as in compress; got {shape} instead."
-            )
-        return B, A, ranks
-
-    def reconstruction_error(self, collection, squared=False):
-        """Per-adapter relative error ``||Delta_i - hat_i||_F / ||Delta_i||_F``.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape (the training collection or new ones).
-        squared : bool, default=False
-            Return the squared ratio ``||Delta_i - hat_i||^2 / ||Delta_i||^2`` instead.
-
-        Returns
-        -------
-        errors : ndarray of shape (n_adapters,)
-            An all-zero adapter has error 0.
-        """
-        B, A, _ = self._check_new_collection(collection)
-        sq, norms2 = self._squared_errors(B, A)
-        return relative_errors(sq, norms2, squared=squared)
-
-    def score(self, collection):
-        """Fraction of the collection's energy that the compression keeps (higher is better).
-
-        ``1 - sum_i ||Delta_i - hat_i||^2 / sum_i ||Delta_i||^2``; 1.0 for an all-zero
-        collection.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
-
-        Returns
-        -------
-        score : float
-        """
-        B, A, _ = self._check_new_collection(collection)
-        sq, norms2 = self._squared_errors(B, A)
-        total = float(norms2.sum())
-        return 1.0 if total <= 0 else float(1.0 - sq.sum() / total)
-
-
-class JointLoRACompressor(_CompressorMixin, BaseEstimator):
+class JointLoRACompressor(_BaseLoRACompressor):
     """Compress a collection of LoRA adapters into a shared basis and tiny per-adapter cores.
 
     Every adapter ``Delta_i = B_i A_i`` (d_out x d_in) of the collection is approximated as
@@ -214,10 +151,9 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
     A server can then keep all adapters resident and share the two big products between
     requests for different adapters (see :func:`shared_basis_forward`).
 
-    This is not a scikit-learn estimator with ``fit(X)``: its input is a collection of
-    factor pairs, not a sample matrix. It keeps scikit-learn's manners otherwise
-    (``get_params``/``set_params``/``clone``, parameters validated when ``compress`` runs,
-    results in attributes ending in ``_``).
+    Its input is a collection of factor pairs, not a sample matrix: ``fit(collection)``
+    learns the basis and the cores, ``transform(collection)`` gives the cores of (new)
+    adapters in the fitted basis and ``inverse_transform(cores)`` their LoRA factors.
 
     Parameters
     ----------
@@ -294,8 +230,9 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
     V||^2``. Each sweep sets ``U`` to the top left singular vectors of
     ``[B_1 (A_1 V), ..., B_n (A_n V)]`` and then ``V`` likewise, which maximises the captured
     energy exactly in one block at a time. With one adapter this is the truncated SVD
-    (Eckart-Young). The update rules are our reconstruction of the paper's stated objective;
-    its own code was not available.
+    (Eckart-Young). The paper [1]_ states the objective, not the solver: these update rules
+    are the library's choice, picked because each step is exact and the captured energy
+    never decreases.
 
     References
     ----------
@@ -312,7 +249,7 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
     >>> V0 = np.linalg.qr(rng.normal(size=(30, 6)))[0]
     >>> collection = [(U0 @ rng.normal(size=(6, 4)), rng.normal(size=(4, 6)) @ V0.T)
     ...               for _ in range(10)]
-    >>> comp = JointLoRACompressor(rank=6).compress(collection)
+    >>> comp = JointLoRACompressor(rank=6).fit(collection)
     >>> comp.U_.shape, comp.V_.shape, comp.cores_.shape
     ((40, 6), (30, 6), (10, 6, 6))
     >>> bool(comp.relative_errors_.max() < 1e-8)
@@ -345,24 +282,7 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def compress(self, collection):
-        """Fit the shared basis and the cores of ``collection``.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            ``B_i`` (d_out, r_i) and ``A_i`` (r_i, d_in), numpy arrays or torch tensors with
-            any LoRA scaling already folded into ``B_i``; or stacks ``B`` (n, d_out, r) and
-            ``A`` (n, r, d_in). Factors are upcast to float64; they are never modified.
-
-        Returns
-        -------
-        self : object
-            The compressed instance.
-        """
-        self._validate_params()
-        B, A, ranks = check_collection(collection)
-        rank = check_rank(self.rank, B.shape[1], A.shape[2])
+    def _fit(self, B, A, ranks, rank):
         rng = check_random_state(self.random_state)
         result = joint_fit(
             B, A, rank=rank, core=self.core, init=self.init, max_iter=self.max_iter,
@@ -370,7 +290,6 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
             verbose=self.verbose,
         )
         self._set_compressed(result, B, A, ranks)
-        return self
 
     def _set_compressed(self, result, B, A, ranks):
         """Store a :func:`joint_fit` result as fitted attributes."""
@@ -381,15 +300,10 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
         self.objective_history_ = result["history"]
         sq = squared_errors(B, A, self.U_, self.V_, self.cores_)
         self.relative_errors_ = relative_errors(sq, result["norms2"])
-        self.n_adapters_ = int(B.shape[0])
-        self.shapes_ = (int(B.shape[1]), int(A.shape[2]))
-        self.adapter_ranks_ = np.asarray(ranks)
         r = self.U_.shape[1]
         per_core = r * r if self.core == "full" else r
-        self.n_parameters_ = int(r * sum(self.shapes_) + self.n_adapters_ * per_core)
-        self.compression_ratio_ = float(
-            self.adapter_ranks_.sum() * sum(self.shapes_) / self.n_parameters_
-        )
+        n_parameters = r * (B.shape[1] + A.shape[2]) + B.shape[0] * per_core
+        self._set_sizes(B, A, np.asarray(ranks), n_parameters)
         return self
 
     def _squared_errors(self, B, A):
@@ -426,14 +340,14 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
         factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
             ``B_hat_i @ A_hat_i = U_ @ Sigma_i @ V_.T``.
         """
-        self._check_compressed()
+        check_is_fitted(self, msg=_NOT_FITTED.format(name=type(self).__name__))
         r = self.U_.shape[1]
         cores = np.asarray(cores, dtype=np.float64)
         expected = (r, r) if self.core == "full" else (r,)
         if cores.ndim != len(expected) + 1 or cores.shape[1:] != expected:
             raise ValueError(
                 f"cores must have shape (n, {', '.join(map(str, expected))}) for "
-                f"core={self.core!r}; got shape {cores.shape} instead."
+                f"core={self.core!r}. Got shape {cores.shape} instead."
             )
         if not np.all(np.isfinite(cores)):
             raise ValueError("cores contains NaN or infinity; every value must be finite.")
@@ -441,17 +355,3 @@ class JointLoRACompressor(_CompressorMixin, BaseEstimator):
         if self.core == "full":
             return [(self.U_ @ c, At.copy()) for c in cores]
         return [(self.U_ * c, At.copy()) for c in cores]
-
-    def reconstruct(self, collection):
-        """The compressed version of each adapter, as ``(B_hat, A_hat)`` factors.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
-
-        Returns
-        -------
-        factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
-        """
-        return self.inverse_transform(self.transform(collection))

@@ -200,5 +200,5 @@ def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=
             comp = ClusteredJointLoRACompressor(
                 n_clusters=n_clusters, rank=rank, core=core, **kwargs
             )
-        compressors[module] = comp.compress(collection)
+        compressors[module] = comp.fit(collection)
     return compressors

@@ -8,9 +8,11 @@ import statistics
 import time
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from ..utils import optional_import
+from ..utils import draw_seed, optional_import
+
+_POSITIVE = Interval(numbers.Integral, 1, None, closed="left")
 
 
 def _torch():
@@ -21,12 +23,12 @@ def _as_tensor(x, name, dtype=None, device=None):
     torch = _torch()
     if isinstance(x, torch.Tensor):
         if x.is_complex():
-            raise ValueError(f"{name} must be real; got a complex tensor of dtype {x.dtype}.")
+            raise ValueError(f"{name} must be real. Got a complex tensor of dtype {x.dtype}.")
         t = x
     else:
         arr = np.asarray(x)
         if arr.dtype.kind not in "fiub":
-            raise ValueError(f"{name} must be real numbers; got dtype {arr.dtype} instead.")
+            raise ValueError(f"{name} must be real numbers. Got dtype {arr.dtype} instead.")
         t = torch.as_tensor(np.ascontiguousarray(arr))
     if dtype is not None or device is not None:
         t = t.to(dtype=dtype if dtype is not None else t.dtype,
@@ -41,19 +43,19 @@ def _check_inputs(X, adapter_ids, n_adapters):
         X = X.to(torch.get_default_dtype())
     if X.ndim not in (2, 3):
         raise ValueError(
-            f"X must have shape (batch, tokens, d_in) or (batch, d_in); got {tuple(X.shape)} "
+            f"X must have shape (batch, tokens, d_in) or (batch, d_in). Got {tuple(X.shape)} "
             "instead."
         )
     ids = _as_tensor(adapter_ids, "adapter_ids", device=X.device)
     if ids.is_floating_point() or ids.ndim != 1 or ids.shape[0] != X.shape[0]:
         raise ValueError(
-            f"adapter_ids must be {X.shape[0]} integers, one per request of X; got "
+            f"adapter_ids must be {X.shape[0]} integers, one per request of X. Got "
             f"{tuple(ids.shape)} of dtype {ids.dtype} instead."
         )
     ids = ids.long()
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_adapters):
         raise ValueError(
-            f"adapter_ids must lie in [0, {n_adapters}); got values from {int(ids.min())} to "
+            f"adapter_ids must lie in [0, {n_adapters}). Got values from {int(ids.min())} to "
             f"{int(ids.max())} instead."
         )
     return X, ids
@@ -65,12 +67,23 @@ def _base(X2, base_weight, d_out, name="base_weight"):
     W = _as_tensor(base_weight, name, dtype=X2.dtype, device=X2.device)
     if tuple(W.shape) != (d_out, X2.shape[1]):
         raise ValueError(
-            f"{name} must have shape (d_out, d_in) = {(d_out, X2.shape[1])}; got "
+            f"{name} must have shape (d_out, d_in) = {(d_out, X2.shape[1])}. Got "
             f"{tuple(W.shape)} instead."
         )
     return X2 @ W.T
 
 
+@validate_params(
+    {
+        "X": ["array-like"],
+        "adapter_ids": ["array-like"],
+        "U": ["array-like"],
+        "V": ["array-like"],
+        "cores": ["array-like"],
+        "base_weight": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     """Outputs of a batch of requests, each for its own adapter, through one shared basis.
 
@@ -105,8 +118,8 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
 
     References
     ----------
-    .. [1] R. Brüel Gabrielsson et al., "Compress then Serve: Serving Thousands of LoRA
-       Adapters with Little Overhead", ICML 2025, arXiv:2407.00066.
+    .. [1] Brüel Gabrielsson et al., ICML 2025, arXiv:2407.00066: the shared-basis
+       serving path of "Compress then Serve".
 
     Examples
     --------
@@ -128,7 +141,7 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     cores_t = _as_tensor(cores, "cores")
     if cores_t.ndim not in (2, 3):
         raise ValueError(
-            "cores must have shape (n_adapters, rank, rank) or (n_adapters, rank); got "
+            "cores must have shape (n_adapters, rank, rank) or (n_adapters, rank). Got "
             f"{tuple(cores_t.shape)} instead."
         )
     X, ids = _check_inputs(X, adapter_ids, cores_t.shape[0])
@@ -144,8 +157,8 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
         cores_t.ndim == 3 and cores_t.shape[2] != r
     ):
         raise ValueError(
-            f"U (d_out, rank), V (d_in={d_in}, rank) and cores (n, rank[, rank]) must agree; "
-            f"got U {tuple(U_t.shape)}, V {tuple(V_t.shape)}, cores {tuple(cores_t.shape)} "
+            f"U (d_out, rank), V (d_in={d_in}, rank) and cores (n, rank[, rank]) must agree. "
+            f"Got U {tuple(U_t.shape)}, V {tuple(V_t.shape)}, cores {tuple(cores_t.shape)} "
             "instead."
         )
     X2 = X3.reshape(b * t, d_in)
@@ -162,6 +175,17 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
     return Y[:, 0, :] if squeeze else Y
 
 
+@validate_params(
+    {
+        "X": ["array-like"],
+        "adapter_ids": ["array-like"],
+        "A": ["array-like"],
+        "B": ["array-like"],
+        "base_weight": ["array-like", None],
+        "strategy": [StrOptions({"gather", "loop"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="gather"):
     """Outputs of a batch of requests, each for its own uncompressed LoRA adapter.
 
@@ -205,11 +229,9 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     True
     """
     torch = _torch()
-    if strategy not in ("gather", "loop"):
-        raise ValueError(f"strategy must be 'gather' or 'loop'; got {strategy!r} instead.")
     A_t = _as_tensor(A, "A")
     if A_t.ndim != 3:
-        raise ValueError(f"A must have shape (n_adapters, r, d_in); got {tuple(A_t.shape)}.")
+        raise ValueError(f"A must have shape (n_adapters, r, d_in). Got {tuple(A_t.shape)}.")
     X, ids = _check_inputs(X, adapter_ids, A_t.shape[0])
     dtype, device = X.dtype, X.device
     A_t = A_t.to(dtype=dtype, device=device)
@@ -221,7 +243,7 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
         B_t.shape[2] != A_t.shape[1]
     ):
         raise ValueError(
-            f"A (n, r, d_in={d_in}) and B (n, d_out, r) must agree; got A {tuple(A_t.shape)} "
+            f"A (n, r, d_in={d_in}) and B (n, d_out, r) must agree. Got A {tuple(A_t.shape)} "
             f"and B {tuple(B_t.shape)} instead."
         )
     X2 = X3.reshape(b * t, d_in)
@@ -242,19 +264,29 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     return Y[:, 0, :] if squeeze else Y
 
 
-def _positive_ints(values, name):
-    values = list(values) if not isinstance(values, numbers.Integral) else [values]
-    if not values or any(
-        isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in values
-    ):
-        raise ValueError(f"{name} must be positive integers; got {values!r} instead.")
-    return [int(v) for v in values]
-
-
+@validate_params(
+    {
+        "d_in": [_POSITIVE],
+        "d_out": [_POSITIVE],
+        "r0": [_POSITIVE],
+        "rank": [_POSITIVE],
+        "n_adapters_list": ["array-like"],
+        "batch": [_POSITIVE],
+        "tokens": [_POSITIVE],
+        "n_repeats": [_POSITIVE],
+        "random_state": ["random_state"],
+        "n_warmup": [Interval(numbers.Integral, 0, None, closed="left")],
+        "core": [StrOptions({"full", "diag"})],
+        "include_base": ["boolean"],
+        "n_jobs": [_POSITIVE, None],
+        "dtype": [StrOptions({"float32", "float64", "bfloat16"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
                                  n_adapters_list=(1, 16, 256, 1024), batch=64, tokens=8,
                                  n_repeats=50, random_state=0, *, n_warmup=5, core="full",
-                                 include_base=True, num_threads=None, dtype="float32"):
+                                 include_base=True, n_jobs=None, dtype="float32"):
     """Time the shared-basis and the separate-LoRA forward for growing numbers of adapters.
 
     For each ``n`` in ``n_adapters_list``, random adapters (``A`` (n, r0, d_in), ``B``
@@ -288,8 +320,8 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
         Core type of the shared path.
     include_base : bool, default=True
         Add the base product ``W0 x`` to every path (as a real layer does).
-    num_threads : int, default=None
-        ``torch.set_num_threads`` during the run (restored afterwards); None keeps torch's.
+    n_jobs : int, default=None
+        torch's intra-op threads during the run (restored afterwards); None keeps torch's.
     dtype : {"float32", "float64", "bfloat16"}, default="float32"
         Tensor dtype.
 
@@ -314,92 +346,86 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
     2
     """
     torch = _torch()
-    d_in, d_out, r0, rank, batch, tokens, n_repeats = _positive_ints(
-        [d_in, d_out, r0, rank, batch, tokens, n_repeats],
-        "d_in, d_out, r0, rank, batch, tokens and n_repeats",
-    )
-    n_list = _positive_ints(n_adapters_list, "n_adapters_list")
-    if isinstance(n_warmup, bool) or not isinstance(n_warmup, numbers.Integral) or n_warmup < 0:
-        raise ValueError(f"n_warmup must be an integer >= 0; got {n_warmup!r} instead.")
+    from ..utils._skorch import torch_threads
+
+    n_list = np.asarray(n_adapters_list).ravel().tolist()
+    if not n_list or any(
+        isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in n_list
+    ):
+        raise ValueError(
+            f"n_adapters_list must hold positive integers. Got {n_adapters_list!r} instead."
+        )
+    n_list = [int(v) for v in n_list]
     if rank > min(d_in, d_out):
         raise ValueError(
-            f"rank must be <= min(d_in, d_out) = {min(d_in, d_out)}; got {rank!r} instead."
+            f"rank must be <= min(d_in, d_out) = {min(d_in, d_out)}. Got {rank!r} instead."
         )
-    if core not in ("full", "diag"):
-        raise ValueError(f"core must be 'full' or 'diag'; got {core!r} instead.")
-    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
-    if dtype not in dtypes:
-        raise ValueError(f"dtype must be one of {sorted(dtypes)}; got {dtype!r} instead.")
-    tdtype = dtypes[dtype]
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    gen = torch.Generator().manual_seed(seed)
+    tdtype = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}[
+        dtype
+    ]
+    gen = torch.Generator().manual_seed(draw_seed(random_state))
 
     def randn(*shape, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(tdtype)
 
     old_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(_positive_ints(num_threads, "num_threads")[0])
     out = {k: [] for k in (
         "shared_seconds", "separate_seconds", "shared_tokens_per_s", "separate_tokens_per_s",
         "shared_memory_bytes", "separate_memory_bytes", "speedup", "shared_ratio_to_single",
     )}
     n_tokens = batch * tokens
-    try:
-        with torch.inference_mode():
-            X = randn(batch, tokens, d_in)
-            W0 = randn(d_out, d_in, scale=d_in**-0.5) if include_base else None
-            U = torch.linalg.qr(torch.randn(d_out, rank, generator=gen))[0].to(tdtype)
-            V = torch.linalg.qr(torch.randn(d_in, rank, generator=gen))[0].to(tdtype)
-            A1, B1 = randn(r0, d_in, scale=d_in**-0.5), randn(d_out, r0, scale=r0**-0.5)
-            X2 = X.reshape(n_tokens, d_in)
+    with torch_threads(n_jobs), torch.inference_mode():
+        X = randn(batch, tokens, d_in)
+        W0 = randn(d_out, d_in, scale=d_in**-0.5) if include_base else None
+        U = torch.linalg.qr(torch.randn(d_out, rank, generator=gen))[0].to(tdtype)
+        V = torch.linalg.qr(torch.randn(d_in, rank, generator=gen))[0].to(tdtype)
+        A1, B1 = randn(r0, d_in, scale=d_in**-0.5), randn(d_out, r0, scale=r0**-0.5)
+        X2 = X.reshape(n_tokens, d_in)
 
-            def single():
-                y = (X2 @ A1.T) @ B1.T
-                return y if W0 is None else torch.addmm(y, X2, W0.T)
+        def single():
+            y = (X2 @ A1.T) @ B1.T
+            return y if W0 is None else torch.addmm(y, X2, W0.T)
 
-            def base_only():
-                return X2 @ W0.T if W0 is not None else X2.clone()
+        def base_only():
+            return X2 @ W0.T if W0 is not None else X2.clone()
 
-            single_t, base_t = [], []
-            for n in n_list:
-                A = randn(n, r0, d_in, scale=d_in**-0.5)
-                B = randn(n, d_out, r0, scale=r0**-0.5)
-                cores = randn(n, rank, rank) if core == "full" else randn(n, rank)
-                id_draws = [
-                    torch.randint(n, (batch,), generator=gen)
-                    for _ in range(n_warmup + n_repeats)
-                ]
-                times = {"shared": [], "separate": [], "single": [], "base": []}
-                for k, ids in enumerate(id_draws):
-                    calls = {
-                        "shared": lambda ids=ids, cores=cores: shared_basis_forward(
-                            X, ids, U, V, cores, base_weight=W0),
-                        "separate": lambda ids=ids, A=A, B=B: separate_lora_forward(
-                            X, ids, A, B, base_weight=W0),
-                        "single": single,
-                        "base": base_only,
-                    }
-                    for name, call in calls.items():
-                        start = time.perf_counter()
-                        call()
-                        if k >= n_warmup:
-                            times[name].append(time.perf_counter() - start)
-                shared_s = statistics.median(times["shared"])
-                sep_s = statistics.median(times["separate"])
-                single_t += times["single"]
-                base_t += times["base"]
-                out["shared_seconds"].append(shared_s)
-                out["separate_seconds"].append(sep_s)
-                out["shared_tokens_per_s"].append(n_tokens / shared_s)
-                out["separate_tokens_per_s"].append(n_tokens / sep_s)
-                out["shared_memory_bytes"].append(
-                    int(U.nbytes + V.nbytes + cores.nbytes))
-                out["separate_memory_bytes"].append(int(A.nbytes + B.nbytes))
-                out["speedup"].append(sep_s / shared_s)
-                del A, B, cores
-    finally:
-        torch.set_num_threads(old_threads)
+        single_t, base_t = [], []
+        for n in n_list:
+            A = randn(n, r0, d_in, scale=d_in**-0.5)
+            B = randn(n, d_out, r0, scale=r0**-0.5)
+            cores = randn(n, rank, rank) if core == "full" else randn(n, rank)
+            id_draws = [
+                torch.randint(n, (batch,), generator=gen)
+                for _ in range(n_warmup + n_repeats)
+            ]
+            times = {"shared": [], "separate": [], "single": [], "base": []}
+            for k, ids in enumerate(id_draws):
+                calls = {
+                    "shared": lambda ids=ids, cores=cores: shared_basis_forward(
+                        X, ids, U, V, cores, base_weight=W0),
+                    "separate": lambda ids=ids, A=A, B=B: separate_lora_forward(
+                        X, ids, A, B, base_weight=W0),
+                    "single": single,
+                    "base": base_only,
+                }
+                for name, call in calls.items():
+                    start = time.perf_counter()
+                    call()
+                    if k >= n_warmup:
+                        times[name].append(time.perf_counter() - start)
+            shared_s = statistics.median(times["shared"])
+            sep_s = statistics.median(times["separate"])
+            single_t += times["single"]
+            base_t += times["base"]
+            out["shared_seconds"].append(shared_s)
+            out["separate_seconds"].append(sep_s)
+            out["shared_tokens_per_s"].append(n_tokens / shared_s)
+            out["separate_tokens_per_s"].append(n_tokens / sep_s)
+            out["shared_memory_bytes"].append(
+                int(U.nbytes + V.nbytes + cores.nbytes))
+            out["separate_memory_bytes"].append(int(A.nbytes + B.nbytes))
+            out["speedup"].append(sep_s / shared_s)
+            del A, B, cores
     single_s = statistics.median(single_t)
     out["shared_ratio_to_single"] = [single_s / s for s in out["shared_seconds"]]
     base_s = statistics.median(base_t)
@@ -414,6 +440,6 @@ def benchmark_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
             "d_in": d_in, "d_out": d_out, "r0": r0, "rank": rank, "batch": batch,
             "tokens": tokens, "n_repeats": n_repeats, "n_warmup": n_warmup, "core": core,
             "include_base": include_base, "dtype": dtype,
-            "num_threads": num_threads if num_threads is not None else old_threads,
+            "n_jobs": n_jobs if n_jobs is not None else old_threads,
         },
     }

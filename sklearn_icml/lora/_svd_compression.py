@@ -3,11 +3,11 @@
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
 
-from ._collection import check_collection, check_rank, relative_errors, squared_norms
-from ._joint_compression import _CompressorMixin
+from ._collection import relative_errors, squared_norms
+from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
 
 
 def truncated_svd_factors(B, A, rank):
@@ -32,15 +32,16 @@ def truncated_svd_factors(B, A, rank):
     return U, S, V
 
 
-class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
+class SVDLoRACompressor(_BaseLoRACompressor):
     """Compress each LoRA adapter on its own by truncated SVD (baseline without sharing).
 
     Adapter ``Delta_i = B_i A_i`` is replaced by its best rank-``rank`` approximation
     ``U_i S_i V_i^T`` (Eckart-Young). Storage shrinks only by rank; nothing is shared
     across adapters, so a server still gathers one pair of factors per request.
 
-    Like :class:`JointLoRACompressor`, this is not a ``fit(X)`` estimator: its verb is
-    ``compress(collection)``.
+    Like :class:`JointLoRACompressor`, it takes a collection of factor pairs:
+    ``fit(collection)`` truncates the adapters, ``transform(collection)`` gives the
+    truncated factors of (new) adapters and ``inverse_transform`` lists them as pairs.
 
     Parameters
     ----------
@@ -57,12 +58,8 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
         Right singular vectors.
     relative_errors_ : ndarray of shape (n_adapters,)
         ``||Delta_i - hat_i||_F / ||Delta_i||_F`` (0 for an all-zero adapter).
-    n_adapters_ : int
-        Number of adapters.
-    shapes_ : tuple of (int, int)
-        ``(d_out, d_in)``.
-    adapter_ranks_ : ndarray of shape (n_adapters,)
-        Each adapter's own rank.
+    n_adapters_, shapes_, adapter_ranks_ : int, (int, int), ndarray of shape (n_adapters,)
+        Number of adapters, ``(d_out, d_in)`` and each adapter's own rank.
     n_parameters_ : int
         ``n rank (d_out + d_in)`` (singular values folded into the B factor).
     compression_ratio_ : float
@@ -72,10 +69,10 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
     --------
     JointLoRACompressor : one shared basis for the whole collection.
 
-    References
-    ----------
-    .. [1] R. Brüel Gabrielsson et al., "Compress then Serve: Serving Thousands of LoRA
-       Adapters with Little Overhead", ICML 2025, arXiv:2407.00066.
+    Notes
+    -----
+    The per-adapter baseline of Brüel Gabrielsson et al. (ICML 2025, "Compress then
+    Serve", arXiv:2407.00066), against which joint compression is measured.
 
     Examples
     --------
@@ -83,10 +80,10 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
     >>> from sklearn_icml.lora import SVDLoRACompressor
     >>> rng = np.random.default_rng(0)
     >>> B, A = rng.normal(size=(5, 20, 4)), rng.normal(size=(5, 4, 30))
-    >>> svd = SVDLoRACompressor(rank=4).compress((B, A))
+    >>> svd = SVDLoRACompressor(rank=4).fit((B, A))
     >>> bool(svd.relative_errors_.max() < 1e-12)
     True
-    >>> SVDLoRACompressor(rank=2).compress((B, A)).singular_values_.shape
+    >>> SVDLoRACompressor(rank=2).fit((B, A)).singular_values_.shape
     (5, 2)
     """
 
@@ -95,31 +92,11 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
     def __init__(self, *, rank=8):
         self.rank = rank
 
-    def compress(self, collection):
-        """Truncate every adapter of ``collection`` to ``rank``.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            ``B_i`` (d_out, r_i) and ``A_i`` (r_i, d_in), scaling folded into ``B_i``.
-
-        Returns
-        -------
-        self : object
-            The compressed instance.
-        """
-        self._validate_params()
-        B, A, ranks = check_collection(collection)
-        rank = check_rank(self.rank, B.shape[1], A.shape[2])
+    def _fit(self, B, A, ranks, rank):
         self.U_, self.singular_values_, self.V_ = truncated_svd_factors(B, A, rank)
         sq, norms2 = self._squared_errors(B, A)
         self.relative_errors_ = relative_errors(sq, norms2)
-        self.n_adapters_ = int(B.shape[0])
-        self.shapes_ = (int(B.shape[1]), int(A.shape[2]))
-        self.adapter_ranks_ = ranks
-        self.n_parameters_ = int(self.n_adapters_ * rank * sum(self.shapes_))
-        self.compression_ratio_ = float(ranks.sum() * sum(self.shapes_) / self.n_parameters_)
-        return self
+        self._set_sizes(B, A, ranks, B.shape[0] * rank * (B.shape[1] + A.shape[2]))
 
     def _squared_errors(self, B, A):
         # Eckart-Young: the error is the energy of the dropped singular values
@@ -132,7 +109,7 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
         Parameters
         ----------
         collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+            Adapters to truncate to ``rank``, of the fitted shape.
 
         Returns
         -------
@@ -143,17 +120,18 @@ class SVDLoRACompressor(_CompressorMixin, BaseEstimator):
         U, S, V = truncated_svd_factors(B, A, self.rank)
         return U * S[:, None, :], V.transpose(0, 2, 1)
 
-    def reconstruct(self, collection):
-        """The compressed version of each adapter, as ``(B_hat, A_hat)`` factors.
+    def inverse_transform(self, codes):
+        """LoRA factor pairs from the stacks :meth:`transform` returns.
 
         Parameters
         ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters of the fitted shape.
+        codes : tuple of (ndarray (n, d_out, rank), ndarray (n, rank, d_in))
+            ``(B_hat, A_hat)`` as returned by :meth:`transform`.
 
         Returns
         -------
         factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
         """
-        B_hat, A_hat = self.transform(collection)
+        check_is_fitted(self, msg=_NOT_FITTED.format(name=type(self).__name__))
+        B_hat, A_hat = codes
         return list(zip(B_hat, A_hat))

@@ -176,3 +176,15 @@ def test_bad_parameters(params):
 def test_not_fitted():
     with pytest.raises(NotFittedError):
         PreferenceLMTrainer().sequence_logprob([[0]], [[1]])
+
+
+def test_routed_parameters_reach_the_net_and_survive_clone():
+    trainer = PreferenceLMTrainer(max_epochs=1, batch_size=4, random_state=0,
+                                  optimizer__weight_decay=0.25)
+    assert trainer.get_params()["optimizer__weight_decay"] == 0.25
+    assert clone(trainer).optimizer__weight_decay == 0.25
+    trainer.fit([[0], [1]] * 2, [[2, 3], [3, 2]] * 2, [[3, 3], [2, 2]] * 2)
+    assert trainer.net_.optimizer_.param_groups[0]["weight_decay"] == 0.25
+    assert trainer.__sklearn_tags__().input_tags.two_d_array is False
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        PreferenceLMTrainer(weight_decay=0.25)

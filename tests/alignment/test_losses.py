@@ -178,7 +178,7 @@ def test_margin_needs_both_reference_log_probs():
 @pytest.mark.parametrize("beta", [0.1, 0.5, 2.0])
 def test_agrees_with_trl_dpo_loss_types(beta):
     trl = pytest.importorskip("trl")
-    from sklearn_icml.alignment._trl_reference import trl_dpo_loss
+    from ._trl_reference import trl_dpo_loss
 
     if int(trl.__version__.split(".")[0]) < 1:
         pytest.skip("the stand-in trainer follows trl 1.x's DPOTrainer._compute_loss")

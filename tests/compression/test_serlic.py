@@ -49,7 +49,7 @@ def untrained():
 
 
 def _coded_bpp(codec, points, r, **kwargs):
-    return 8 * len(codec.compress(points, r, **kwargs)) / r.size
+    return 8 * len(codec.encode((points, r), **kwargs)) / r.size
 
 
 # --- 7.1 lossless round trip ------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_round_trip_is_bit_exact_on_edge_cases(trained, case):
     points, r = EDGE_CASES[case]
     r = np.asarray(r)
     points_before, r_before = points.copy(), r.copy()
-    out = trained.decompress(points, trained.compress(points, r))
+    out = trained.decode(trained.encode((points, r)), points)
     assert out.dtype == np.uint8
     assert np.array_equal(out, r)
     # the caller's arrays are untouched
@@ -99,20 +99,20 @@ def test_round_trip_is_bit_exact_on_edge_cases(trained, case):
 def test_round_trip_at_any_window(trained, test_sweep, window):
     points, r, _, _ = test_sweep
     points, r = points[:300], r[:300]
-    blob = trained.compress(points, r, window=window)
-    assert np.array_equal(trained.decompress(points, blob), r)
+    blob = trained.encode((points, r), window=window)
+    assert np.array_equal(trained.decode(blob, points), r)
 
 
 def test_round_trip_gru_and_untrained(untrained, test_sweep):
     points, r, _, _ = test_sweep
-    assert np.array_equal(untrained.decompress(points, untrained.compress(points, r)), r)
+    assert np.array_equal(untrained.decode(untrained.encode((points, r)), points), r)
 
 
 def test_decompress_returns_values_in_the_callers_order(trained, test_sweep):
     points, r, _, _ = test_sweep
     perm = np.random.default_rng(4).permutation(r.size)
-    blob = trained.compress(points[perm], r[perm])
-    assert np.array_equal(trained.decompress(points[perm], blob), r[perm])
+    blob = trained.encode((points[perm], r[perm]))
+    assert np.array_equal(trained.decode(blob, points[perm]), r[perm])
 
 
 # --- 7.3 rate equals cross-entropy; 7.4 no leak -------------------------------------------
@@ -126,7 +126,7 @@ def test_coded_size_equals_cross_entropy(trained, untrained, test_sweep):
     points, r, _, _ = test_sweep
     for codec in (trained, untrained):
         bpp = codec.bits_per_point([(points, r)])
-        assert _within_bound(len(codec.compress(points, r)), bpp, r.size)
+        assert _within_bound(len(codec.encode((points, r))), bpp, r.size)
     assert 7.9 < untrained.bits_per_point([(points, r)]) < 8.1
     assert trained.bits_per_point([(points, r)]) < 7.0  # it learned something
 
@@ -175,7 +175,7 @@ def test_constant_reflectance_costs_almost_nothing():
     codec.fit([_constant_sweep(s, 77) for s in range(2)])
     points, r = _constant_sweep(1001, 77)
     assert codec.bits_per_point([(points, r)]) < 0.05
-    assert np.array_equal(codec.decompress(points, codec.compress(points, r)), r)
+    assert np.array_equal(codec.decode(codec.encode((points, r)), points), r)
 
 
 @pytest.mark.slow
@@ -200,10 +200,10 @@ def test_deterministic_chain_needs_the_scan_order():
               "random_state": 0}
     scan = SerLiCCodec(**common, max_epochs=8, lr=5e-2).fit(train)
     assert scan.bits_per_point([(points, r)]) < 0.1
-    assert np.array_equal(scan.decompress(points, scan.compress(points, r)), r)
+    assert np.array_equal(scan.decode(scan.encode((points, r)), points), r)
     rand = SerLiCCodec(**common, max_epochs=2, lr=1e-2, serialization="random").fit(train)
     assert rand.bits_per_point([(points, r)]) > 7.5
-    assert np.array_equal(rand.decompress(points, rand.compress(points, r)), r)
+    assert np.array_equal(rand.decode(rand.encode((points, r)), points), r)
 
 
 # --- 7.8 window independence; 7.9 fingerprint; 7.10 reproducibility --------------------------
@@ -234,21 +234,21 @@ def test_fingerprint_mismatch_raises(trained, train_sweeps, test_sweep):
     other = SerLiCCodec(**SMALL, max_epochs=0, random_state=5).fit(train_sweeps)
     assert other.fingerprint_ != trained.fingerprint_
     with pytest.raises(ValueError, match="fingerprint"):
-        other.decompress(points, trained.compress(points, r))
+        other.decode(trained.encode((points, r)), points)
 
 
 def test_same_seed_same_weights_and_blobs(train_sweeps, test_sweep):
     points, r, _, _ = test_sweep
-    params = {**SMALL, "max_epochs": 1, "batch_size": 16, "num_threads": 1, "random_state": 3}
+    params = {**SMALL, "max_epochs": 1, "batch_size": 16, "n_jobs": 1, "random_state": 3}
     a = SerLiCCodec(**params).fit(train_sweeps)
     b = SerLiCCodec(**params).fit(train_sweeps)
     for (name, ta), tb in zip(a.module_.state_dict().items(), b.module_.state_dict().values()):
         assert torch.equal(ta, tb), name
     assert a.fingerprint_ == b.fingerprint_ and a.train_bpp_ == b.train_bpp_
-    assert a.compress(points, r) == b.compress(points, r)
+    assert a.encode((points, r)) == b.encode((points, r))
     # and a pickled codec decodes the other's blob
     c = pickle.loads(pickle.dumps(a))
-    assert np.array_equal(c.decompress(points, b.compress(points, r)), r)
+    assert np.array_equal(c.decode(b.encode((points, r)), points), r)
 
 
 # --- mismatch detection -------------------------------------------------------------------
@@ -258,19 +258,19 @@ def test_a_pmf_mismatch_raises_instead_of_returning_wrong_values(
     trained, test_sweep, monkeypatch
 ):
     points, r, _, _ = test_sweep
-    blob = trained.compress(points, r)
+    blob = trained.encode((points, r))
     real_pmf = _serlic._pmf
     monkeypatch.setattr(_serlic, "_pmf", lambda x, f: np.roll(real_pmf(x, f), 1, axis=1))
     with pytest.raises(ValueError, match="CRC|decoded"):
-        trained.decompress(points, blob)
+        trained.decode(blob, points)
 
 
 def test_corrupted_words_raise(trained, test_sweep):
     points, r, _, _ = test_sweep
-    blob = bytearray(trained.compress(points, r))
+    blob = bytearray(trained.encode((points, r)))
     blob[60] ^= 0xFF  # inside the range coder's words
     with pytest.raises(ValueError, match="CRC|decoded"):
-        trained.decompress(points, bytes(blob))
+        trained.decode(bytes(blob), points)
 
 
 # --- section 8: bad input --------------------------------------------------------------------
@@ -289,9 +289,9 @@ def test_corrupted_words_raise(trained, test_sweep):
 def test_bad_points_raise(trained, points, match):
     r = np.zeros(len(points), dtype=np.uint8)
     with pytest.raises(ValueError, match=match):
-        trained.compress(points, r)
+        trained.encode((points, r))
     with pytest.raises(ValueError, match=match):
-        trained.decompress(points, b"SLC1")  # the geometry is checked before the blob
+        trained.decode(b"SLC1", points)  # the geometry is checked before the blob
     if points.ndim == 2 and points.shape[1] == 3:
         with pytest.raises(ValueError, match=match):
             SerLiCCodec(**SMALL).fit([(points, r)])
@@ -316,7 +316,7 @@ def _pts(n):
 )
 def test_bad_reflectance_raises(trained, refl, match):
     with pytest.raises((ValueError, TypeError), match=match):
-        trained.compress(_pts(3), refl)
+        trained.encode((_pts(3), refl))
 
 
 def test_float_reflectance_needs_scale255(train_sweeps):
@@ -324,10 +324,10 @@ def test_float_reflectance_needs_scale255(train_sweeps):
     floats = np.array([0.0, 0.2, 0.5, 1.0])
     codec = SerLiCCodec(**SMALL, max_epochs=0, float_reflectance="scale255", random_state=0)
     codec.fit(train_sweeps)
-    out = codec.decompress(points, codec.compress(points, floats))
+    out = codec.decode(codec.encode((points, floats)), points)
     assert out.tolist() == [0, 51, 128, 255]
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        codec.compress(points, np.array([0.0, 0.2, 1.5, 1.0]))
+        codec.encode((points, np.array([0.0, 0.2, 1.5, 1.0])))
 
 
 def test_points_at_the_origin_are_stored_raw_with_drop_origin(train_sweeps):
@@ -335,15 +335,15 @@ def test_points_at_the_origin_are_stored_raw_with_drop_origin(train_sweeps):
     codec.fit(train_sweeps)
     points = np.vstack([_pts(5), np.zeros((2, 3)), _pts(1)])
     r = np.array([1, 2, 3, 4, 5, 250, 251, 6])
-    blob = codec.compress(points, r)
-    assert np.array_equal(codec.decompress(points, blob), r)
-    assert np.array_equal(codec.decompress(np.zeros((1, 3)), codec.compress(np.zeros((1, 3)),
-                                                                             [9])), [9])
+    blob = codec.encode((points, r))
+    assert np.array_equal(codec.decode(blob, points), r)
+    origin = np.zeros((1, 3))
+    assert np.array_equal(codec.decode(codec.encode((origin, [9])), origin), [9])
     # the decoder must be given geometry with the same origin points
     moved = points.copy()
     moved[5] = [1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="raw values|CRC"):
-        codec.decompress(moved, blob)
+        codec.decode(blob, moved)
 
 
 @pytest.mark.parametrize(
@@ -369,42 +369,42 @@ def test_bad_parameters_raise(train_sweeps, params, match):
 def test_bad_window_keyword_raises(trained, test_sweep):
     points, r, _, _ = test_sweep
     with pytest.raises(ValueError, match="window"):
-        trained.compress(points, r, window=0)
+        trained.encode((points, r), window=0)
     with pytest.raises(ValueError, match="window"):
         trained.bits_per_point([(points, r)], window=-3)
 
 
 def test_bad_blobs_raise(trained, test_sweep):
     points, r, _, _ = test_sweep
-    blob = trained.compress(points, r)
+    blob = trained.encode((points, r))
     with pytest.raises(ValueError, match="magic"):
-        trained.decompress(points, b"XXXX" + blob[4:])
+        trained.decode(b"XXXX" + blob[4:], points)
     with pytest.raises(ValueError, match="magic"):
-        trained.decompress(points, blob[:10])
+        trained.decode(blob[:10], points)
     with pytest.raises(ValueError, match="truncated"):
-        trained.decompress(points, blob[:-4])
+        trained.decode(blob[:-4], points)
     with pytest.raises(ValueError, match="points"):
-        trained.decompress(points[:-1], blob)
+        trained.decode(blob, points[:-1])
     with pytest.raises(TypeError, match="bytes"):
-        trained.decompress(points, "not bytes")
+        trained.decode("not bytes", points)
     from sklearn_icml.compression import AdaptiveContextCodec
 
     adaptive = AdaptiveContextCodec(**{k: SMALL[k] for k in ("n_lasers", "n_azimuth")})
     adaptive.fit([(points, r)])
     with pytest.raises(ValueError, match="AdaptiveContextCodec"):
-        trained.decompress(points, adaptive.compress(points, r))
+        trained.decode(adaptive.encode((points, r)), points)
     bad_crc = bytearray(blob)
     bad_crc[28] ^= 1  # the stored CRC-32
     with pytest.raises(ValueError, match="CRC"):
-        trained.decompress(points, bytes(bad_crc))
+        trained.decode(bytes(bad_crc), points)
 
 
 def test_not_fitted_and_bad_sweeps(test_sweep):
     points, r, _, _ = test_sweep
     codec = SerLiCCodec(**SMALL)
     for call in (
-        lambda: codec.compress(points, r),
-        lambda: codec.decompress(points, b"SLC1"),
+        lambda: codec.encode((points, r)),
+        lambda: codec.decode(b"SLC1", points),
         lambda: codec.score([(points, r)]),
         lambda: codec.bits_per_point([(points, r)]),
     ):

@@ -45,7 +45,7 @@ def test_one_compressor_per_module_with_scaling_folded():
     scale = np.array([c["lora_alpha"] / 4 for c in configs])
     for i, (bh, ah) in enumerate(q.inverse_transform(q.cores_)):
         np.testing.assert_allclose(bh @ ah, scale[i] * Bq[i] @ Aq[i], atol=1e-9)
-    ref = JointLoRACompressor(rank=6, random_state=0).compress((Bq * scale[:, None, None], Aq))
+    ref = JointLoRACompressor(rank=6, random_state=0).fit((Bq * scale[:, None, None], Aq))
     np.testing.assert_allclose(q.cores_, ref.cores_, atol=1e-10)
 
 
@@ -76,7 +76,7 @@ def test_torch_bfloat16_state_dicts():
     # folded in float64 from the bfloat16 values
     Bbf = np.stack([d[f"{PREFIX}.q_proj.lora_B.weight"].double().numpy() for d in tensors])
     Abf = np.stack([d[f"{PREFIX}.q_proj.lora_A.weight"].double().numpy() for d in tensors])
-    ref = JointLoRACompressor(rank=6).compress((2.0 * Bbf, Abf))
+    ref = JointLoRACompressor(rank=6).fit((2.0 * Bbf, Abf))
     np.testing.assert_allclose(q.cores_, ref.cores_, atol=1e-10)
 
 

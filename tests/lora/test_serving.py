@@ -52,7 +52,7 @@ def test_separate_lora_forward_equals_dense(strategy):
 def test_paths_agree_when_cores_are_exact():
     B, A = make_lora_collection(30, d_out=48, d_in=40, adapter_rank=4, basis_rank=8,
                                 random_state=0)
-    comp = JointLoRACompressor(rank=8).compress((B, A))
+    comp = JointLoRACompressor(rank=8).fit((B, A))
     rng = np.random.default_rng(2)
     X = torch.from_numpy(rng.normal(size=(16, 4, 40)).astype(np.float32))
     ids = torch.from_numpy(rng.integers(30, size=16))
@@ -88,7 +88,7 @@ def test_bad_serving_input_raises():
 
 def test_benchmark_reports_both_paths_and_memory():
     res = benchmark_multi_lora_forward(32, 48, 4, 8, [1, 5], batch=6, tokens=2, n_repeats=3,
-                                       n_warmup=1, num_threads=1, random_state=0)
+                                       n_warmup=1, n_jobs=1, random_state=0)
     assert res["n_adapters"] == [1, 5]
     assert res["shared_memory_bytes"] == [4 * (8 * 80 + n * 64) for n in (1, 5)]
     assert res["separate_memory_bytes"] == [4 * n * 4 * 80 for n in (1, 5)]
@@ -96,7 +96,7 @@ def test_benchmark_reports_both_paths_and_memory():
                 "shared_ratio_to_single"):
         assert len(res[key]) == 2 and all(v > 0 and np.isfinite(v) for v in res[key])
     assert res["shared_tokens_per_s"][0] == pytest.approx(12 / res["shared_seconds"][0])
-    assert res["settings"]["num_threads"] == 1
+    assert res["settings"]["n_jobs"] == 1
     diag = benchmark_multi_lora_forward(32, 48, 4, 8, [3], batch=2, tokens=1, n_repeats=2,
                                         n_warmup=0, core="diag", include_base=False)
     assert diag["shared_memory_bytes"] == [4 * (8 * 80 + 3 * 8)]
