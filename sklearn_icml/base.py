@@ -378,6 +378,10 @@ ROUTED_PREFIXES = (
 class BaseNeuralEstimator(BaseEstimator):
     """Base for the estimators that train a torch module through skorch.
 
+    The parameters every neural estimator shares (``device``, ``n_jobs``,
+    ``random_state``, ``verbose``) are declared once here; a subclass extends
+    ``{**BaseNeuralEstimator._parameter_constraints, ...}``.
+
     A subclass is a scikit-learn estimator (keyword-only ``__init__`` that only stores,
     ``_parameter_constraints``, ``validate_data``) whose ``fit`` builds the skorch net
     through :meth:`_fit_net` and keeps it in ``net_``. The base
@@ -413,6 +417,13 @@ class BaseNeuralEstimator(BaseEstimator):
     >>> sorted(net.get_params()), net.set_params(module__hidden=16).module__hidden
     (['lr', 'module__hidden'], 16)
     """
+
+    _parameter_constraints: dict = {
+        "device": "no_validation",  # checked by utils._skorch.check_device in fit
+        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     def _store_routed_params(self, kwargs):
         # __init__ only stores, as everywhere in scikit-learn: a keyword without a routed
@@ -466,22 +477,23 @@ class BaseNeuralEstimator(BaseEstimator):
         -------
         net : the fitted skorch net, also stored in ``self.net_``.
         """
-        from .utils import _skorch
+        from .utils._skorch import StopOnLoss
+        from .utils._training import seeded_torch
 
         self._check_routed_params()
-        device = _skorch.check_device(getattr(self, "device", "cpu"))
         verbose = int(getattr(self, "verbose", 0))
         callbacks = list(net_kwargs.pop("callbacks", None) or [])
         user_callbacks = getattr(self, "callbacks", None)
         callbacks += copy.deepcopy(list(user_callbacks or []))
-        callbacks.append(("stop_on_loss", _skorch.StopOnLoss(stop_below or 0.0)))
-        kwargs = {"train_split": None, "verbose": verbose, "device": device}
-        if not verbose:
-            kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
-        kwargs.update(net_kwargs)
-        kwargs.update(self._routed_params())
+        callbacks.append(("stop_on_loss", StopOnLoss(stop_below or 0.0)))
         seed = draw_seed(getattr(self, "random_state", None))
-        with _skorch.seeded(seed, device), _skorch.torch_threads(getattr(self, "n_jobs", None)):
+        device, n_jobs = getattr(self, "device", "cpu"), getattr(self, "n_jobs", None)
+        with seeded_torch(seed, device, n_jobs) as device:
+            kwargs = {"train_split": None, "verbose": verbose, "device": device}
+            if not verbose:
+                kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
+            kwargs.update(net_kwargs)
+            kwargs.update(self._routed_params())
             net = net_cls(callbacks=callbacks, **kwargs)
             net.fit(X, y)
         self.net_ = net

@@ -5,7 +5,7 @@ cleans the docstring's indentation (as Python 3.13 does at compile time) and sub
 the pieces, so that a parameter shared by several classes is documented once.
 """
 
-import inspect
+from ..utils._docstrings import fill_doc as _fill_doc
 
 _BAI_PAPER = """\
 .. [1] Yash, N. Karamchandani and A. Ghosh, "Near Optimal Best Arm Identification for
@@ -150,8 +150,4 @@ def fill_doc(obj):
 
     For a class, the docstrings of the methods it defines are filled too.
     """
-    obj.__doc__ = inspect.cleandoc(obj.__doc__) % PIECES
-    for member in vars(obj).values() if isinstance(obj, type) else ():
-        if inspect.isfunction(member) and "%(" in (member.__doc__ or ""):
-            member.__doc__ = inspect.cleandoc(member.__doc__) % PIECES
-    return obj
+    return _fill_doc(obj, PIECES)

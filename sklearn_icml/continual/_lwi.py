@@ -16,10 +16,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..generative._training import run_epochs, seeded_torch
 from ..utils import draw_seed, optional_import
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_int_vector
 from ._fusion import GROUND_METRICS, NORMALIZATIONS, SOLVERS, fuse_models
 

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..utils import check_generator, draw_seed
 from ..utils._optional import optional_import
+from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_int_vector
 from ._flow import (
     TIME_GRIDS,
@@ -23,7 +24,6 @@ from ._flow import (
     integrate,
 )
 from ._networks import FiLMMLPVelocity, SmallUNetVelocity
-from ._training import run_epochs, seeded_torch
 
 torch = optional_import("torch", "neural")
 

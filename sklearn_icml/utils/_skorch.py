@@ -1,24 +1,24 @@
-"""Pieces shared by the skorch-based estimators: seeding, devices, labels, a base mixin.
+"""torch and skorch pieces shared by the neural estimators: seeding, threads, devices, labels.
 
-Every neural estimator of sklearn-icml is a scikit-learn estimator (``BaseEstimator`` plus
-the right mixin, keyword-only ``__init__`` that only stores) that builds a skorch
-``NeuralNet`` in ``fit`` and keeps it in ``net_``: a *thin wrapper*, because a skorch net
-itself sets attributes in ``__init__`` and does not validate its input as
-``check_estimator`` requires. This module holds what does not depend on the method:
+Every neural estimator of sklearn-icml is a scikit-learn estimator that builds a skorch
+``NeuralNet`` in ``fit`` and keeps it in ``net_`` (:class:`sklearn_icml.base.BaseNeuralEstimator`
+does the building): a *thin wrapper*, because a skorch net itself sets attributes in
+``__init__`` and does not validate its input as ``check_estimator`` requires. This module
+holds what does not depend on the method:
 
-* :func:`torch_seed` and :func:`seeded` turn ``random_state`` into a torch seed and run the
-  fit under a forked torch RNG, so the same ``random_state`` gives the same network and the
-  caller's global torch RNG is left untouched;
+* :func:`seeded` runs a block under a forked torch RNG seeded with an integer from
+  :func:`sklearn_icml.utils.draw_seed`, so the same ``random_state`` gives the same network
+  and the caller's global torch RNG is left untouched;
 * :func:`torch_threads` bounds torch's intra-op threads during a fit or a prediction
-  (estimators expose it as ``n_threads``);
+  (estimators expose it as ``n_jobs``);
 * :func:`check_device` validates ``device`` (CPU by default, ``"cuda"`` honoured when
   available, a clear error otherwise);
 * :func:`encode_class_labels` turns any classification target (strings, ints, the 2-D
   column vectors that ``check_estimator`` feeds) into class indices and ``classes_``;
 * :func:`features_to_float32` converts validated 2-D features to the float32 C-contiguous
   array torch modules expect;
-* :class:`SkorchEstimatorMixin` builds, seeds and fits the net and exposes ``module_``,
-  ``history_`` and ``n_epochs_run_``; it keeps skorch quiet unless ``verbose``.
+* :class:`StopOnLoss` ends training when the loss falls below a threshold or stops being
+  finite.
 
 torch and skorch are imported through :func:`sklearn_icml.utils.optional_import`, so
 importing this module without the ``neural`` extra raises an ImportError naming the extra.
@@ -26,40 +26,15 @@ importing this module without the ``neural`` extra raises an ImportError naming 
 """
 
 import contextlib
-import copy
 
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._optional import optional_import
-from ._random import draw_seed
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
-
-def torch_seed(random_state):
-    """Draw the integer seed for torch from ``random_state``.
-
-    Parameters
-    ----------
-    random_state : int, RandomState instance or None
-        As everywhere in scikit-learn. An int always gives the same seed; a RandomState is
-        advanced by one draw; None draws from numpy's global RNG.
-
-    Returns
-    -------
-    seed : int
-        In ``[0, 2**31 - 1)``.
-
-    Examples
-    --------
-    >>> from sklearn_icml.utils._skorch import torch_seed
-    >>> torch_seed(0) == torch_seed(0)
-    True
-    """
-    return draw_seed(random_state)
-
 
 @contextlib.contextmanager
 def seeded(seed, device="cpu"):
@@ -72,7 +47,7 @@ def seeded(seed, device="cpu"):
     Parameters
     ----------
     seed : int
-        From :func:`torch_seed`.
+        From :func:`sklearn_icml.utils.draw_seed`.
     device : str or torch.device, default="cpu"
         The device the block computes on.
 
@@ -97,8 +72,8 @@ def seeded(seed, device="cpu"):
 
 
 @contextlib.contextmanager
-def torch_threads(n_threads):
-    """Run a block with ``n_threads`` torch intra-op threads, restoring the setting after.
+def torch_threads(n_jobs):
+    """Run a block with ``n_jobs`` torch intra-op threads, restoring the setting after.
 
     Small networks trained one tiny mini-batch at a time gain nothing from intra-op
     parallelism, and on a machine where other processes keep the cores busy, torch's
@@ -116,11 +91,11 @@ def torch_threads(n_threads):
     >>> torch.get_num_threads() == before
     True
     """
-    if n_threads is None:
+    if n_jobs is None:
         yield
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(int(n_threads))
+    torch.set_num_threads(int(n_jobs))
     try:
         yield
     finally:
@@ -241,86 +216,3 @@ class StopOnLoss(skorch.callbacks.Callback):
             raise KeyboardInterrupt
         if loss < self.threshold:
             raise KeyboardInterrupt
-
-
-class SkorchEstimatorMixin:
-    """Build, seed and fit a skorch net inside a scikit-learn estimator.
-
-    A subclass (``class MyClassifier(ClassifierMixin, SkorchEstimatorMixin,
-    BaseEstimator)``) declares the parameters ``random_state``, ``device`` and ``verbose``
-    (and optionally ``n_threads``, see :func:`torch_threads`),
-    validates its input itself, and in ``fit`` calls :meth:`_fit_net` with a skorch net
-    class and its keyword arguments. The mixin
-
-    * passes ``device`` (checked by :func:`check_device`) and keeps skorch silent unless
-      ``verbose`` (``verbose=1`` prints skorch's per-epoch table);
-    * disables skorch's internal validation split (``train_split=None``): validation is
-      the user's business, through scikit-learn's tools;
-    * seeds torch from ``random_state`` (:func:`torch_seed`, :func:`seeded`), so a fit is
-      reproducible and leaves the global torch RNG alone;
-    * optionally stops when the epoch's training loss falls below a threshold;
-    * stores the fitted net in ``net_`` and exposes ``module_``, ``history_`` and
-      ``n_epochs_run_`` from it. A fitted estimator pickles and unpickles through skorch's
-      own ``__getstate__``, which moves CUDA tensors to the CPU when CUDA is missing.
-    """
-
-    def _fit_net(self, net_cls, X, y, *, stop_below=None, **net_kwargs):
-        """Build ``net_cls(**net_kwargs)``, fit it on ``(X, y)`` under the seed, store it.
-
-        Parameters
-        ----------
-        net_cls : subclass of skorch.NeuralNet
-        X, y : arrays or tensors skorch's Dataset accepts
-        stop_below : float or None
-            Stop after the first epoch whose ``train_loss`` is below this value. Training
-            always stops, and this method raises ValueError, when the loss is not finite.
-        **net_kwargs
-            Everything else for the net (``module``, ``criterion``, ``optimizer``, ``lr``,
-            ``max_epochs``, ``module__*``, ``iterator_train*`` ...).
-
-        Returns
-        -------
-        net : the fitted skorch net, also stored in ``self.net_``.
-        """
-        device = check_device(self.device)
-        verbose = int(self.verbose)
-        # the user's callbacks are copied: a fit never mutates a parameter
-        callbacks = copy.deepcopy(list(net_kwargs.pop("callbacks", None) or []))
-        # also stops (then fit raises) as soon as the loss is NaN or infinite
-        callbacks.append(("stop_on_loss", StopOnLoss(stop_below or 0.0)))
-        kwargs = {"train_split": None, "verbose": verbose, "device": device}
-        if not verbose:
-            kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
-        kwargs.update(net_kwargs)
-        seed = torch_seed(self.random_state)
-        with seeded(seed, device), torch_threads(getattr(self, "n_threads", None)):
-            net = net_cls(callbacks=callbacks, **kwargs)
-            net.fit(X, y)
-        self.net_ = net
-        self._check_finite_history()
-        return net
-
-    @property
-    def module_(self):
-        """The fitted torch module (``net_.module_``)."""
-        return self.net_.module_
-
-    @property
-    def history_(self):
-        """skorch's ``History`` of the fit: one dict per epoch (``train_loss``, ``dur``...)."""
-        return self.net_.history
-
-    @property
-    def n_epochs_run_(self):
-        """Number of epochs actually run (fewer than ``max_epochs`` after an early stop)."""
-        return len(self.net_.history)
-
-    def _check_finite_history(self):
-        """Raise if training diverged (a non-finite epoch loss)."""
-        losses = self.history_[:, "train_loss"]
-        if losses and not np.isfinite(losses[-1]):
-            raise ValueError(
-                f"training diverged: the training loss became {losses[-1]!r} at epoch "
-                f"{len(losses)}. Lower lr or the initial weight scale."
-            )
-

@@ -186,5 +186,8 @@ def test_routed_parameters_reach_the_net_and_survive_clone():
     trainer.fit([[0], [1]] * 2, [[2, 3], [3, 2]] * 2, [[3, 3], [2, 2]] * 2)
     assert trainer.net_.optimizer_.param_groups[0]["weight_decay"] == 0.25
     assert trainer.__sklearn_tags__().input_tags.two_d_array is False
+    # __init__ only stores; fit refuses a keyword that is neither a parameter nor routed
     with pytest.raises(TypeError, match="unexpected keyword"):
-        PreferenceLMTrainer(weight_decay=0.25)
+        PreferenceLMTrainer(max_epochs=1, batch_size=4, weight_decay=0.25).fit(
+            [[0], [1]] * 2, [[2, 3], [3, 2]] * 2, [[3, 3], [2, 2]] * 2
+        )

@@ -13,7 +13,8 @@ from sklearn_icml.datasets import make_batch_shift_1d  # noqa: E402
 from sklearn_icml.generative import CellFlux, _cellflux  # noqa: E402
 from sklearn_icml.generative._flow import edm_time_grid, ema_decay  # noqa: E402
 from sklearn_icml.generative._networks import FiLMMLPVelocity  # noqa: E402
-from sklearn_icml.utils._skorch import seeded, torch_seed  # noqa: E402
+from sklearn_icml.utils import draw_seed  # noqa: E402
+from sklearn_icml.utils._skorch import seeded  # noqa: E402
 
 FAST = dict(hidden_dims=(16,), embedding_dim=4, max_epochs=1, n_sampling_steps=4, cfg_scale=0.0,
             cond_drop_prob=0.0, lr=1e-3, batch_size=64, random_state=0)
@@ -82,7 +83,7 @@ def test_ema_first_update_matches_formula():
     X, y, b = _toy(n=10)
     model = CellFlux(**{**FAST, "batch_size": 1000}).fit(X, y, batch=b)
     assert model.n_updates_ == 1
-    with seeded(torch_seed(0)):
+    with seeded(draw_seed(0)):
         init = FiLMMLPVelocity(2, (16,), 4, 2)
     d = ema_decay(1, 0.999)
     assert d == pytest.approx(2 / 11)
@@ -117,7 +118,7 @@ def test_trajectory(fitted):
     assert traj.shape == (5, 15, 2)
     assert np.allclose(times, edm_time_grid(4))
     assert np.allclose(traj[-1], out)
-    gen = torch.Generator().manual_seed(torch_seed(7))
+    gen = torch.Generator().manual_seed(draw_seed(7))
     noise = torch.randn((15, 2), generator=gen).numpy().astype(np.float64)
     noised = Xc + 0.5 * noise * model.scaler_scale_
     assert np.allclose(traj[0], noised, atol=1e-5)

@@ -6,20 +6,20 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("skorch")
 
+from sklearn_icml.utils import draw_seed  # noqa: E402
 from sklearn_icml.utils._skorch import (  # noqa: E402
     check_device,
     encode_class_labels,
     features_to_float32,
     seeded,
-    torch_seed,
     torch_threads,
 )
 
 
-def test_torch_seed_follows_random_state():
-    assert torch_seed(3) == torch_seed(3) != torch_seed(4)
+def test_draw_seed_follows_random_state():
+    assert draw_seed(3) == draw_seed(3) != draw_seed(4)
     rng = np.random.RandomState(0)
-    assert torch_seed(rng) != torch_seed(rng)  # a RandomState advances
+    assert draw_seed(rng) != draw_seed(rng)  # a RandomState advances
 
 
 def test_seeded_is_reproducible_and_restores_the_global_rng():

@@ -19,7 +19,7 @@ import contextlib
 
 import numpy as np
 
-from ..utils._skorch import check_device, seeded, torch_threads
+from ._skorch import check_device, seeded, torch_threads
 
 
 @contextlib.contextmanager
@@ -77,7 +77,7 @@ def run_epochs(step, n_samples, *, batch_size, max_epochs, permutation, end_epoc
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_icml.generative._training import run_epochs
+    >>> from sklearn_icml.utils._training import run_epochs
     >>> run_epochs(lambda idx: float(np.mean(idx)), 4, batch_size=2, max_epochs=2,
     ...            permutation=np.arange)
     [1.5, 1.5]
