@@ -6,12 +6,10 @@ import inspect
 
 from sklearn.base import BaseEstimator
 
-# Subpackages whose import pulls in torch (or another heavy optional dependency). They are
-# skipped unless ``include_neural=True``, so that discovery stays cheap and works without
-# the ``neural`` extra.
-NEURAL_SUBPACKAGES = frozenset(
-    {"alignment", "continual", "generative", "lora", "mas", "neural", "video", "weighting"}
-)
+# Subpackages whose import pulls in torch. They are skipped unless ``include_neural=True``,
+# so that discovery stays cheap and works without the ``neural`` extra. The other
+# subpackages import without torch and list their torch names in ``_TORCH_NAMES``.
+NEURAL_SUBPACKAGES = frozenset({"continual", "generative", "video", "weighting"})
 
 
 def _subpackage_names():
