@@ -95,3 +95,37 @@ def test_public_class_params_round_trip(qualname, cls):
     assert repr(obj).startswith(cls.__name__)
     restored = pickle.loads(pickle.dumps(obj))
     assert set(restored.get_params(deep=False)) == set(params)
+
+
+@pytest.mark.parametrize("qualname, cls", CLASSES, ids=[q for q, _ in CLASSES])
+def test_every_parameter_is_declared_in_parameter_constraints(qualname, cls):
+    if not issubclass(cls, BaseEstimator):
+        pytest.skip("not a BaseEstimator")
+    params = [
+        p.name
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != "self" and p.kind is not p.VAR_KEYWORD
+    ]
+    declared = getattr(cls, "_parameter_constraints", {})
+    missing = [name for name in params if name not in declared]
+    assert not missing, f"{qualname}: no constraint declared for {missing}"
+
+
+def _public_functions():
+    for sub in sklearn_icml._SUBPACKAGES:
+        if sub == "utils":
+            continue
+        module = importlib.import_module(f"sklearn_icml.{sub}")
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and inspect.signature(obj).parameters:
+                yield f"{sub}.{name}", obj
+
+
+FUNCTIONS = sorted(_public_functions())
+
+
+@pytest.mark.parametrize("qualname, func", FUNCTIONS, ids=[q for q, _ in FUNCTIONS])
+def test_public_functions_validate_their_parameters(qualname, func):
+    # scikit-learn's @validate_params wraps the function (functools.wraps sets __wrapped__)
+    assert hasattr(func, "__wrapped__"), f"{qualname} is not decorated with @validate_params"
