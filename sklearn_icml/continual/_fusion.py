@@ -12,6 +12,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..utils import optional_import
+from ._docstrings import fill_doc
 
 SOLVERS = ("assignment", "emd", "sinkhorn", "identity")
 GROUND_METRICS = ("cosine", "euclidean")
@@ -158,23 +159,30 @@ def _layer_keys(entry, old_state, new_state, i):
 
 _STEP = [Interval(numbers.Real, 0, 1, closed="both")]
 
+#: The matching parameters of :func:`fuse_models`, which :class:`LwIClassifier` exposes as
+#: its own (it passes them on by these names).
+FUSION_CONSTRAINTS = {
+    "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
+    "step_sim": _STEP,
+    "step_diff": _STEP,
+    "ground_metric": [StrOptions(set(GROUND_METRICS))],
+    "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
+    "solver": [StrOptions(set(SOLVERS))],
+    "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
+}
+
 
 @validate_params(
     {
         "old_state": [dict],
         "new_state": [dict],
         "layer_order": [list, tuple],
-        "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
-        "step_sim": _STEP,
-        "step_diff": _STEP,
-        "ground_metric": [StrOptions(set(GROUND_METRICS))],
-        "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
-        "solver": [StrOptions(set(SOLVERS))],
-        "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
+        **FUSION_CONSTRAINTS,
         "keep_from_old": ["array-like", set],
     },
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def fuse_models(
     old_state,
     new_state,
@@ -224,21 +232,8 @@ def fuse_models(
         exists), or a tuple ``(weight_key, vector_key, ...)``.
     n_diverse_layers : int, default=1
         How many of the last layers use dissimilar matching (0 = similarity everywhere).
-    step_sim : float in [0, 1], default=0.7
-        Weight of the new model in the similarity-matched layers.
-    step_diff : float in [0, 1], default=0.93
-        Weight of the new model in the dissimilarity-matched layers.
-    ground_metric : {"cosine", "euclidean"}, default="cosine"
-        Distance between channels (rows of the input-aligned weights).
-    metric_normalize : {"log1p", "max", "none"}, default="log1p"
-        Normalisation of the cost matrix.
-    solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
-        ``"assignment"``: scipy's ``linear_sum_assignment`` (the same optimum as exact OT
-        with uniform marginals, no extra dependency); ``"emd"``: POT's ``ot.emd`` as in the
-        authors' release; ``"sinkhorn"``: entropic OT (soft matching); ``"identity"``: no
-        matching at all, i.e. naive weight averaging (ablation).
-    sinkhorn_reg : float, default=0.01
-        Entropic regularisation of ``solver="sinkhorn"``.
+    %(fusion_steps)s
+    %(fusion_matching)s
     keep_from_old : iterable of str, default=()
         Non-backbone keys taken from ``old_state`` (LwI: the old-task heads).
 

@@ -16,12 +16,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_int_vector
-from ._fusion import GROUND_METRICS, NORMALIZATIONS, SOLVERS, fuse_models
+from ._docstrings import fill_doc
+from ._fusion import FUSION_CONSTRAINTS, fuse_models
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
@@ -111,6 +113,7 @@ def _frozen(module):
     return module
 
 
+@fill_doc
 class LwIClassifier(ClassifierMixin, BaseEstimator):
     """Continual learning without isolation: LwF training + pathway-protecting fusion.
 
@@ -137,18 +140,11 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     hidden_layer_sizes : tuple of int, default=(256, 256)
         Widths of the backbone's hidden layers.
     activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
-    step_sim : float in [0, 1], default=0.70
-        Weight of the new model in similarity-matched layers.
-    step_diff : float in [0, 1], default=0.93
-        Weight of the new model in the dissimilarity-matched (last) layers.
+    %(fusion_steps)s
     n_diverse_layers : int, default=1
         Number of last hidden layers fused by dissimilar matching; at most
         ``len(hidden_layer_sizes)``.
-    ground_metric : {"cosine", "euclidean"}, default="cosine"
-    metric_normalize : {"log1p", "max", "none"}, default="log1p"
-    solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
-        Matching solver of :func:`fuse_models` (``"emd"`` and ``"sinkhorn"`` need POT).
-    sinkhorn_reg : float, default=0.01
+    %(fusion_matching)s
     kd_lambda : float, default=1.0
         Weight of the distillation loss (0: no distillation).
     kd_exponent : float, default=0.5
@@ -169,9 +165,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     lr_milestones : tuple of int or None, default=None
         Epochs at which the learning rate is multiplied by ``lr_gamma`` (MultiStepLR).
     lr_gamma : float, default=0.1
-    n_jobs : int or None, default=1
-        torch intra-op threads during fit and predict (None: leave torch's setting).
-    device : str, default="cpu"
+    %(torch_n_jobs)s
+    %(device)s
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation and shuffling (task ``t`` uses the fit's seed plus ``t``).
     verbose : int, default=0
@@ -236,15 +231,10 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
+        **FUSION_CONSTRAINTS,
         "hidden_layer_sizes": [tuple, list],
         "activation": [StrOptions(set(_ACTIVATIONS))],
-        "step_sim": [Interval(numbers.Real, 0, 1, closed="both")],
-        "step_diff": [Interval(numbers.Real, 0, 1, closed="both")],
-        "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
-        "ground_metric": [StrOptions(set(GROUND_METRICS))],
-        "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
-        "solver": [StrOptions(set(SOLVERS))],
-        "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
         "kd_lambda": [Interval(numbers.Real, 0, None, closed="left")],
         "kd_exponent": [Interval(numbers.Real, 0, None, closed="neither")],
         "teacher": [StrOptions({"pre_fusion", "post_fusion"})],
@@ -257,10 +247,6 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr_milestones": [tuple, list, None],
         "lr_gamma": [Interval(numbers.Real, 0, None, closed="neither")],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "device": "no_validation",  # checked by utils._skorch.check_device at fit time
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -517,10 +503,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             ]
             fused, perms = fuse_models(
                 old.state_dict(), model.state_dict(), layer_order=model.layer_order(),
-                n_diverse_layers=self.n_diverse_layers, step_sim=self.step_sim,
-                step_diff=self.step_diff, ground_metric=self.ground_metric,
-                metric_normalize=self.metric_normalize, solver=self.solver,
-                sinkhorn_reg=self.sinkhorn_reg, keep_from_old=n_old_head_keys,
+                keep_from_old=n_old_head_keys,
+                **{name: getattr(self, name) for name in FUSION_CONSTRAINTS},
             )
             model.load_state_dict(fused)
         for p in model.parameters():

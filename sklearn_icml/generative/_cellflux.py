@@ -8,7 +8,9 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..base import BaseNeuralEstimator
 from ..utils import check_generator, draw_seed
+from ..utils._docstrings import fill_doc
 from ..utils._optional import optional_import
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_int_vector
@@ -30,6 +32,7 @@ torch = optional_import("torch", "neural")
 _UNIT_INTERVAL = Interval(numbers.Real, 0, 1, closed="left")
 
 
+@fill_doc
 class CellFlux(BaseEstimator):
     """Flow matching from control samples of a batch to perturbed samples of that batch.
 
@@ -105,10 +108,8 @@ class CellFlux(BaseEstimator):
     standardize : bool, default=True
         Standardise with the training mean and scale of all rows (per feature for vectors,
         per channel for images) and sample in standardised space.
-    n_jobs : int or None, default=1
-        Torch intra-op threads during fit and sampling (None leaves torch's setting).
-    device : str, default="cpu"
-        Torch device.
+    %(torch_n_jobs)s
+    %(device)s
     random_state : int, RandomState instance or None, default=None
         Seeds the network, the control draws, the noise and the times.
     verbose : int, default=0
@@ -174,6 +175,7 @@ class CellFlux(BaseEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "hidden_dims": [tuple, list],
         "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
         "perturbation_embeddings": [dict, "array-like", None],
@@ -197,10 +199,6 @@ class CellFlux(BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "standardize": ["boolean"],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(

@@ -10,17 +10,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NonTabularInputMixin
 from ..utils import optional_import
+from ..utils._docstrings import fill_doc
 from ..utils._skorch import encode_class_labels, torch_threads
-from ._frames import check_fps, check_videos, encode_videos
-from ._projector import (
-    MeanPoolAligner,
-    MultiFrameProjector,
-    SingleFrameAligner,
-    make_frame_projector,
-    pad_to_clips,
-    pool_tokens,
-    pooled_grid_shape,
-)
+from ._frames import POSITIVE_INT, check_fps, check_videos, encode_videos
+from ._projector import check_pooled_grid, make_aligner, pad_to_clips, pool_tokens
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
@@ -65,17 +58,7 @@ class F16VideoModule(nn.Module):
         self.pool_stride = int(pool_stride)
         self.frames_per_clip = int(frames_per_clip)
         h = int(hidden_dim)
-        if aligner == "multiframe":
-            if split_init:
-                self.aligner = MultiFrameProjector.from_frame_projector(
-                    make_frame_projector(in_dim, h), frames_per_clip
-                )
-            else:
-                self.aligner = MultiFrameProjector(in_dim, h, frames_per_clip)
-        elif aligner == "meanpool":
-            self.aligner = MeanPoolAligner(in_dim, h, frames_per_clip)
-        else:
-            self.aligner = SingleFrameAligner(in_dim, h, frames_per_clip)
+        self.aligner = make_aligner(aligner, in_dim, h, frames_per_clip, split_init)
         self.clip_embedding = nn.Parameter(torch.randn(int(max_clips), h) * 0.02)
         self.cls_token = nn.Parameter(torch.randn(h) * 0.02)
         layer = nn.TransformerEncoderLayer(
@@ -101,6 +84,7 @@ class F16VideoModule(nn.Module):
         return self.head(self.norm(out[:, 0]))
 
 
+@fill_doc
 class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeuralEstimator):
     """Video classifier that reads 16 frames per second through the F-16 clip aligner.
 
@@ -117,7 +101,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     ``max(round(native_fps / fps), 1)`` (so a 30-FPS video "at 16 FPS" keeps every 2nd
     frame: 15 effective FPS). A clip always covers one second: when ``fps`` is below
     ``frames_per_clip`` each sampled frame is repeated ``frames_per_clip / fps`` times in
-    both ``fit`` and ``predict`` (this requires ``frames_per_clip % fps == 0``). With
+    both ``fit`` and ``predict`` (this requires ``frames_per_clip %% fps == 0``). With
     ``inference_fps`` below ``fps`` the trained model is run on frames sampled at
     ``inference_fps``, each encoded frame repeated ``frames_per_clip / inference_fps``
     times (the paper's low-frame-rate decoding, without retraining): the encoder runs on
@@ -154,13 +138,10 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     batch_size : int, default=64
     weight_decay : float, default=0.01
         AdamW weight decay.
-    device : str or torch.device, default="cpu"
-    n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction (restored afterwards).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights and the mini-batch order.
-    verbose : int, default=0
-        1 prints skorch's per-epoch table.
+    %(device)s
+    %(torch_n_jobs)s
+    %(random_state)s
+    %(verbose)s
     **kwargs
         Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
@@ -220,23 +201,20 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     """
 
     _parameter_constraints = {
-        "fps": [Interval(numbers.Integral, 1, None, closed="left")],
-        "frames_per_clip": [Interval(numbers.Integral, 1, None, closed="left")],
-        "patch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        **BaseNeuralEstimator._parameter_constraints,
+        "fps": POSITIVE_INT,
+        "frames_per_clip": POSITIVE_INT,
+        "patch_size": POSITIVE_INT,
+        "hidden_dim": POSITIVE_INT,
         "aligner": [StrOptions({"multiframe", "meanpool", "single"})],
         "split_init": ["boolean"],
-        "pool_stride": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "pool_stride": POSITIVE_INT,
+        "n_layers": POSITIVE_INT,
+        "n_heads": POSITIVE_INT,
+        "max_epochs": POSITIVE_INT,
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": POSITIVE_INT,
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "device": "no_validation",  # checked by the base's check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -298,7 +276,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         if inference_fps is None:
             return self.fps
         validate_parameter_constraints(
-            {"inference_fps": [Interval(numbers.Integral, 1, None, closed="left")]},
+            {"inference_fps": POSITIVE_INT},
             {"inference_fps": inference_fps},
             caller_name=f"{type(self).__name__}.predict",
         )
@@ -356,13 +334,9 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
                 f"{h} x {w} pixels instead."
             )
         grid = (h // p, w // p)
-        gh, gw = pooled_grid_shape(grid, self.pool_stride)
-        if gh * gw == 0:
-            raise ValueError(
-                f"pool_stride={self.pool_stride} is larger than the {grid[0]} x {grid[1]} "
-                "patch grid (floor mode leaves no token); lower pool_stride or patch_size. "
-                f"Got pool_stride={self.pool_stride!r} instead."
-            )
+        gh, gw = check_pooled_grid(
+            grid, self.pool_stride, kind="patch", remedy="pool_stride or patch_size"
+        )
         slots = self._slots_of(X_checked, native_fps, self.fps)
         n_clips = slots.shape[1] // self.frames_per_clip
         self.frame_shape_ = frame_shape

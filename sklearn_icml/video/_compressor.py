@@ -2,23 +2,22 @@
 
 import copy
 import math
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import NonTabularInputMixin
 from ..utils import draw_seed, optional_import
 from ..utils._skorch import seeded
-from ._frames import check_frame_array
+from ._frames import POSITIVE_INT, check_frame_array
 from ._projector import (
     MultiFrameProjector,
+    check_pooled_grid,
     make_frame_projector,
     pad_to_clips,
     pool_tokens,
-    pooled_grid_shape,
 )
 
 torch = optional_import("torch", "neural")
@@ -107,12 +106,12 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "frames_per_clip": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
-        "pool_stride": [Interval(numbers.Integral, 1, None, closed="left")],
+        "frames_per_clip": POSITIVE_INT,
+        "hidden_dim": POSITIVE_INT,
+        "pool_stride": POSITIVE_INT,
         "pool_mode": [StrOptions({"max", "avg"})],
         "pool_ceil": ["boolean"],
-        "frame_repeat": [Interval(numbers.Integral, 1, None, closed="left")],
+        "frame_repeat": POSITIVE_INT,
         "pad_mode": [StrOptions({"zeros", "edge"})],
         "frame_projector": [HasMethods(["forward"]), None],
         "random_state": ["random_state"],
@@ -165,13 +164,7 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
         n_tokens, channels = X.shape[2], X.shape[3]
         if self.pool_stride > 1:
             g = check_square_grid(n_tokens)
-            gh, gw = pooled_grid_shape((g, g), self.pool_stride, self.pool_ceil)
-            if gh * gw == 0:
-                raise ValueError(
-                    f"pool_stride={self.pool_stride} is larger than the {g} x {g} token grid "
-                    "(floor mode leaves no token); lower pool_stride. Got "
-                    f"pool_stride={self.pool_stride!r} instead."
-                )
+            gh, gw = check_pooled_grid((g, g), self.pool_stride, self.pool_ceil)
         else:
             g = math.isqrt(n_tokens)
             g = g if g * g == n_tokens else None

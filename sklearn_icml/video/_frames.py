@@ -12,6 +12,8 @@ from sklearn.utils.validation import check_array
 
 #: A frame rate: a positive, finite number of frames per second.
 RATE = [Interval(numbers.Real, 0, None, closed="neither")]
+#: A count or a size (frames, patches, widths, layers, epochs): an integer >= 1.
+POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
 def frame_step(native_fps, fps):
@@ -135,7 +137,7 @@ def check_videos(X, name="X"):
 @validate_params(
     {
         "frames": ["array-like"],
-        "patch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "patch_size": POSITIVE_INT,
         "colour": ["boolean"],
     },
     prefer_skip_nested_validation=True,

@@ -1,25 +1,19 @@
 """The per-clip multi-frame projector (the F-16 aligner), its baselines, padding and pooling."""
 
-import numbers
-
 import numpy as np
-from sklearn.utils._param_validation import (
-    Interval,
-    validate_parameter_constraints,
-    validate_params,
-)
+from sklearn.utils._param_validation import validate_parameter_constraints, validate_params
 
 from ..utils import optional_import
+from ._frames import POSITIVE_INT
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
 F_ = torch.nn.functional
 
 
-_WIDTH = [Interval(numbers.Integral, 1, None, closed="left")]
-
-
-@validate_params({"in_dim": _WIDTH, "hidden_dim": _WIDTH}, prefer_skip_nested_validation=True)
+@validate_params(
+    {"in_dim": POSITIVE_INT, "hidden_dim": POSITIVE_INT}, prefer_skip_nested_validation=True
+)
 def make_frame_projector(in_dim, hidden_dim):
     """The per-frame projector ``P(z) = V2 GELU(V1 z + c1) + c2`` (LLaVA's ``mlp2x_gelu``).
 
@@ -42,7 +36,7 @@ def make_frame_projector(in_dim, hidden_dim):
 
 def _frames_per_clip(value, caller_name):
     validate_parameter_constraints(
-        {"frames_per_clip": _WIDTH}, {"frames_per_clip": value}, caller_name=caller_name
+        {"frames_per_clip": POSITIVE_INT}, {"frames_per_clip": value}, caller_name=caller_name
     )
     return int(value)
 
@@ -184,6 +178,42 @@ class SingleFrameAligner(_PerFrameAligner):
         return self.frame_proj(z[:, :: self.frames_per_clip])
 
 
+def make_aligner(kind, in_dim, hidden_dim, frames_per_clip=16, split_init=True):
+    """The clip aligner ``kind`` maps ``(B, T, N, C)`` frame tokens to ``(B, T/F, N, H)``.
+
+    Parameters
+    ----------
+    kind : {"multiframe", "meanpool", "single"}
+        :class:`MultiFrameProjector` (the F-16 aligner), :class:`MeanPoolAligner` or
+        :class:`SingleFrameAligner` (the baselines).
+    in_dim, hidden_dim, frames_per_clip : int
+        ``C``, ``H`` and ``F``.
+    split_init : bool, default=True
+        For ``"multiframe"``: split-initialise from a fresh per-frame projector
+        (:meth:`MultiFrameProjector.from_frame_projector`) instead of torch's default
+        initialisation.
+
+    Returns
+    -------
+    aligner : torch.nn.Module
+
+    Examples
+    --------
+    >>> from sklearn_icml.video._projector import make_aligner
+    >>> type(make_aligner("meanpool", 4, 8)).__name__
+    'MeanPoolAligner'
+    """
+    if kind == "multiframe":
+        if split_init:
+            return MultiFrameProjector.from_frame_projector(
+                make_frame_projector(in_dim, hidden_dim), frames_per_clip
+            )
+        return MultiFrameProjector(in_dim, hidden_dim, frames_per_clip)
+    if kind == "meanpool":
+        return MeanPoolAligner(in_dim, hidden_dim, frames_per_clip)
+    return SingleFrameAligner(in_dim, hidden_dim, frames_per_clip)
+
+
 def pad_to_clips(tokens, frames_per_clip, mode="zeros"):
     """Pad the time axis of ``(n, T, N, C)`` tokens to the next multiple of ``F``.
 
@@ -219,6 +249,22 @@ def pooled_grid_shape(grid, stride, ceil_mode=False):
     if ceil_mode:
         return -(-gh // stride), -(-gw // stride)
     return gh // stride, gw // stride
+
+
+def check_pooled_grid(grid, stride, ceil_mode=False, *, kind="token", remedy="pool_stride"):
+    """:func:`pooled_grid_shape`, or ValueError when the pooling leaves no token.
+
+    ``kind`` names the grid ("token", "patch") and ``remedy`` the parameters to lower in
+    the message.
+    """
+    gh, gw = pooled_grid_shape(grid, stride, ceil_mode)
+    if gh * gw == 0:
+        raise ValueError(
+            f"pool_stride={stride} is larger than the {grid[0]} x {grid[1]} {kind} grid "
+            f"(floor mode leaves no token); lower {remedy}. Got pool_stride={stride!r} "
+            "instead."
+        )
+    return gh, gw
 
 
 def pool_tokens(y, grid, stride, mode="max", ceil_mode=False):
