@@ -241,18 +241,14 @@ def _chance_agreement(pbar_a, pbar_b, mean_inv_wrong):
 
 
 _N_OPTIONS = [numbers.Integral, "array-like", None]
+#: The labels and the outputs of the two models compared.
+_PAIR = {"y_true": ["array-like"], "proba_a": ["array-like"], "proba_b": ["array-like"]}
+#: How the models' outputs are read.
+_OUTPUT_FORMAT = {"discrete": ["boolean"], "from_logits": ["boolean"], "n_options": _N_OPTIONS}
 
 
 @validate_params(
-    {
-        "y_true": ["array-like"],
-        "proba_a": ["array-like"],
-        "proba_b": ["array-like"],
-        "discrete": ["boolean"],
-        "from_logits": ["boolean"],
-        "n_options": _N_OPTIONS,
-        "return_components": ["boolean"],
-    },
+    {**_PAIR, **_OUTPUT_FORMAT, "return_components": ["boolean"]},
     prefer_skip_nested_validation=True,
 )
 def capa_score(
@@ -353,15 +349,7 @@ def capa_score(
     return kappa, components
 
 
-@validate_params(
-    {
-        "y_true": ["array-like"],
-        "proba_a": ["array-like"],
-        "proba_b": ["array-like"],
-        "n_options": _N_OPTIONS,
-    },
-    prefer_skip_nested_validation=True,
-)
+@validate_params({**_PAIR, "n_options": _N_OPTIONS}, prefer_skip_nested_validation=True)
 def error_consistency(y_true, proba_a, proba_b, *, n_options=None):
     """Error consistency (Geirhos et al., 2020): kappa on whether each model is right.
 
@@ -396,13 +384,7 @@ def error_consistency(y_true, proba_a, proba_b, *, n_options=None):
 
 
 @validate_params(
-    {
-        "y_true": ["array-like"],
-        "probas": ["array-like"],
-        "discrete": ["boolean"],
-        "from_logits": ["boolean"],
-        "n_options": _N_OPTIONS,
-    },
+    {"y_true": ["array-like"], "probas": ["array-like"], **_OUTPUT_FORMAT},
     prefer_skip_nested_validation=True,
 )
 def capa_matrix(y_true, probas, *, discrete=False, from_logits=False, n_options=None):

@@ -8,27 +8,29 @@ sizes (with the exact solvers of ``_allocation_search``); :func:`neyman_allocati
 :func:`proportional_allocation` are the privacy-unaware baselines, rounded to integers.
 """
 
-import numbers
-
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils.validation import check_int_vector
 from ._allocation_search import exchange_repair, greedy_allocation, threshold_allocation
 from ._amplification import EXPM1_LIMIT, nominal_budgets
+from ._docstrings import fill_doc
 from ._mechanisms import _variance_on_sum
-from ._validation import MECHANISMS, range_width
+from ._validation import COUNT, DATA_RANGE, MECHANISM, POSITIVE, range_width
 
-_TOTAL = [Interval(numbers.Integral, 1, None, closed="left")]
-_EPSILON = [Interval(numbers.Real, 0, None, closed="neither")]
-_MECHANISM = [StrOptions(set(MECHANISMS))]
-_DATA_RANGE = [Interval(numbers.Real, 0, None, closed="neither"), "array-like"]
-_MIN = [Interval(numbers.Integral, 1, None, closed="left")]
 #: The parameters every allocation takes.
 _ALLOCATION = {
-    "total_sample_size": _TOTAL,
+    "total_sample_size": COUNT,
     "stratum_sizes": ["array-like"],
-    "min_per_stratum": _MIN,
+    "min_per_stratum": COUNT,
+}
+#: The parameters of the private design (what the variance depends on besides n_h).
+_DESIGN = {
+    "stratum_sizes": ["array-like"],
+    "stratum_stds": ["array-like"],
+    "epsilon": POSITIVE,
+    "mechanism": MECHANISM,
+    "data_range": DATA_RANGE,
 }
 
 
@@ -128,16 +130,9 @@ def _design(stratum_sizes, stratum_stds, epsilon, mechanism, data_range):
     return _Design(sizes, stds, float(epsilon), mechanism, width)
 
 
+@fill_doc
 @validate_params(
-    {
-        "sample_sizes": ["array-like"],
-        "stratum_sizes": ["array-like"],
-        "stratum_stds": ["array-like"],
-        "epsilon": _EPSILON,
-        "mechanism": _MECHANISM,
-        "data_range": _DATA_RANGE,
-        "return_components": ["boolean"],
-    },
+    {"sample_sizes": ["array-like"], **_DESIGN, "return_components": ["boolean"]},
     prefer_skip_nested_validation=True,
 )
 def design_variance(
@@ -186,8 +181,7 @@ def design_variance(
 
     References
     ----------
-    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [1] %(chen2025)s
 
     Examples
     --------
@@ -214,18 +208,9 @@ def design_variance(
     return float(sampling.sum() + noise.sum())
 
 
+@fill_doc
 @validate_params(
-    {
-        "total_sample_size": _TOTAL,
-        "stratum_sizes": ["array-like"],
-        "stratum_stds": ["array-like"],
-        "epsilon": _EPSILON,
-        "mechanism": _MECHANISM,
-        "data_range": _DATA_RANGE,
-        "min_per_stratum": _MIN,
-        "warm_start": ["boolean"],
-    },
-    prefer_skip_nested_validation=True,
+    {**_ALLOCATION, **_DESIGN, "warm_start": ["boolean"]}, prefer_skip_nested_validation=True
 )
 def optimal_allocation(
     total_sample_size,
@@ -286,8 +271,7 @@ def optimal_allocation(
 
     References
     ----------
-    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [1] %(chen2025)s
     .. [2] T. Ibaraki, N. Katoh, "Resource Allocation Problems: Algorithmic Approaches",
        MIT Press, 1988.
 

@@ -6,15 +6,14 @@ substitution of one record). Chen, Pasupathy & Awan (ICML 2025) calibrate the no
 stratum to the *nominal* budget that this amplification brings back to the final ``eps``.
 """
 
-import numbers
-
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
-from ._validation import check_positive_values, check_rates
+from ._docstrings import fill_doc
+from ._validation import POSITIVE, RATE, check_positive_values, check_rates
 
 EXPM1_LIMIT = 700.0  # expm1 overflows just above 709
-_RATES = ["array-like", Interval(numbers.Real, 0, 1, closed="right")]
+_RATES = ["array-like", *RATE]
 
 
 def nominal_budgets(eps, n, N):
@@ -24,9 +23,10 @@ def nominal_budgets(eps, n, N):
     return eps + np.log(N / n) + np.log1p(-np.exp(-eps) * (1.0 - n / N))
 
 
+@fill_doc
 @validate_params(
     {
-        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "epsilon": POSITIVE,
         "sampling_rate": _RATES,
     },
     prefer_skip_nested_validation=True,
@@ -56,8 +56,7 @@ def nominal_epsilon(epsilon, sampling_rate):
 
     References
     ----------
-    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [1] %(chen2025)s
     .. [2] B. Balle, G. Barthe, M. Gaboardi, "Privacy amplification by subsampling: tight
        analyses via couplings and divergences", NeurIPS 2018.
 
@@ -76,7 +75,7 @@ def nominal_epsilon(epsilon, sampling_rate):
 
 @validate_params(
     {
-        "nominal_eps": ["array-like", Interval(numbers.Real, 0, None, closed="neither")],
+        "nominal_eps": ["array-like", *POSITIVE],
         "sampling_rate": _RATES,
     },
     prefer_skip_nested_validation=True,

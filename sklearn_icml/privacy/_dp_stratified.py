@@ -30,10 +30,12 @@ from ._allocation import (
     solve,
 )
 from ._amplification import nominal_budgets
+from ._docstrings import fill_doc
 from ._mechanisms import _discrete_laplace_draw
-from ._validation import MECHANISMS, range_bounds, range_width
+from ._validation import COUNT, MECHANISM, POSITIVE, range_bounds, range_width
 
 
+@fill_doc
 class DPStratifiedSampler(BaseEstimator):
     """Differentially private stratified sampling with the variance-optimal design.
 
@@ -119,8 +121,7 @@ class DPStratifiedSampler(BaseEstimator):
 
     References
     ----------
-    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [1] %(chen2025)s
 
     Examples
     --------
@@ -140,15 +141,12 @@ class DPStratifiedSampler(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "mechanism": [StrOptions(set(MECHANISMS))],
-        "total_sample_size": [
-            Interval(numbers.Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0, 1, closed="right"),
-        ],
+        "epsilon": POSITIVE,
+        "mechanism": MECHANISM,
+        "total_sample_size": [*COUNT, Interval(RealNotInt, 0, 1, closed="right")],
         "data_range": [tuple, list],
         "allocation": [StrOptions({"optimal", "neyman", "proportional", "equal"})],
-        "min_per_stratum": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_per_stratum": COUNT,
         "stratum_stds": ["array-like", dict, None],
         "random_state": ["random_state"],
     }

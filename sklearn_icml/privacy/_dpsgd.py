@@ -5,12 +5,13 @@ import numbers
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ._docstrings import fill_doc
 from ._dpsgd_net import MLP, DPSGDNet
 from ._noise_calibration import find_noise_multiplier
 from ._partition_rdp import (
@@ -21,6 +22,7 @@ from ._partition_rdp import (
     rdp_to_epsilon,
 )
 from ._partition_samplers import BalancedIterationSampler, PoissonIterationSampler
+from ._validation import COUNT, DELTA, POSITIVE
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
@@ -58,6 +60,7 @@ def _accounting(sampler, num_steps, num_selected, num_epochs, num_parts):
 _RDP = {"bis": bis_rdp, "model_split": model_split_rdp, "poisson": poisson_rdp}
 
 
+@fill_doc
 class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """Differentially private SGD classifier with balanced iteration subsampling.
 
@@ -105,15 +108,14 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         SGD learning rate: ``w -= lr * noisy_sum / (n k / T)``.
     batch_size : int, default=256
         Batch size for prediction only.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the batches, the initial weights, the noise and the parts.
-    device : str, default="cpu"
-        Torch device.
-    n_jobs : int or None, default=1
-        Torch intra-op threads during ``fit`` and prediction (restored afterwards).
-        DP-SGD takes many small per-sample steps, where one thread is fastest and immune to
-        oversubscription; raise it for large modules. ``None`` keeps torch's setting.
-    verbose : int, default=0
+    %(random_state)s
+        Here it seeds the batches, the initial weights, the noise and the parts.
+    %(device)s
+    %(torch_n_jobs)s
+        The caller's setting is restored afterwards. DP-SGD takes many small per-sample
+        steps, where one thread is fastest and immune to oversubscription; raise it for
+        large modules.
+    %(verbose)s
         ``1`` prints skorch's per-epoch table.
     **kwargs
         Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
@@ -166,8 +168,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
     .. [2] M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
 
     Examples
@@ -185,23 +186,20 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "module": [callable, None],
         "hidden_layer_sizes": [tuple, list],
-        "noise_multiplier": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "target_epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "max_grad_norm": [Interval(numbers.Real, 0, None, closed="neither")],
-        "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
-        "num_selected": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "noise_multiplier": [*POSITIVE, None],
+        "target_epsilon": POSITIVE,
+        "delta": DELTA,
+        "max_grad_norm": POSITIVE,
+        "steps_per_epoch": COUNT,
+        "num_selected": COUNT,
+        "max_epochs": COUNT,
         "sampler": [StrOptions({"bis", "poisson"})],
-        "num_parts": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
-        "device": [str, object],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "verbose": ["verbose"],
+        "num_parts": COUNT,
+        "lr": POSITIVE,
+        "batch_size": COUNT,
     }
 
     def __init__(

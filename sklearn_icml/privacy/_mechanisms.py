@@ -12,11 +12,14 @@ production releases should use a vetted library such as ``opendp``.
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ._docstrings import fill_doc
 from ._validation import (
-    MECHANISMS,
+    DATA_RANGE,
+    MECHANISM,
+    POSITIVE,
     check_integer_values,
     check_positive_values,
     check_real_values,
@@ -24,13 +27,12 @@ from ._validation import (
 )
 
 _VALUES = ["array-like", numbers.Real]
-_BUDGETS = ["array-like", Interval(numbers.Real, 0, None, closed="neither")]
-_SENSITIVITY = [Interval(numbers.Real, 0, None, closed="neither")]
+_BUDGETS = ["array-like", *POSITIVE]
 #: The parameters of a release (tulap has no sensitivity: it is 1)
 _RELEASE = {
     "value": _VALUES,
     "epsilon": _BUDGETS,
-    "sensitivity": _SENSITIVITY,
+    "sensitivity": POSITIVE,
     "random_state": ["random_state", np.random.Generator],
 }
 
@@ -65,6 +67,7 @@ def _scalar_or_array(out, value, epsilon):
     return out
 
 
+@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     """Release ``value`` plus Laplace noise of scale ``sensitivity / epsilon``.
@@ -104,8 +107,7 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     ----------
     .. [1] C. Dwork, F. McSherry, K. Nissim, A. Smith, "Calibrating noise to sensitivity
        in private data analysis", TCC 2006.
-    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [2] %(chen2025)s
 
     Examples
     --------
@@ -121,6 +123,7 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
+@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=None):
     """Release an integer ``value`` plus discrete Laplace noise.
@@ -158,8 +161,7 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     ----------
     .. [1] A. Ghosh, T. Roughgarden, M. Sundararajan, "Universally utility-maximizing
        privacy mechanisms", STOC 2009.
-    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [2] %(chen2025)s
 
     Examples
     --------
@@ -175,6 +177,7 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     return _scalar_or_array(out, value, epsilon)
 
 
+@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def tulap_mechanism(value, epsilon, *, random_state=None):
     """Release an integer count plus untruncated Tulap noise ``Z + U``.
@@ -210,8 +213,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     ----------
     .. [1] J. Awan, A. Slavkovic, "Differentially private uniformly most powerful tests for
        binomial data", NeurIPS 2018.
-    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
-       Estimation", ICML 2025, arXiv:2501.18121.
+    .. [2] %(chen2025)s
 
     Examples
     --------
@@ -233,8 +235,8 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
         "output": _VALUES,
         "value": _VALUES,
         "epsilon": _BUDGETS,
-        "mechanism": [StrOptions(set(MECHANISMS))],
-        "sensitivity": _SENSITIVITY,
+        "mechanism": MECHANISM,
+        "sensitivity": POSITIVE,
     },
     prefer_skip_nested_validation=True,
 )
@@ -320,8 +322,8 @@ def _variance_on_sum(e, mechanism, width):
 @validate_params(
     {
         "epsilon": _BUDGETS,
-        "mechanism": [StrOptions(set(MECHANISMS))],
-        "data_range": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "mechanism": MECHANISM,
+        "data_range": DATA_RANGE,
     },
     prefer_skip_nested_validation=True,
 )

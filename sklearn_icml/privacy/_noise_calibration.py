@@ -1,13 +1,11 @@
 """Calibrate DP-SGD's noise: the smallest noise multiplier that meets a privacy target."""
 
-import numbers
-
 import numpy as np
 from scipy.optimize import brentq
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ._docstrings import fill_doc
 from ._partition_rdp import (
-    DELTA,
     ORDERS,
     bis_rdp,
     check_orders,
@@ -17,6 +15,7 @@ from ._partition_rdp import (
     poisson_rdp,
     rdp_to_epsilon,
 )
+from ._validation import DELTA, POSITIVE
 
 _SIGMA_BRACKET = (0.1, 100.0)
 
@@ -41,9 +40,10 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
     return func(sigma, orders=orders, **kwargs)
 
 
+@fill_doc
 @validate_params(
     {
-        "target_epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "target_epsilon": POSITIVE,
         "delta": DELTA,
         "scheme": [StrOptions(set(_SCHEMES))],
         "orders": ORDERS,
@@ -60,8 +60,7 @@ def find_noise_multiplier(target_epsilon, delta, scheme="bis", orders=None, **sc
     ----------
     target_epsilon : float
         Epsilon to reach, > 0.
-    delta : float
-        Target delta in (0, 1).
+    %(delta)s
     scheme : {"bis", "poisson", "model_split", "dropout"}, default="bis"
         Which accountant: :func:`bis_rdp`, :func:`poisson_rdp` (needs ``dp_accounting``),
         :func:`model_split_rdp` or :func:`dropout_rdp`.

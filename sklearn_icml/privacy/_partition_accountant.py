@@ -4,11 +4,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 
+from ._docstrings import fill_doc
 from ._partition_rdp import (
     BIS_RUN,
-    COUNT,
     ORDERS,
-    SIGMA,
     SPLIT_ROUNDS,
     bis_rdp,
     check_orders,
@@ -16,8 +15,10 @@ from ._partition_rdp import (
     rdp_to_epsilon,
 )
 from ._rdp_kernels import split_rdp
+from ._validation import COUNT, POSITIVE
 
 
+@fill_doc
 class PartitionRDPAccountant(BaseEstimator):
     """Running RDP account over mechanisms with data or model partitioning.
 
@@ -68,8 +69,7 @@ class PartitionRDPAccountant(BaseEstimator):
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
     .. [2] I. Mironov, "Renyi Differential Privacy", CSF 2017.
 
     Examples
@@ -180,7 +180,7 @@ class PartitionRDPAccountant(BaseEstimator):
         return self._add("poisson_gaussian", params, rdp)
 
     @validate_params(
-        {"noise_multiplier": SIGMA, "count": COUNT}, prefer_skip_nested_validation=True
+        {"noise_multiplier": POSITIVE, "count": COUNT}, prefer_skip_nested_validation=True
     )
     def compose_gaussian(self, noise_multiplier, count=1):
         """Add ``count`` Gaussian mechanisms of sensitivity 1 (RDP ``alpha/(2 sigma^2)``).

@@ -8,12 +8,12 @@ guarantee, and :func:`poisson_rdp` gives the Poisson-subsampling baseline throug
 """
 
 import logging
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ._docstrings import fill_doc
 from ._rdp_kernels import (
     bis_add,
     bis_remove_efficient,
@@ -21,23 +21,20 @@ from ._rdp_kernels import (
     finite_rdp,
     split_rdp,
 )
+from ._validation import COUNT, DELTA, POSITIVE, RATE
 
-SIGMA = [Interval(numbers.Real, 0, None, closed="neither")]
-COUNT = [Interval(numbers.Integral, 1, None, closed="left")]
-RATE = [Interval(numbers.Real, 0, 1, closed="right")]
-DELTA = [Interval(numbers.Real, 0, 1, closed="neither")]
 ORDERS = ["array-like", None]
 METHOD = [StrOptions({"efficient", "exact"})]
 #: The parameters of a DP-SGD run with balanced iteration subsampling.
 BIS_RUN = {
-    "noise_multiplier": SIGMA,
+    "noise_multiplier": POSITIVE,
     "num_steps": COUNT,
     "num_selected": COUNT,
     "num_epochs": COUNT,
     "method": METHOD,
 }
 #: The parameters of rounds of model splitting.
-SPLIT_ROUNDS = {"noise_multiplier": SIGMA, "sample_rate": RATE, "num_rounds": COUNT}
+SPLIT_ROUNDS = {"noise_multiplier": POSITIVE, "sample_rate": RATE, "num_rounds": COUNT}
 
 
 @validate_params({"method": METHOD}, prefer_skip_nested_validation=True)
@@ -104,6 +101,7 @@ def check_orders(orders, *, integer=False, default="efficient"):
     return arr
 
 
+@fill_doc
 @validate_params(
     {**BIS_RUN, "orders": ORDERS, "direction": [StrOptions({"both", "remove", "add"})]},
     prefer_skip_nested_validation=True,
@@ -127,8 +125,7 @@ def bis_rdp(
 
     Parameters
     ----------
-    noise_multiplier : float
-        Noise std divided by the clipping norm (sigma), > 0.
+    %(noise_multiplier)s
     num_steps : int
         Iterations per pass, ``T >= 1``.
     num_selected : int
@@ -164,8 +161,7 @@ def bis_rdp(
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
 
     Examples
     --------
@@ -189,6 +185,7 @@ def bis_rdp(
     return finite_rdp(num_epochs * rdp)
 
 
+@fill_doc
 @validate_params(
     {**SPLIT_ROUNDS, "num_parts": COUNT, "orders": ORDERS}, prefer_skip_nested_validation=True
 )
@@ -202,8 +199,7 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     Parameters
     ----------
-    noise_multiplier : float
-        Noise std divided by the clipping norm (sigma), > 0.
+    %(noise_multiplier)s
     num_parts : int
         Number of disjoint parts ``d >= 1``; ``d = 1`` is plain (sub)sampled Gaussian.
     orders : array-like of int, default=None
@@ -235,8 +231,7 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
 
     Examples
     --------
@@ -293,6 +288,7 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     )
 
 
+@fill_doc
 @validate_params(
     {"rdp": ["array-like"], "orders": ["array-like"], "delta": DELTA},
     prefer_skip_nested_validation=True,
@@ -312,8 +308,7 @@ def rdp_to_epsilon(rdp, orders, delta):
         RDP at each order, >= 0.
     orders : array-like of shape (n_orders,)
         The orders, > 1.
-    delta : float
-        Target delta in (0, 1).
+    %(delta)s
 
     Returns
     -------
@@ -353,6 +348,7 @@ def rdp_to_epsilon(rdp, orders, delta):
     return float(max(eps[best], 0.0)), float(orders[best])
 
 
+@fill_doc
 @validate_params({**BIS_RUN, "delta": DELTA}, prefer_skip_nested_validation=True)
 def bis_epsilon(
     noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
@@ -363,8 +359,7 @@ def bis_epsilon(
     ----------
     noise_multiplier, num_steps, num_selected
         Sigma, ``T`` and ``k``, as in :func:`bis_rdp`.
-    delta : float
-        Target delta in (0, 1).
+    %(delta)s
     num_epochs, method
         As in :func:`bis_rdp` (default 1 pass, ``"efficient"``).
 
@@ -379,8 +374,7 @@ def bis_epsilon(
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
 
     Examples
     --------
@@ -394,7 +388,7 @@ def bis_epsilon(
 
 
 @validate_params(
-    {"noise_multiplier": SIGMA, "sample_rate": RATE, "num_steps": COUNT, "orders": ORDERS},
+    {"noise_multiplier": POSITIVE, "sample_rate": RATE, "num_steps": COUNT, "orders": ORDERS},
     prefer_skip_nested_validation=True,
 )
 def poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=None):

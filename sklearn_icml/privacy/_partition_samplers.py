@@ -9,7 +9,9 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..utils import check_random_state
-from ._partition_rdp import COUNT, RATE, check_steps
+from ._docstrings import fill_doc
+from ._partition_rdp import check_steps
+from ._validation import COUNT, RATE
 
 _BLOCK_ENTRIES = 1 << 22  # rows x steps per block of random keys in the argpartition path
 
@@ -90,6 +92,7 @@ class _IterationSampler(BaseEstimator):
         return self.num_steps * self.num_epochs
 
 
+@fill_doc
 class BalancedIterationSampler(_IterationSampler):
     """Balanced iteration subsampling: each sample joins exactly k random steps of T.
 
@@ -101,15 +104,11 @@ class BalancedIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    n_samples : int, default=None
-        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
-        and the first use raises.
-    num_steps : int, default=200
-        Iterations per pass ``T``.
+    %(sampler_n_samples)s
+    %(sampler_num_steps)s
     num_selected : int, default=20
         Iterations each sample takes part in per pass, ``1 <= k <= T``.
-    num_epochs : int, default=1
-        Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
+    %(sampler_num_epochs)s
     random_state : int, RandomState instance or None, default=None
         Seeds the allocation. One generator serves all passes, so each pass (and each new
         iteration over the sampler) draws a fresh allocation; two samplers with the same
@@ -119,8 +118,7 @@ class BalancedIterationSampler(_IterationSampler):
     ----------
     assignments_ : ndarray of shape (n_samples, num_selected)
         The steps of each sample in the last pass drawn, sorted per row.
-    batch_sizes_ : ndarray of shape (num_steps,)
-        Batch sizes of the last pass drawn.
+    %(sampler_batch_sizes_)s
 
     See Also
     --------
@@ -138,8 +136,7 @@ class BalancedIterationSampler(_IterationSampler):
 
     References
     ----------
-    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
-       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
+    .. [1] %(dong2025)s
     .. [2] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar, L. Zhang,
        "Deep Learning with Differential Privacy", CCS 2016.
 
@@ -191,6 +188,7 @@ class BalancedIterationSampler(_IterationSampler):
         return batches
 
 
+@fill_doc
 class PoissonIterationSampler(_IterationSampler):
     """Poisson subsampling: each sample joins each step independently with a fixed rate.
 
@@ -200,15 +198,11 @@ class PoissonIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    n_samples : int, default=None
-        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
-        and the first use raises.
-    num_steps : int, default=200
-        Iterations per pass ``T``.
+    %(sampler_n_samples)s
+    %(sampler_num_steps)s
     sample_rate : float, default=0.1
         Inclusion probability per step, in (0, 1].
-    num_epochs : int, default=1
-        Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
+    %(sampler_num_epochs)s
     random_state : int, RandomState instance or None, default=None
         Seeds the draws; one generator serves all passes.
 
@@ -216,8 +210,7 @@ class PoissonIterationSampler(_IterationSampler):
     ----------
     participations_ : ndarray of shape (n_samples,)
         Steps each sample joined in the last pass drawn.
-    batch_sizes_ : ndarray of shape (num_steps,)
-        Batch sizes of the last pass drawn.
+    %(sampler_batch_sizes_)s
 
     See Also
     --------
