@@ -3,7 +3,15 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import NonTabularInputMixin
 from ._program import MASProgram, default_mas_pool
+
+
+def check_instance(value, cls, name):
+    """Return ``value``; TypeError unless it is a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}. Got {type(value).__name__} instead.")
+    return value
 
 
 def check_queries(queries, name="queries"):
@@ -71,11 +79,12 @@ def check_pool(pool):
     return pool
 
 
-class StringInputMixin:
+class StringInputMixin(NonTabularInputMixin):
     """Tags and checks of the estimators that learn from lists of query strings.
 
-    ``fit(queries, y)`` takes a list of str and a target, not a 2-D table; scikit-learn
-    then runs only the checks that need no 2-D data. Put it first in the bases.
+    ``fit(queries, y)`` takes a list of str and a target, not a 2-D table
+    (:class:`~sklearn_icml.base.NonTabularInputMixin`); scikit-learn then runs only the
+    checks that need no 2-D data. Put it first in the bases.
     """
 
     def _fitted_queries(self, queries):
@@ -85,7 +94,6 @@ class StringInputMixin:
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
         return tags
