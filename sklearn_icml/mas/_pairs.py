@@ -12,7 +12,7 @@ from ..utils import draw_seed
 from ._docstrings import fill_doc
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
-from ._validation import StringInputMixin, check_answers, check_pool, check_queries
+from ._validation import StringInputMixin, check_pool
 
 _TOL = 1e-12
 
@@ -148,14 +148,10 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
-        if self.executor is None:
-            raise ValueError(
-                "executor is None; ConsistentPairBuilder needs a MASExecutor to run the pool. "
-                "Got None instead."
-            )
-        queries = check_queries(queries)
-        answers = check_answers(answers, len(queries))
+        queries, answers = self._check_fit_input(
+            queries, answers, "executor",
+            "is None; ConsistentPairBuilder needs a MASExecutor to run the pool.",
+        )
         n = len(queries)
         if groups is None and self.n_groups > n:
             raise ValueError(

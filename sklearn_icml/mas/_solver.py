@@ -136,14 +136,10 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
-        if self.llm is None:
-            raise ValueError(
-                "llm must be a callable (prompt, temperature) -> str, the agent LLM. "
-                "Got None instead."
-            )
-        queries = check_queries(queries)
-        answers = check_answers(answers, len(queries))
+        queries, answers = self._check_fit_input(
+            queries, answers, "llm",
+            "must be a callable (prompt, temperature) -> str, the agent LLM.",
+        )
         self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox)
         self.builder_ = ConsistentPairBuilder(
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,

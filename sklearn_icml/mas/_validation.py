@@ -87,6 +87,18 @@ class StringInputMixin(NonTabularInputMixin):
     checks that need no 2-D data. Put it first in the bases.
     """
 
+    def _check_fit_input(self, queries, answers, required, why):
+        """Validate the parameters, that ``required`` is set, then the training data.
+
+        ``why`` completes the ValueError raised when parameter ``required`` is None.
+        Returns ``queries`` and ``answers`` as lists.
+        """
+        self._validate_params()
+        if getattr(self, required) is None:
+            raise ValueError(f"{required} {why} Got None instead.")
+        queries = check_queries(queries)
+        return queries, check_answers(answers, len(queries))
+
     def _fitted_queries(self, queries):
         """``queries`` checked, after checking that the estimator is fitted."""
         check_is_fitted(self)
