@@ -40,13 +40,19 @@ refine_llm : callable, default=None
 answer_checker : callable, default=None
     ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.""",
     # ------------------------------------------------------------- fit
-    "fit_queries": """\
+    "fit_parameters": """\
+Parameters
+----------
 queries : list of str
     Training queries: every MAS of the pool runs on each.
 answers : list
     Their gold answers, which ``answer_checker`` compares with the MAS answers.
 groups : array-like of shape (n_queries,), default=None
-    Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.""",
+    Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.
+
+Returns
+-------
+self : object""",
 }
 
 

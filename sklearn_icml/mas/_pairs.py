@@ -140,13 +140,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Evaluate the pool, group the queries and select the pairs.
 
-        Parameters
-        ----------
-        %(fit_queries)s
-
-        Returns
-        -------
-        self : object
+        %(fit_parameters)s
         """
         queries, answers = self._check_fit_input(
             queries, answers, "executor",

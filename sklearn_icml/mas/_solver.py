@@ -128,13 +128,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Build the training pairs and fit the generator.
 
-        Parameters
-        ----------
-        %(fit_queries)s
-
-        Returns
-        -------
-        self : object
+        %(fit_parameters)s
         """
         queries, answers = self._check_fit_input(
             queries, answers, "llm",
