@@ -2,9 +2,10 @@
 
 All kernels take the binned data ``xb`` of shape (n_features, n_samples) (uint16, one row per
 feature, so a feature's column is contiguous). Each kernel has a serial and a parallel driver
-around the same per-feature (or per-feature-pair, per-row-chunk) function; the parallel one
-spreads those units over threads (``prange``). Every output cell is accumulated by one unit in
-row order, so both drivers give bit-identical results whatever the number of threads.
+around the same per-feature (or per-feature-pair, per-row-chunk) function, both compiled from
+one driver body by :func:`_compile_drivers`; the parallel one spreads those units over threads
+(``prange``). Every output cell is accumulated by one unit in row order, so both drivers give
+bit-identical results whatever the number of threads.
 """
 
 import contextlib
@@ -40,6 +41,17 @@ def _f64(array):
     return np.ascontiguousarray(array, dtype=np.float64)
 
 
+def _compile_drivers(driver):
+    """The serial and the parallel kernel of one driver body, written once.
+
+    ``driver(loop)`` returns the kernel's Python function with its outer loop over
+    ``loop``: ``range`` gives the serial kernel, ``prange`` the parallel one (compiled with
+    ``parallel=True``). ``loop`` is a closure cell of the returned function, so numba's
+    cache keeps the two compilations apart.
+    """
+    return njit(cache=True)(driver(range)), njit(parallel=True, cache=True)(driver(prange))
+
+
 # ---------------------------------------------------------------------------------------
 # (i) per-feature histograms of per-row values over bins
 
@@ -53,20 +65,17 @@ def _histogram_one(xb_j, values, out_j):
             out_j[b, c] += values[i, c]
 
 
-@njit(parallel=True, cache=True)
-def _bin_histograms_parallel(xb, values, n_bins):
-    out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
-    for j in prange(xb.shape[0]):
-        _histogram_one(xb[j], values, out[j])
-    return out
+def _bin_histograms_driver(loop):
+    def bin_histograms(xb, values, n_bins):
+        out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
+        for j in loop(xb.shape[0]):
+            _histogram_one(xb[j], values, out[j])
+        return out
+
+    return bin_histograms
 
 
-@njit(cache=True)
-def _bin_histograms_serial(xb, values, n_bins):
-    out = np.zeros((xb.shape[0], n_bins, values.shape[1]))
-    for j in range(xb.shape[0]):
-        _histogram_one(xb[j], values, out[j])
-    return out
+_bin_histograms_serial, _bin_histograms_parallel = _compile_drivers(_bin_histograms_driver)
 
 
 def bin_histograms(xb, values, n_bins, parallel=False):
@@ -130,28 +139,21 @@ def _best_split_one(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
     return best_gain, best_k
 
 
-@njit(parallel=True, cache=True)
-def _best_splits_parallel(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
-    n_features = hist_g.shape[0]
-    best_gain = np.empty(n_features)
-    best_k = np.empty(n_features, dtype=np.int64)
-    for j in prange(n_features):
-        best_gain[j], best_k[j] = _best_split_one(
-            hist_g[j], hist_h[j], counts[j], n_edges[j], l2_reg, min_samples_leaf
-        )
-    return best_gain, best_k
+def _best_splits_driver(loop):
+    def best_splits(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
+        n_features = hist_g.shape[0]
+        best_gain = np.empty(n_features)
+        best_k = np.empty(n_features, dtype=np.int64)
+        for j in loop(n_features):
+            best_gain[j], best_k[j] = _best_split_one(
+                hist_g[j], hist_h[j], counts[j], n_edges[j], l2_reg, min_samples_leaf
+            )
+        return best_gain, best_k
+
+    return best_splits
 
 
-@njit(cache=True)
-def _best_splits_serial(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf):
-    n_features = hist_g.shape[0]
-    best_gain = np.empty(n_features)
-    best_k = np.empty(n_features, dtype=np.int64)
-    for j in range(n_features):
-        best_gain[j], best_k[j] = _best_split_one(
-            hist_g[j], hist_h[j], counts[j], n_edges[j], l2_reg, min_samples_leaf
-        )
-    return best_gain, best_k
+_best_splits_serial, _best_splits_parallel = _compile_drivers(_best_splits_driver)
 
 
 def best_splits(hist_g, hist_h, counts, n_edges, l2_reg, min_samples_leaf, parallel=False):
@@ -207,20 +209,17 @@ def _segment_sums_one(xb_j, lut_q, values, out):
             out[s, c] += values[i, c]
 
 
-@njit(parallel=True, cache=True)
-def _segment_sums_parallel(xb, features, lut, values, n_segments):
-    out = np.zeros((n_segments, values.shape[1]))
-    for q in prange(features.shape[0]):  # each feature owns its own rows of out
-        _segment_sums_one(xb[features[q]], lut[q], values, out)
-    return out
+def _segment_sums_driver(loop):
+    def segment_sums(xb, features, lut, values, n_segments):
+        out = np.zeros((n_segments, values.shape[1]))
+        for q in loop(features.shape[0]):  # each feature owns its own rows of out
+            _segment_sums_one(xb[features[q]], lut[q], values, out)
+        return out
+
+    return segment_sums
 
 
-@njit(cache=True)
-def _segment_sums_serial(xb, features, lut, values, n_segments):
-    out = np.zeros((n_segments, values.shape[1]))
-    for q in range(features.shape[0]):
-        _segment_sums_one(xb[features[q]], lut[q], values, out)
-    return out
+_segment_sums_serial, _segment_sums_parallel = _compile_drivers(_segment_sums_driver)
 
 
 def segment_sums(xb, features, lut, values, n_segments, parallel=False):
@@ -249,22 +248,20 @@ def _gram_block(xb, features, lut, seg_start, seg_count, qa, qb, weights, out):
             out[sb0 + v, sa0 + u] = block[u, v]
 
 
-@njit(parallel=True, cache=True)
-def _segment_gram_parallel(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights):
-    n_segments = seg_start[-1] + seg_count[-1]
-    out = np.zeros((n_segments, n_segments))
-    for p in prange(pair_a.shape[0]):  # each pair owns its own block of out
-        _gram_block(xb, features, lut, seg_start, seg_count, pair_a[p], pair_b[p], weights, out)
-    return out
+def _segment_gram_driver(loop):
+    def segment_gram(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights):
+        n_segments = seg_start[-1] + seg_count[-1]
+        out = np.zeros((n_segments, n_segments))
+        for p in loop(pair_a.shape[0]):  # each pair owns its own block of out
+            _gram_block(
+                xb, features, lut, seg_start, seg_count, pair_a[p], pair_b[p], weights, out
+            )
+        return out
+
+    return segment_gram
 
 
-@njit(cache=True)
-def _segment_gram_serial(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights):
-    n_segments = seg_start[-1] + seg_count[-1]
-    out = np.zeros((n_segments, n_segments))
-    for p in range(pair_a.shape[0]):
-        _gram_block(xb, features, lut, seg_start, seg_count, pair_a[p], pair_b[p], weights, out)
-    return out
+_segment_gram_serial, _segment_gram_parallel = _compile_drivers(_segment_gram_driver)
 
 
 def segment_gram(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weights,

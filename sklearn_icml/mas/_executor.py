@@ -17,8 +17,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _sandbox
+from ._docstrings import fill_doc
 from ._llm import AgentLLM
 from ._program import MASProgram, fallback_mas
+from ._validation import check_instance
 
 __all__ = ["MASExecutor", "MASResult"]
 
@@ -71,6 +73,7 @@ class _CountingHandle:
         self.call_llm = agent.call_llm
 
 
+@fill_doc
 class MASExecutor(BaseEstimator):
     """Run MAS programs on queries, with a timeout, a fallback, and LLM-call accounting.
 
@@ -97,12 +100,9 @@ class MASExecutor(BaseEstimator):
 
     Parameters
     ----------
-    llm : callable, default=None
-        The agent LLM, ``llm(prompt, temperature) -> str`` (required before :meth:`run`).
-    timeout : float, default=60.0
-        Seconds one program may run (the reference uses 600).
-    sandbox : {"process", "inprocess"}, default="process"
-        Where the code runs.
+    %(agent_llm)s
+    %(timeout)s
+    %(sandbox)s
     max_retries : int, default=1
         Fallback runs after a timeout.
     fallback : bool, default=True
@@ -126,8 +126,7 @@ class MASExecutor(BaseEstimator):
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686: a generated MAS is executed to answer its query.
+    .. [1] %(mas_gpt_paper)s: a generated MAS is executed to answer its query.
 
     Examples
     --------
@@ -182,10 +181,8 @@ class MASExecutor(BaseEstimator):
         result : MASResult
         """
         self._check_params()
-        if not isinstance(program, MASProgram):
-            raise TypeError(f"program must be a MASProgram. Got {type(program).__name__} instead.")
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str. Got {type(query).__name__} instead.")
+        check_instance(program, MASProgram, "program")
+        check_instance(query, str, "query")
         if program.code not in self._compiled:  # validated and compiled once per source
             program.validate()
             compiled = compile(program.code, f"<MAS {program.name}>", "exec")

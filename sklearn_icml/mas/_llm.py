@@ -19,6 +19,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
 from ..utils import check_generator
+from ._docstrings import fill_doc
+from ._validation import check_instance
 
 __all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
 
@@ -95,8 +97,7 @@ class AgentLLM(_CallableLLM):
         reply : str
         """
         self._first_call()
-        if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a str. Got {type(prompt).__name__} instead.")
+        check_instance(prompt, str, "prompt")
         if temperature is None:
             temperature = self.default_temperature
         self.n_calls_ += 1
@@ -127,6 +128,7 @@ def _gold(family, numbers):
     return (rest[0] - b) // a
 
 
+@fill_doc
 class ArithmeticMockLLM(_CallableLLM):
     """The deterministic agent LLM of the arithmetic test bed.
 
@@ -169,8 +171,7 @@ class ArithmeticMockLLM(_CallableLLM):
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686; the agents here are a seeded stand-in for its LLMs.
+    .. [1] %(mas_gpt_paper)s; the agents here are a seeded stand-in for its LLMs.
 
     Examples
     --------

@@ -9,9 +9,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..utils import draw_seed
+from ._docstrings import fill_doc
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
-from ._validation import StringInputMixin, check_answers, check_pool, check_queries
+from ._validation import StringInputMixin, check_pool
 
 _TOL = 1e-12
 
@@ -37,6 +38,7 @@ def _is_correct(result, gold, checker):
     return bool(checker(result.answer, gold))
 
 
+@fill_doc
 class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline.
 
@@ -49,21 +51,15 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    pool : list of MASProgram, default=None
-        The candidate designs; None means :func:`default_mas_pool`.
+    %(pool)s
     executor : MASExecutor
         Runs the programs (its ``llm`` is the fixed agent LLM of the evaluation).
-    n_groups : int, default=8
-        Clusters of queries when ``groups`` is not given to ``fit``.
+    %(n_groups)s
     grouping : {"tfidf-kmeans"}, default="tfidf-kmeans"
         How queries are grouped when ``groups`` is not given.
-    repeats : int, default=1
-        Runs per (query, MAS) pair, averaged.
-    refine_llm : callable, default=None
-        ``refine_llm(prompt, temperature) -> str`` that adapts a MAS to a query.
-    answer_checker : callable, default=None
-        ``answer_checker(pred, gold) -> bool``; None means
-        :func:`default_answer_checker`.
+    %(repeats)s
+    %(refine_llm)s
+    %(answer_checker)s
     random_state : int, RandomState instance or None, default=None
         Seed of the k-means grouping.
 
@@ -104,8 +100,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686: inter- and intra-consistent query-MAS pairs.
+    .. [1] %(mas_gpt_paper)s: inter- and intra-consistent query-MAS pairs.
 
     Examples
     --------
@@ -145,27 +140,12 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Evaluate the pool, group the queries and select the pairs.
 
-        Parameters
-        ----------
-        queries : list of str
-            Training queries.
-        answers : list
-            Gold answers (whatever ``answer_checker`` compares against).
-        groups : array-like of shape (n_queries,), default=None
-            Known groups (e.g. domains); None clusters the queries.
-
-        Returns
-        -------
-        self : object
+        %(fit_parameters)s
         """
-        self._validate_params()
-        if self.executor is None:
-            raise ValueError(
-                "executor is None; ConsistentPairBuilder needs a MASExecutor to run the pool. "
-                "Got None instead."
-            )
-        queries = check_queries(queries)
-        answers = check_answers(answers, len(queries))
+        queries, answers = self._check_fit_input(
+            queries, answers, "executor",
+            "is None; ConsistentPairBuilder needs a MASExecutor to run the pool.",
+        )
         n = len(queries)
         if groups is None and self.n_groups > n:
             raise ValueError(

@@ -6,6 +6,7 @@ import numbers
 from sklearn.utils._param_validation import Interval, validate_params
 
 from . import _sandbox
+from ._docstrings import fill_doc
 from ._sandbox import check_source
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
 ]
 
 
+@fill_doc
 @dataclasses.dataclass(frozen=True)
 class MASProgram:
     r"""A multi-agent system written as code in the MAS-GPT template.
@@ -52,8 +54,7 @@ class MASProgram:
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686: MAS as executable code in one template.
+    .. [1] %(mas_gpt_paper)s: MAS as executable code in one template.
 
     Examples
     --------

@@ -9,6 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._docstrings import fill_doc
 from ._program import MASProgram, fallback_mas
 from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
 from ._validation import StringInputMixin, check_pool, check_queries
@@ -35,6 +36,7 @@ Query: {query}
 """
 
 
+@fill_doc
 class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
     """Map a query to a MAS in one inference: MAS-GPT's generator, in a CPU version.
 
@@ -89,8 +91,7 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686: the generator that builds a MAS in one inference.
+    .. [1] %(mas_gpt_paper)s: the generator that builds a MAS in one inference.
 
     Examples
     --------

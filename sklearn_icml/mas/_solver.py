@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._docstrings import fill_doc
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
@@ -14,6 +15,7 @@ from ._router import MASGPTRouter
 from ._validation import StringInputMixin, check_answers, check_queries
 
 
+@fill_doc
 class MASGPTSolver(StringInputMixin, BaseEstimator):
     """Answer queries with a query-specific multi-agent system generated in one inference.
 
@@ -25,26 +27,18 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    llm : callable, default=None
-        The agent LLM, ``llm(prompt, temperature) -> str`` (required by ``fit``).
-    pool : list of MASProgram, default=None
-        Candidate designs; None means :func:`default_mas_pool`.
-    n_groups : int, default=8
-        Query clusters of the pair builder (when ``fit`` gets no ``groups``).
-    repeats : int, default=1
-        Runs per (query, MAS) in the evaluation.
+    %(agent_llm)s
+    %(pool)s
+    %(n_groups)s
+    %(repeats)s
     consistency : bool, default=True
         Group-level MAS selection; False is the ablation with per-query labels.
-    refine_llm : callable, default=None
-        Adapts each pair's MAS to its query (intra-consistency).
+    %(refine_llm)s
     generator_llm : callable, default=None
         Generator LLM; None uses the fitted classifier as the generator.
-    timeout : float, default=60.0
-        Seconds one MAS run may take.
-    sandbox : {"process", "inprocess"}, default="process"
-        Where generated code runs (see :class:`MASExecutor`).
-    answer_checker : callable, default=None
-        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
+    %(timeout)s
+    %(sandbox)s
+    %(answer_checker)s
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
 
@@ -84,8 +78,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
-       ICML 2025, arXiv:2503.03686: the pipeline from query-MAS pairs to answers.
+    .. [1] %(mas_gpt_paper)s: the pipeline from query-MAS pairs to answers.
 
     Examples
     --------
@@ -135,28 +128,12 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Build the training pairs and fit the generator.
 
-        Parameters
-        ----------
-        queries : list of str
-            Training queries: every MAS of the pool runs on each.
-        answers : list
-            Their gold answers, which ``answer_checker`` compares with the MAS answers.
-        groups : array-like of shape (n_queries,), default=None
-            Known groups of the queries (e.g. domains) for the pair builder; None clusters
-            them into ``n_groups``.
-
-        Returns
-        -------
-        self : object
+        %(fit_parameters)s
         """
-        self._validate_params()
-        if self.llm is None:
-            raise ValueError(
-                "llm must be a callable (prompt, temperature) -> str, the agent LLM. "
-                "Got None instead."
-            )
-        queries = check_queries(queries)
-        answers = check_answers(answers, len(queries))
+        queries, answers = self._check_fit_input(
+            queries, answers, "llm",
+            "must be a callable (prompt, temperature) -> str, the agent LLM.",
+        )
         self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox)
         self.builder_ = ConsistentPairBuilder(
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,

@@ -3,7 +3,15 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import NonTabularInputMixin
 from ._program import MASProgram, default_mas_pool
+
+
+def check_instance(value, cls, name):
+    """Return ``value``; TypeError unless it is a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}. Got {type(value).__name__} instead.")
+    return value
 
 
 def check_queries(queries, name="queries"):
@@ -71,12 +79,25 @@ def check_pool(pool):
     return pool
 
 
-class StringInputMixin:
+class StringInputMixin(NonTabularInputMixin):
     """Tags and checks of the estimators that learn from lists of query strings.
 
-    ``fit(queries, y)`` takes a list of str and a target, not a 2-D table; scikit-learn
-    then runs only the checks that need no 2-D data. Put it first in the bases.
+    ``fit(queries, y)`` takes a list of str and a target, not a 2-D table
+    (:class:`~sklearn_icml.base.NonTabularInputMixin`); scikit-learn then runs only the
+    checks that need no 2-D data. Put it first in the bases.
     """
+
+    def _check_fit_input(self, queries, answers, required, why):
+        """Validate the parameters, that ``required`` is set, then the training data.
+
+        ``why`` completes the ValueError raised when parameter ``required`` is None.
+        Returns ``queries`` and ``answers`` as lists.
+        """
+        self._validate_params()
+        if getattr(self, required) is None:
+            raise ValueError(f"{required} {why} Got None instead.")
+        queries = check_queries(queries)
+        return queries, check_answers(answers, len(queries))
 
     def _fitted_queries(self, queries):
         """``queries`` checked, after checking that the estimator is fitted."""
@@ -85,7 +106,6 @@ class StringInputMixin:
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
         return tags
