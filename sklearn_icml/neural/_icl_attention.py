@@ -8,7 +8,6 @@ initialisation with Adam, each head converges to ``KQ_h ~ omega_h I`` on the x-b
 one-step gradient descent, which beats a single head.
 """
 
-import copy
 import math
 import numbers
 
@@ -18,8 +17,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import BaseNeuralEstimator
-from ..utils import optional_import
-from ..utils._skorch import torch_threads
 from ._icl_patterns import (
     attention_pattern_metrics,
     multitask_pattern_metrics,
@@ -27,10 +24,7 @@ from ._icl_patterns import (
 )
 from ._icl_predictors import _PromptInputMixin
 from ._icl_tasks import LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, check_prompts
-
-torch = optional_import("torch", "neural")
-skorch = optional_import("skorch", "neural")
-nn = torch.nn
+from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
 
 _INITS = ("random", "small_id", "small_id_qk", "oppo_small_id")
 _ATTENTIONS = ("softmax", "linear", "linear_unnormalized")
@@ -216,7 +210,7 @@ class OnlinePromptLoader:
         self.batch_size = int(batch_size)
         self.steps_per_epoch = int(steps_per_epoch)
         self.remaining = None if total_steps is None else int(total_steps)
-        self.gen = torch.Generator().manual_seed(int(torch.randint(2**31 - 1, ()).item()))
+        self.gen = torch.Generator().manual_seed(seed_from_torch())
         self.sampler = sampler
         if sampler is None:
             self.X = torch.as_tensor(np.asarray(dataset.X), dtype=torch.float32)
@@ -281,15 +275,11 @@ class OnlinePromptLoader:
             yield self._online_batch() if self.sampler is not None else self._offline_batch()
 
 
-def module_predict(module, X, *, device="cpu"):
+def module_predict(module, X, *, device="cpu", n_jobs=None):
     """Outputs of ``module`` on prompts ``X`` in float64 (a copy of the module, eval mode)."""
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
-    parts = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], _PREDICT_CHUNK):
-            chunk = torch.tensor(X[start : start + _PREDICT_CHUNK], device=device)  # a copy
-            parts.append(module(chunk).cpu().numpy())
-    return np.concatenate(parts) if parts else np.empty(0)
+    return float64_outputs(
+        module, X, rows_per_chunk=_PREDICT_CHUNK, empty_shape=(0,), device=device, n_jobs=n_jobs
+    )
 
 
 class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
@@ -428,6 +418,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
         "init": [StrOptions(set(_INITS))],
         "attention": [StrOptions(set(_ATTENTIONS))],
@@ -438,10 +429,6 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
         "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
-        "device": "no_validation",  # checked by check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -582,8 +569,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         y_pred : ndarray of shape (n_prompts,) or (n_prompts, n_outputs_)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_jobs):
-            return module_predict(self.module_, X, device=self.net_.device)
+        return module_predict(self.module_, X, device=self.net_.device, n_jobs=self.n_jobs)
 
     def attention_patterns(self):
         """The effective weights and the structure metrics of the fitted model.

@@ -9,7 +9,6 @@ authors' code does; prediction packs sequences of any length, including lengths 
 those seen in training.
 """
 
-import copy
 import numbers
 import warnings
 
@@ -20,13 +19,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
-from ..utils import check_generator, optional_import
-from ..utils._skorch import encode_class_labels, torch_threads
+from ..utils import check_generator
+from ..utils._skorch import encode_class_labels
 from ._sequences import PAD, _pad_ragged, check_sequences
-
-torch = optional_import("torch", "neural")
-skorch = optional_import("skorch", "neural")
-nn = torch.nn
+from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
 
 # rows x time steps per forward call at prediction time (bounds memory, not results)
 _PREDICT_CHUNK_CELLS = 1 << 21
@@ -160,7 +156,7 @@ class LengthBucketLoader:
             self.buckets.append((X[rows, :length].contiguous(), y[rows]))
         self.batch_size = int(batch_size)
         self.order = order
-        self.rng = check_generator(int(torch.randint(2**31 - 1, ()).item()))
+        self.rng = check_generator(seed_from_torch())
 
     def __len__(self):
         return sum(-(-bx.shape[0] // self.batch_size) for bx, _ in self.buckets)
@@ -177,26 +173,23 @@ class LengthBucketLoader:
                 yield bx[idx], by[idx]
 
 
-def module_outputs(module, X, *, hidden=False, device="cpu"):
+def module_outputs(module, X, *, hidden=False, device="cpu", n_jobs=None):
     """Outputs (or final hidden states) of ``module`` on padded int64 ``X``, in float64.
 
     The module is copied and run in float64 in evaluation mode, so long sequences of an
     unconverged ReLU network overflow far later than in float32 and the fitted module is
     untouched. Rows are processed in chunks; the result does not depend on the chunking.
     """
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
-    width = max(X.shape[1], 1)
-    step = max(1, _PREDICT_CHUNK_CELLS // width)
-    parts = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], step):
-            chunk = torch.tensor(X[start : start + step], device=device)  # a copy
-            out = module.final_hidden(chunk) if hidden else module(chunk)
-            parts.append(out.cpu().numpy())
-    if not parts:
-        size = module.h0.shape[0] if hidden else module.fc.out_features
-        return np.empty((0, size))
-    return np.concatenate(parts)
+    size = module.h0.shape[0] if hidden else module.fc.out_features
+    return float64_outputs(
+        module,
+        X,
+        rows_per_chunk=max(1, _PREDICT_CHUNK_CELLS // max(X.shape[1], 1)),
+        empty_shape=(0, size),
+        method="final_hidden" if hidden else None,
+        device=device,
+        n_jobs=n_jobs,
+    )
 
 
 class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
@@ -329,6 +322,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "n_symbols": [Interval(numbers.Integral, 2, None, closed="left")],
         "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "nonlinearity": [StrOptions({"relu", "tanh"})],
@@ -340,11 +334,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         "loss": [StrOptions({"mse", "ce"})],
         "conv_threshold": [Interval(numbers.Real, 0, None, closed="left")],
         "length_order": [StrOptions({"ascending", "random"})],
-        "device": "no_validation",  # checked by check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -457,8 +447,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
     def _predict_logits(self, X):
         """Raw network outputs (float64) on sequences already validated."""
-        with torch_threads(self.n_jobs):
-            return module_outputs(self.module_, X, device=self.net_.device)
+        return module_outputs(self.module_, X, device=self.net_.device, n_jobs=self.n_jobs)
 
     def _proba_from_outputs(self, outputs):
         finite = np.all(np.isfinite(outputs), axis=1)
@@ -567,8 +556,9 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         hidden : ndarray of shape (n_sequences, hidden_size)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_jobs):
-            return module_outputs(self.module_, X, hidden=True, device=self.net_.device)
+        return module_outputs(
+            self.module_, X, hidden=True, device=self.net_.device, n_jobs=self.n_jobs
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
