@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import BaseNeuralEstimator
+from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,
     multitask_pattern_metrics,
@@ -282,6 +283,7 @@ def module_predict(module, X, *, device="cpu", n_jobs=None):
     )
 
 
+@fill_doc
 class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
     """One-layer multi-head softmax attention trained for in-context linear regression.
 
@@ -337,17 +339,14 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
     allow_query_label : bool, default=False
         Accept prompts whose query token has a non-zero y-slot (the slot then enters the
         query projection like any coordinate); by default such prompts are refused.
-    device : str or torch.device, default="cpu"
-    n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights and the training batches.
-    verbose : int, default=0
-        0 is silent; 1 prints skorch's table (one row per ``steps_per_epoch`` steps).
-    **kwargs
-        Routed to the skorch net as skorch routes them: ``optimizer__weight_decay=0.01``,
-        ``optimizer__betas=(0.9, 0.99)``, ``callbacks__...`` (they override the values
-        set by the parameters above).
+    %(device)s
+    %(torch_n_jobs)s
+    %(random_state)s
+        Here it seeds the weights and the training batches.
+    %(verbose)s
+        1 prints skorch's table (one row per ``steps_per_epoch`` steps).
+    %(routed_kwargs)s
+        E.g. ``optimizer__weight_decay=0.01``, ``optimizer__betas=(0.9, 0.99)``.
 
     Attributes
     ----------

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import check_array
 
 from ..utils import check_random_state
+from ._docstrings import fill_doc
 from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 
@@ -145,7 +146,7 @@ class _PromptSampler(BaseEstimator):
     }
 
     def params(self):
-        """The validated parameters, resolved (see the subclass)."""
+        """The validated parameters, resolved: the tuple the class's description names."""
         self._validate_params()
         return self._resolve()
 
@@ -186,20 +187,19 @@ class _PromptSampler(BaseEstimator):
         raise NotImplementedError
 
 
+@fill_doc
 class LinearICLTaskSampler(_PromptSampler):
     """Draw prompts of in-context linear regression tasks (the paper's data, section 3.1).
 
     Each prompt has its own task ``beta ~ N(0, beta_var I_d)``; covariates
     ``x_1..x_L, x_q ~ N(0, covariance)`` i.i.d.; labels ``y = beta^T x + e`` with
     ``e ~ N(0, noise_var)``. The query label ``y_q`` (noisy too) is the target; the query
-    token carries 0 in its y-slot.
+    token carries 0 in its y-slot. :meth:`params` returns the validated
+    ``(n_features, n_context, noise_var, beta_var, cholesky_or_None)``.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context pairs per prompt ``L``.
+    %(sampler_shape)s
     noise_var : float, default=0.1
         Label noise variance ``sigma^2``.
     beta_var : "1/d" or float, default="1/d"
@@ -207,8 +207,7 @@ class LinearICLTaskSampler(_PromptSampler):
     covariance : array-like of shape (n_features, n_features) or None, default=None
         Covariate covariance (identity when None); e.g. ``rho**|i-j|`` for the
         anisotropic extension.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
+    %(sampler_random_state)s
 
     Attributes
     ----------
@@ -257,10 +256,6 @@ class LinearICLTaskSampler(_PromptSampler):
         self.covariance = covariance
         self.random_state = random_state
 
-    def params(self):
-        """Validated ``(n_features, n_context, noise_var, beta_var, cholesky_or_None)``."""
-        return super().params()
-
     def _resolve(self):
         d, L = int(self.n_features), int(self.n_context)
         beta_var = 1.0 / d if self.beta_var == "1/d" else float(self.beta_var)
@@ -292,6 +287,7 @@ class LinearICLTaskSampler(_PromptSampler):
         return X, y[:, -1].copy()
 
 
+@fill_doc
 class MultiTaskLinearICLTaskSampler(_PromptSampler):
     """Prompts of two in-context linear regression tasks sharing covariates (multi-task ICL).
 
@@ -300,13 +296,12 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     ``x ~ N(0, I_d)`` and ``e_k ~ N(0, noise_var dx_k)`` (noise std scaled by
     ``sqrt(dx_k)``, as in the authors' code). Tokens are ``(x, y1, y2)`` (width ``d + 2``);
     the query token is ``(x_q, 0, 0)`` and the targets are its two noisy labels.
+    :meth:`params` returns the validated ``(n_features, n_context, noise_var, beta_var,
+    (dx1, dx2))``.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context tokens per prompt ``L``.
+    %(sampler_shape)s
     task_dims : tuple of two int, default=(3, 4)
         ``(dx1, dx2)``, each in ``[1, d]``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
     noise_var : float, default=0.1
@@ -315,8 +310,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     beta_var : float, default=1.0
         Prior variance of each task coefficient (the authors' multi-task code draws
         ``beta ~ N(0, I)``).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
+    %(sampler_random_state)s
 
     Attributes
     ----------
@@ -370,10 +364,6 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
         self.noise_var = noise_var
         self.beta_var = beta_var
         self.random_state = random_state
-
-    def params(self):
-        """Validated ``(n_features, n_context, noise_var, beta_var, (dx1, dx2))``."""
-        return super().params()
 
     def _resolve(self):
         d, dims = int(self.n_features), self.task_dims

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import check_generator
 from ..utils._skorch import encode_class_labels
+from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
 from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
 
@@ -192,6 +193,7 @@ def module_outputs(module, X, *, hidden=False, device="cpu", n_jobs=None):
     )
 
 
+@fill_doc
 class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """Elman RNN sequence classifier, trained as in the streaming parity paper.
 
@@ -244,23 +246,21 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         mini-batch losses weighted by batch size.
     length_order : {"ascending", "random"}, default="ascending"
         Order in which each epoch visits the lengths.
-    device : str or torch.device, default="cpu"
-        Where to train (``"cuda"`` if available); prediction runs there too, in float64.
-    n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction (restored afterwards). One
-        thread is fastest for this small network; None keeps torch's setting.
+    %(device)s
+        Prediction runs there too, in float64.
+    %(torch_n_jobs)s
+        One thread is fastest for this small network.
     callbacks : list of (str, skorch.callbacks.Callback), default=None
         Extra skorch callbacks (checkpoints, learning-rate schedules, a probe that
         analyses ``net.module_`` every few epochs). They are copied in ``fit``; the fitted
         copies are in ``net_.callbacks_``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights and the shuffling; the same value gives the same fit.
-    verbose : int, default=0
-        0 is silent; 1 prints skorch's table (epoch, train loss, duration) every epoch.
-    **kwargs
-        Routed to the skorch net as skorch routes them: ``optimizer__momentum=0.9``,
-        ``module__nonlinearity="tanh"``, ``iterator_train__order="random"`` ... (they
-        override the values the parameters above set).
+    %(random_state)s
+        Here it seeds the weights and the shuffling.
+    %(verbose)s
+        1 prints skorch's table (epoch, train loss, duration) every epoch.
+    %(routed_kwargs)s
+        E.g. ``optimizer__momentum=0.9``, ``module__nonlinearity="tanh"``,
+        ``iterator_train__order="random"``.
 
     Attributes
     ----------
