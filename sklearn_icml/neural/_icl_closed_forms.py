@@ -15,6 +15,8 @@ from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 #: The setting ``(n_features, n_context, noise_var)`` of the closed forms.
 _SETTING = {"n_features": [POSITIVE_INT], "n_context": [POSITIVE_INT], "noise_var": [NON_NEGATIVE]}
+#: The prompts every predictor reads, and whether their query may carry a label.
+_PROMPTS = {"X": ["array-like"], "allow_query_label": ["boolean"]}
 
 
 def _head_parameters(omegas, mus):
@@ -31,10 +33,9 @@ def _head_parameters(omegas, mus):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "omegas": ["array-like"],
         "mus": ["array-like"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -88,10 +89,9 @@ def _gd_feature(X, debiased):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "eta": [FINITE],
         "debiased": ["boolean"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -127,10 +127,9 @@ def gd_predict(X, eta, *, debiased=False, allow_query_label=False):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "y": ["array-like"],
         "debiased": ["boolean"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -157,10 +156,9 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "noise_var": [NON_NEGATIVE],
         "prior_var": [StrOptions({"1/d"}), POSITIVE],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
