@@ -453,14 +453,13 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         finite = np.all(np.isfinite(outputs), axis=1)
         proba = np.full(outputs.shape, np.nan)
         out = outputs[finite]
+        shifted = np.exp(out - out.max(axis=1, keepdims=True))
+        soft = shifted / shifted.sum(axis=1, keepdims=True)
         if self.loss == "ce":
-            shifted = np.exp(out - out.max(axis=1, keepdims=True))
-            proba[finite] = shifted / shifted.sum(axis=1, keepdims=True)
-        else:
+            proba[finite] = soft
+        else:  # the MSE read-out, with the softmax where every output is <= 0
             clipped = np.clip(out, 0.0, None)
             total = clipped.sum(axis=1, keepdims=True)
-            shifted = np.exp(out - out.max(axis=1, keepdims=True))
-            soft = shifted / shifted.sum(axis=1, keepdims=True)
             proba[finite] = np.where(total > 0, clipped / np.where(total > 0, total, 1), soft)
         return proba, finite
 
