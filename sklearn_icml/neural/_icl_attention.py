@@ -192,6 +192,13 @@ class MultiHeadAttentionICLModule(nn.Module):
         return self
 
 
+def _assemble_batch(x, y):
+    """A training batch from drawn ``x`` and ``y``, as the samplers' ``_assemble`` in torch."""
+    X = torch.cat([x, y[:, :, None] if y.ndim == 2 else y], dim=2)
+    X[:, -1, x.shape[2] :] = 0.0
+    return X, y[:, -1].contiguous()
+
+
 class OnlinePromptLoader:
     """skorch ``iterator_train``: ``steps_per_epoch`` mini-batches per epoch.
 
@@ -240,10 +247,7 @@ class OnlinePromptLoader:
         noise = torch.randn(n, L + 1, 2, generator=g) * scale
         y1 = torch.einsum("nld,nd->nl", x[:, :, :d1], beta1)
         y2 = torch.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2)
-        y = torch.stack([y1, y2], dim=2) + noise
-        X = torch.cat([x, y], dim=2)
-        X[:, -1, d:] = 0.0
-        return X, y[:, -1].contiguous()
+        return _assemble_batch(x, torch.stack([y1, y2], dim=2) + noise)
 
     def _online_batch(self):
         if self.task_dims is not None:
@@ -254,10 +258,7 @@ class OnlinePromptLoader:
         if self.chol is not None:
             x = x @ self.chol
         noise = torch.randn(n, L + 1, generator=g) * self.noise_std
-        y = torch.einsum("nld,nd->nl", x, beta) + noise
-        X = torch.cat([x, y[:, :, None]], dim=2)
-        X[:, -1, -1] = 0.0
-        return X, y[:, -1].contiguous()
+        return _assemble_batch(x, torch.einsum("nld,nd->nl", x, beta) + noise)
 
     def _offline_batch(self):
         n = self.X.shape[0]

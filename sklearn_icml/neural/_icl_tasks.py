@@ -123,6 +123,17 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X", n
     return X
 
 
+def _assemble(x, y):
+    """Prompts from drawn covariates ``x`` (n, L + 1, d) and labels ``y`` (n, L + 1[, K]).
+
+    Returns the prompts, whose query token has its label slots zeroed, and the query
+    labels (a copy).
+    """
+    X = np.concatenate([x, y[:, :, None] if y.ndim == 2 else y], axis=2)
+    X[:, -1, x.shape[2] :] = 0.0
+    return X, y[:, -1].copy()
+
+
 def _split(X):
     ctx_x = X[:, :-1, :-1]
     ctx_y = X[:, :-1, -1]
@@ -281,10 +292,8 @@ class LinearICLTaskSampler(_PromptSampler):
         if chol is not None:
             x = x @ chol.T
         y = np.einsum("nld,nd->nl", x, beta) + rng.standard_normal((n, L + 1)) * np.sqrt(noise_var)
-        X = np.concatenate([x, y[:, :, None]], axis=2)
-        X[:, -1, -1] = 0.0
         self.beta_ = beta
-        return X, y[:, -1].copy()
+        return _assemble(x, y)
 
 
 @fill_doc
@@ -392,8 +401,5 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
         e = rng.standard_normal((n, L + 1, 2)) * np.sqrt(noise_var * np.array([d1, d2]))
         y1 = np.einsum("nld,nd->nl", x[:, :, :d1], beta1) + e[:, :, 0]
         y2 = np.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2) + e[:, :, 1]
-        y = np.stack([y1, y2], axis=2)
-        X = np.concatenate([x, y], axis=2)
-        X[:, -1, d:] = 0.0
         self.beta1_, self.beta2_ = beta1, beta2
-        return X, y[:, -1].copy()
+        return _assemble(x, np.stack([y1, y2], axis=2))
