@@ -9,7 +9,6 @@ distance being ``merge_frac`` times the norm of the per-unit standard deviation.
 only, unless the model is a torch network (then torch runs it).
 """
 
-import copy
 import sys
 
 import numpy as np
@@ -17,7 +16,6 @@ from scipy.spatial.distance import cdist
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import optional_import
 from ._automaton import Automaton
 from ._sequences import PAD, check_sequences
 from ._validation import POSITIVE
@@ -73,8 +71,9 @@ class _Trie:
 
 def _network_representations(module, trie, device):
     """Hidden states and outputs (float64) of every trie node, one RNN step per depth."""
-    torch = optional_import("torch", "neural")
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
+    from ._torch import float64_copy, torch
+
+    module = float64_copy(module, device)
     n = len(trie.parent)
     depth = np.asarray(trie.depth)
     parent = np.asarray(trie.parent)

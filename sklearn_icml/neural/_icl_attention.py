@@ -8,7 +8,6 @@ initialisation with Adam, each head converges to ``KQ_h ~ omega_h I`` on the x-b
 one-step gradient descent, which beats a single head.
 """
 
-import copy
 import math
 import numbers
 
@@ -18,8 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import BaseNeuralEstimator
-from ..utils import optional_import
-from ..utils._skorch import torch_threads
+from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,
     multitask_pattern_metrics,
@@ -27,10 +25,7 @@ from ._icl_patterns import (
 )
 from ._icl_predictors import _PromptInputMixin
 from ._icl_tasks import LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, check_prompts
-
-torch = optional_import("torch", "neural")
-skorch = optional_import("skorch", "neural")
-nn = torch.nn
+from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
 
 _INITS = ("random", "small_id", "small_id_qk", "oppo_small_id")
 _ATTENTIONS = ("softmax", "linear", "linear_unnormalized")
@@ -197,6 +192,13 @@ class MultiHeadAttentionICLModule(nn.Module):
         return self
 
 
+def _assemble_batch(x, y):
+    """A training batch from drawn ``x`` and ``y``, as the samplers' ``_assemble`` in torch."""
+    X = torch.cat([x, y[:, :, None] if y.ndim == 2 else y], dim=2)
+    X[:, -1, x.shape[2] :] = 0.0
+    return X, y[:, -1].contiguous()
+
+
 class OnlinePromptLoader:
     """skorch ``iterator_train``: ``steps_per_epoch`` mini-batches per epoch.
 
@@ -216,7 +218,7 @@ class OnlinePromptLoader:
         self.batch_size = int(batch_size)
         self.steps_per_epoch = int(steps_per_epoch)
         self.remaining = None if total_steps is None else int(total_steps)
-        self.gen = torch.Generator().manual_seed(int(torch.randint(2**31 - 1, ()).item()))
+        self.gen = torch.Generator().manual_seed(seed_from_torch())
         self.sampler = sampler
         if sampler is None:
             self.X = torch.as_tensor(np.asarray(dataset.X), dtype=torch.float32)
@@ -245,10 +247,7 @@ class OnlinePromptLoader:
         noise = torch.randn(n, L + 1, 2, generator=g) * scale
         y1 = torch.einsum("nld,nd->nl", x[:, :, :d1], beta1)
         y2 = torch.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2)
-        y = torch.stack([y1, y2], dim=2) + noise
-        X = torch.cat([x, y], dim=2)
-        X[:, -1, d:] = 0.0
-        return X, y[:, -1].contiguous()
+        return _assemble_batch(x, torch.stack([y1, y2], dim=2) + noise)
 
     def _online_batch(self):
         if self.task_dims is not None:
@@ -259,10 +258,7 @@ class OnlinePromptLoader:
         if self.chol is not None:
             x = x @ self.chol
         noise = torch.randn(n, L + 1, generator=g) * self.noise_std
-        y = torch.einsum("nld,nd->nl", x, beta) + noise
-        X = torch.cat([x, y[:, :, None]], dim=2)
-        X[:, -1, -1] = 0.0
-        return X, y[:, -1].contiguous()
+        return _assemble_batch(x, torch.einsum("nld,nd->nl", x, beta) + noise)
 
     def _offline_batch(self):
         n = self.X.shape[0]
@@ -281,17 +277,14 @@ class OnlinePromptLoader:
             yield self._online_batch() if self.sampler is not None else self._offline_batch()
 
 
-def module_predict(module, X, *, device="cpu"):
+def module_predict(module, X, *, device="cpu", n_jobs=None):
     """Outputs of ``module`` on prompts ``X`` in float64 (a copy of the module, eval mode)."""
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
-    parts = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], _PREDICT_CHUNK):
-            chunk = torch.tensor(X[start : start + _PREDICT_CHUNK], device=device)  # a copy
-            parts.append(module(chunk).cpu().numpy())
-    return np.concatenate(parts) if parts else np.empty(0)
+    return float64_outputs(
+        module, X, rows_per_chunk=_PREDICT_CHUNK, empty_shape=(0,), device=device, n_jobs=n_jobs
+    )
 
 
+@fill_doc
 class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeuralEstimator):
     """One-layer multi-head softmax attention trained for in-context linear regression.
 
@@ -347,17 +340,14 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
     allow_query_label : bool, default=False
         Accept prompts whose query token has a non-zero y-slot (the slot then enters the
         query projection like any coordinate); by default such prompts are refused.
-    device : str or torch.device, default="cpu"
-    n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights and the training batches.
-    verbose : int, default=0
-        0 is silent; 1 prints skorch's table (one row per ``steps_per_epoch`` steps).
-    **kwargs
-        Routed to the skorch net as skorch routes them: ``optimizer__weight_decay=0.01``,
-        ``optimizer__betas=(0.9, 0.99)``, ``callbacks__...`` (they override the values
-        set by the parameters above).
+    %(device)s
+    %(torch_n_jobs)s
+    %(random_state)s
+        Here it seeds the weights and the training batches.
+    %(verbose)s
+        1 prints skorch's table (one row per ``steps_per_epoch`` steps).
+    %(routed_kwargs)s
+        E.g. ``optimizer__weight_decay=0.01``, ``optimizer__betas=(0.9, 0.99)``.
 
     Attributes
     ----------
@@ -428,6 +418,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
         "init": [StrOptions(set(_INITS))],
         "attention": [StrOptions(set(_ATTENTIONS))],
@@ -438,10 +429,6 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
         "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
-        "device": "no_validation",  # checked by check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -582,8 +569,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         y_pred : ndarray of shape (n_prompts,) or (n_prompts, n_outputs_)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_jobs):
-            return module_predict(self.module_, X, device=self.net_.device)
+        return module_predict(self.module_, X, device=self.net_.device, n_jobs=self.n_jobs)
 
     def attention_patterns(self):
         """The effective weights and the structure metrics of the fitted model.

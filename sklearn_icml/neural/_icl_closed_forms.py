@@ -15,6 +15,8 @@ from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 #: The setting ``(n_features, n_context, noise_var)`` of the closed forms.
 _SETTING = {"n_features": [POSITIVE_INT], "n_context": [POSITIVE_INT], "noise_var": [NON_NEGATIVE]}
+#: The prompts every predictor reads, and whether their query may carry a label.
+_PROMPTS = {"X": ["array-like"], "allow_query_label": ["boolean"]}
 
 
 def _head_parameters(omegas, mus):
@@ -31,10 +33,9 @@ def _head_parameters(omegas, mus):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "omegas": ["array-like"],
         "mus": ["array-like"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -88,10 +89,9 @@ def _gd_feature(X, debiased):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "eta": [FINITE],
         "debiased": ["boolean"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -127,10 +127,9 @@ def gd_predict(X, eta, *, debiased=False, allow_query_label=False):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "y": ["array-like"],
         "debiased": ["boolean"],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -157,10 +156,9 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
 
 @validate_params(
     {
-        "X": ["array-like"],
+        **_PROMPTS,
         "noise_var": [NON_NEGATIVE],
         "prior_var": [StrOptions({"1/d"}), POSITIVE],
-        "allow_query_label": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
@@ -260,6 +258,16 @@ def single_head_optimum(n_features=5, n_context=40, noise_var=0.1):
     )
 
 
+def _optimal_step_and_risk(k, noise_var):
+    """Optimal step ``1/k`` and risk ``1 + sigma^2 - 1/k`` of a GD predictor.
+
+    Both closed forms below have the risk ``1 + sigma^2 - 2 eta + k eta^2`` in the step
+    ``eta``; they differ only in ``k``.
+    """
+    eta = 1.0 / k
+    return float(eta), float(1.0 + float(noise_var) - eta)
+
+
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
 def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Two-head limit ``omega -> 0`` of ``Ltilde``: debiased GD with the optimal step.
@@ -275,9 +283,8 @@ def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
     >>> [round(v, 5) for v in debiased_gd_optimum()]
     [0.87912, 0.22088]
     """
-    s2 = float(noise_var)
-    eta = 1.0 / (1.0 + (1.0 + s2) * n_features / n_context)
-    return float(eta), float(1.0 + s2 - eta)
+    k = 1.0 + (1.0 + float(noise_var)) * n_features / n_context
+    return _optimal_step_and_risk(k, noise_var)
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
@@ -295,9 +302,8 @@ def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
     >>> [round(v, 4) for v in gd_risk_finite()]
     [0.8602, 0.2398]
     """
-    s2 = float(noise_var)
-    k = 1.0 + (n_features * (1.0 + s2) + 1.0) / n_context
-    return float(1.0 / k), float(1.0 + s2 - 1.0 / k)
+    k = 1.0 + (n_features * (1.0 + float(noise_var)) + 1.0) / n_context
+    return _optimal_step_and_risk(k, noise_var)
 
 
 @validate_params(

@@ -12,8 +12,11 @@ from sklearn.utils._param_validation import validate_params
 from ._icl_tasks import MultiTaskLinearICLTaskSampler
 from ._validation import POSITIVE_INT
 
+#: The effective weights of a trained attention layer, as every function here takes them.
+_WEIGHTS = {"KQ": ["array-like"], "OV": ["array-like"]}
 
-@validate_params({"KQ": ["array-like"], "OV": ["array-like"]}, prefer_skip_nested_validation=True)
+
+@validate_params(_WEIGHTS, prefer_skip_nested_validation=True)
 def attention_pattern_metrics(KQ, OV):
     """Diagnostics of the emergent structure (the paper's x-block reading).
 
@@ -73,12 +76,7 @@ def attention_pattern_metrics(KQ, OV):
 
 
 @validate_params(
-    {
-        "KQ": ["array-like"],
-        "OV": ["array-like"],
-        "n_features": [POSITIVE_INT],
-        "task_dims": [tuple, list],
-    },
+    {**_WEIGHTS, "n_features": [POSITIVE_INT], "task_dims": [tuple, list]},
     prefer_skip_nested_validation=True,
 )
 def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
@@ -159,7 +157,7 @@ def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
     }
 
 
-@validate_params({"KQ": ["array-like"], "OV": ["array-like"]}, prefer_skip_nested_validation=True)
+@validate_params(_WEIGHTS, prefer_skip_nested_validation=True)
 def plot_attention_patterns(KQ, OV, fig=None):
     """Heat maps of the effective ``KQ_h`` (top row) and ``OV_h`` (bottom row) per head.
 

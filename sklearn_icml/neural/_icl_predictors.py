@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import NonTabularInputMixin
+from ._docstrings import fill_doc
 from ._icl_closed_forms import (
     _head_parameters,
     bayes_ridge_predict,
@@ -138,6 +139,7 @@ class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
         raise NotImplementedError
 
 
+@fill_doc
 class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     """The softmax-kernel predictor ``sum_h mu_h sum_l y_l softmax_l(omega_h x_l^T x_q)``.
 
@@ -152,17 +154,13 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         Per-head key-query scale (absorbing the ``1/sqrt(d+1)``).
     mus : array-like of shape (n_heads,), default=(3.45, -3.45)
         Per-head weight on the labels.
-    allow_query_label : bool, default=False
-        Accept (and ignore) a non-zero y-slot in the query token.
+    %(allow_query_label)s
 
     Attributes
     ----------
     omegas_, mus_ : ndarray of shape (n_heads,)
         The validated parameters.
-    n_features_in_ : int
-        Token width ``d + 1``.
-    n_context_ : int
-        Context length of the prompts seen in ``fit`` (any length is accepted later).
+    %(prompt_fit_attributes)s
 
     See Also
     --------
@@ -207,6 +205,7 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         return softmax_kernel_predict(X, self.omegas_, self.mus_, allow_query_label=True)
 
 
+@fill_doc
 class GDICLPredictor(_ClosedFormICLPredictor):
     """One gradient-descent step from 0: ``(eta/L) sum_l y_l (x_l - [xbar])^T x_q``.
 
@@ -221,15 +220,13 @@ class GDICLPredictor(_ClosedFormICLPredictor):
         Step size; None fits it on ``(X, y)`` (``y`` then required).
     debiased : bool, default=False
         Centre the context covariates (``x_l - xbar``).
-    allow_query_label : bool, default=False
-        Accept (and ignore) a non-zero y-slot in the query token.
+    %(allow_query_label)s
 
     Attributes
     ----------
     eta_ : float
         The step used by ``predict`` (``eta`` or the fitted one).
-    n_features_in_, n_context_ : int
-        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``.
+    %(prompt_fit_attributes)s
 
     See Also
     --------
@@ -274,6 +271,7 @@ class GDICLPredictor(_ClosedFormICLPredictor):
         return gd_predict(X, self.eta_, debiased=self.debiased, allow_query_label=True)
 
 
+@fill_doc
 class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     """Bayes-optimal in-context prediction: per-prompt ridge, ``lambda = noise_var / prior_var``.
 
@@ -288,17 +286,13 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
         Label noise variance ``sigma^2`` of the prompts.
     prior_var : "1/d" or float, default="1/d"
         Prior variance of each task coefficient.
-    allow_query_label : bool, default=False
-        Accept (and ignore) a non-zero y-slot in the query token.
+    %(allow_query_label)s
 
     Attributes
     ----------
     prior_var_ : float
         The prior variance used (``1/d`` resolved with the ``d`` of the prompts).
-    n_features_in_ : int
-        Width ``d + 1`` of the tokens; ``predict`` needs the same.
-    n_context_ : int
-        Context length of the training prompts (any length is accepted later).
+    %(prompt_fit_attributes)s
 
     See Also
     --------

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import check_array
 
 from ..utils import check_random_state
+from ._docstrings import fill_doc
 from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 
@@ -122,6 +123,17 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X", n
     return X
 
 
+def _assemble(x, y):
+    """Prompts from drawn covariates ``x`` (n, L + 1, d) and labels ``y`` (n, L + 1[, K]).
+
+    Returns the prompts, whose query token has its label slots zeroed, and the query
+    labels (a copy).
+    """
+    X = np.concatenate([x, y[:, :, None] if y.ndim == 2 else y], axis=2)
+    X[:, -1, x.shape[2] :] = 0.0
+    return X, y[:, -1].copy()
+
+
 def _split(X):
     ctx_x = X[:, :-1, :-1]
     ctx_y = X[:, :-1, -1]
@@ -145,7 +157,7 @@ class _PromptSampler(BaseEstimator):
     }
 
     def params(self):
-        """The validated parameters, resolved (see the subclass)."""
+        """The validated parameters, resolved: the tuple the class's description names."""
         self._validate_params()
         return self._resolve()
 
@@ -186,20 +198,19 @@ class _PromptSampler(BaseEstimator):
         raise NotImplementedError
 
 
+@fill_doc
 class LinearICLTaskSampler(_PromptSampler):
     """Draw prompts of in-context linear regression tasks (the paper's data, section 3.1).
 
     Each prompt has its own task ``beta ~ N(0, beta_var I_d)``; covariates
     ``x_1..x_L, x_q ~ N(0, covariance)`` i.i.d.; labels ``y = beta^T x + e`` with
     ``e ~ N(0, noise_var)``. The query label ``y_q`` (noisy too) is the target; the query
-    token carries 0 in its y-slot.
+    token carries 0 in its y-slot. :meth:`params` returns the validated
+    ``(n_features, n_context, noise_var, beta_var, cholesky_or_None)``.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context pairs per prompt ``L``.
+    %(sampler_shape)s
     noise_var : float, default=0.1
         Label noise variance ``sigma^2``.
     beta_var : "1/d" or float, default="1/d"
@@ -207,8 +218,7 @@ class LinearICLTaskSampler(_PromptSampler):
     covariance : array-like of shape (n_features, n_features) or None, default=None
         Covariate covariance (identity when None); e.g. ``rho**|i-j|`` for the
         anisotropic extension.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
+    %(sampler_random_state)s
 
     Attributes
     ----------
@@ -257,10 +267,6 @@ class LinearICLTaskSampler(_PromptSampler):
         self.covariance = covariance
         self.random_state = random_state
 
-    def params(self):
-        """Validated ``(n_features, n_context, noise_var, beta_var, cholesky_or_None)``."""
-        return super().params()
-
     def _resolve(self):
         d, L = int(self.n_features), int(self.n_context)
         beta_var = 1.0 / d if self.beta_var == "1/d" else float(self.beta_var)
@@ -286,12 +292,11 @@ class LinearICLTaskSampler(_PromptSampler):
         if chol is not None:
             x = x @ chol.T
         y = np.einsum("nld,nd->nl", x, beta) + rng.standard_normal((n, L + 1)) * np.sqrt(noise_var)
-        X = np.concatenate([x, y[:, :, None]], axis=2)
-        X[:, -1, -1] = 0.0
         self.beta_ = beta
-        return X, y[:, -1].copy()
+        return _assemble(x, y)
 
 
+@fill_doc
 class MultiTaskLinearICLTaskSampler(_PromptSampler):
     """Prompts of two in-context linear regression tasks sharing covariates (multi-task ICL).
 
@@ -300,13 +305,12 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     ``x ~ N(0, I_d)`` and ``e_k ~ N(0, noise_var dx_k)`` (noise std scaled by
     ``sqrt(dx_k)``, as in the authors' code). Tokens are ``(x, y1, y2)`` (width ``d + 2``);
     the query token is ``(x_q, 0, 0)`` and the targets are its two noisy labels.
+    :meth:`params` returns the validated ``(n_features, n_context, noise_var, beta_var,
+    (dx1, dx2))``.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context tokens per prompt ``L``.
+    %(sampler_shape)s
     task_dims : tuple of two int, default=(3, 4)
         ``(dx1, dx2)``, each in ``[1, d]``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
     noise_var : float, default=0.1
@@ -315,8 +319,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     beta_var : float, default=1.0
         Prior variance of each task coefficient (the authors' multi-task code draws
         ``beta ~ N(0, I)``).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
+    %(sampler_random_state)s
 
     Attributes
     ----------
@@ -371,10 +374,6 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
         self.beta_var = beta_var
         self.random_state = random_state
 
-    def params(self):
-        """Validated ``(n_features, n_context, noise_var, beta_var, (dx1, dx2))``."""
-        return super().params()
-
     def _resolve(self):
         d, dims = int(self.n_features), self.task_dims
         if (
@@ -402,8 +401,5 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
         e = rng.standard_normal((n, L + 1, 2)) * np.sqrt(noise_var * np.array([d1, d2]))
         y1 = np.einsum("nld,nd->nl", x[:, :, :d1], beta1) + e[:, :, 0]
         y2 = np.einsum("nld,nd->nl", x[:, :, d - d2 :], beta2) + e[:, :, 1]
-        y = np.stack([y1, y2], axis=2)
-        X = np.concatenate([x, y], axis=2)
-        X[:, -1, d:] = 0.0
         self.beta1_, self.beta2_ = beta1, beta2
-        return X, y[:, -1].copy()
+        return _assemble(x, np.stack([y1, y2], axis=2))

@@ -9,7 +9,6 @@ authors' code does; prediction packs sequences of any length, including lengths 
 those seen in training.
 """
 
-import copy
 import numbers
 import warnings
 
@@ -20,13 +19,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
-from ..utils import check_generator, optional_import
-from ..utils._skorch import encode_class_labels, torch_threads
+from ..utils import check_generator
+from ..utils._skorch import encode_class_labels
+from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
-
-torch = optional_import("torch", "neural")
-skorch = optional_import("skorch", "neural")
-nn = torch.nn
+from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
 
 # rows x time steps per forward call at prediction time (bounds memory, not results)
 _PREDICT_CHUNK_CELLS = 1 << 21
@@ -160,7 +157,7 @@ class LengthBucketLoader:
             self.buckets.append((X[rows, :length].contiguous(), y[rows]))
         self.batch_size = int(batch_size)
         self.order = order
-        self.rng = check_generator(int(torch.randint(2**31 - 1, ()).item()))
+        self.rng = check_generator(seed_from_torch())
 
     def __len__(self):
         return sum(-(-bx.shape[0] // self.batch_size) for bx, _ in self.buckets)
@@ -177,28 +174,26 @@ class LengthBucketLoader:
                 yield bx[idx], by[idx]
 
 
-def module_outputs(module, X, *, hidden=False, device="cpu"):
+def module_outputs(module, X, *, hidden=False, device="cpu", n_jobs=None):
     """Outputs (or final hidden states) of ``module`` on padded int64 ``X``, in float64.
 
     The module is copied and run in float64 in evaluation mode, so long sequences of an
     unconverged ReLU network overflow far later than in float32 and the fitted module is
     untouched. Rows are processed in chunks; the result does not depend on the chunking.
     """
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
-    width = max(X.shape[1], 1)
-    step = max(1, _PREDICT_CHUNK_CELLS // width)
-    parts = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], step):
-            chunk = torch.tensor(X[start : start + step], device=device)  # a copy
-            out = module.final_hidden(chunk) if hidden else module(chunk)
-            parts.append(out.cpu().numpy())
-    if not parts:
-        size = module.h0.shape[0] if hidden else module.fc.out_features
-        return np.empty((0, size))
-    return np.concatenate(parts)
+    size = module.h0.shape[0] if hidden else module.fc.out_features
+    return float64_outputs(
+        module,
+        X,
+        rows_per_chunk=max(1, _PREDICT_CHUNK_CELLS // max(X.shape[1], 1)),
+        empty_shape=(0, size),
+        method="final_hidden" if hidden else None,
+        device=device,
+        n_jobs=n_jobs,
+    )
 
 
+@fill_doc
 class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """Elman RNN sequence classifier, trained as in the streaming parity paper.
 
@@ -251,23 +246,21 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         mini-batch losses weighted by batch size.
     length_order : {"ascending", "random"}, default="ascending"
         Order in which each epoch visits the lengths.
-    device : str or torch.device, default="cpu"
-        Where to train (``"cuda"`` if available); prediction runs there too, in float64.
-    n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction (restored afterwards). One
-        thread is fastest for this small network; None keeps torch's setting.
+    %(device)s
+        Prediction runs there too, in float64.
+    %(torch_n_jobs)s
+        One thread is fastest for this small network.
     callbacks : list of (str, skorch.callbacks.Callback), default=None
         Extra skorch callbacks (checkpoints, learning-rate schedules, a probe that
         analyses ``net.module_`` every few epochs). They are copied in ``fit``; the fitted
         copies are in ``net_.callbacks_``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the weights and the shuffling; the same value gives the same fit.
-    verbose : int, default=0
-        0 is silent; 1 prints skorch's table (epoch, train loss, duration) every epoch.
-    **kwargs
-        Routed to the skorch net as skorch routes them: ``optimizer__momentum=0.9``,
-        ``module__nonlinearity="tanh"``, ``iterator_train__order="random"`` ... (they
-        override the values the parameters above set).
+    %(random_state)s
+        Here it seeds the weights and the shuffling.
+    %(verbose)s
+        1 prints skorch's table (epoch, train loss, duration) every epoch.
+    %(routed_kwargs)s
+        E.g. ``optimizer__momentum=0.9``, ``module__nonlinearity="tanh"``,
+        ``iterator_train__order="random"``.
 
     Attributes
     ----------
@@ -329,6 +322,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "n_symbols": [Interval(numbers.Integral, 2, None, closed="left")],
         "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "nonlinearity": [StrOptions({"relu", "tanh"})],
@@ -340,11 +334,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         "loss": [StrOptions({"mse", "ce"})],
         "conv_threshold": [Interval(numbers.Real, 0, None, closed="left")],
         "length_order": [StrOptions({"ascending", "random"})],
-        "device": "no_validation",  # checked by check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -457,21 +447,19 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
     def _predict_logits(self, X):
         """Raw network outputs (float64) on sequences already validated."""
-        with torch_threads(self.n_jobs):
-            return module_outputs(self.module_, X, device=self.net_.device)
+        return module_outputs(self.module_, X, device=self.net_.device, n_jobs=self.n_jobs)
 
     def _proba_from_outputs(self, outputs):
         finite = np.all(np.isfinite(outputs), axis=1)
         proba = np.full(outputs.shape, np.nan)
         out = outputs[finite]
+        shifted = np.exp(out - out.max(axis=1, keepdims=True))
+        soft = shifted / shifted.sum(axis=1, keepdims=True)
         if self.loss == "ce":
-            shifted = np.exp(out - out.max(axis=1, keepdims=True))
-            proba[finite] = shifted / shifted.sum(axis=1, keepdims=True)
-        else:
+            proba[finite] = soft
+        else:  # the MSE read-out, with the softmax where every output is <= 0
             clipped = np.clip(out, 0.0, None)
             total = clipped.sum(axis=1, keepdims=True)
-            shifted = np.exp(out - out.max(axis=1, keepdims=True))
-            soft = shifted / shifted.sum(axis=1, keepdims=True)
             proba[finite] = np.where(total > 0, clipped / np.where(total > 0, total, 1), soft)
         return proba, finite
 
@@ -567,8 +555,9 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         hidden : ndarray of shape (n_sequences, hidden_size)
         """
         X = self._validate_X(X)
-        with torch_threads(self.n_jobs):
-            return module_outputs(self.module_, X, hidden=True, device=self.net_.device)
+        return module_outputs(
+            self.module_, X, hidden=True, device=self.net_.device, n_jobs=self.n_jobs
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
