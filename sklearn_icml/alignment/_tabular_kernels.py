@@ -11,6 +11,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..utils._numba import stable_sigmoid
+
 LOSS_CODES = {
     "logistic": 0,
     "squared": 1,
@@ -22,20 +24,12 @@ LOSS_CODES = {
 
 
 @njit(cache=True)
-def _sigmoid(t):
-    if t >= 0:
-        return 1.0 / (1.0 + math.exp(-t))
-    e = math.exp(t)
-    return e / (1.0 + e)
-
-
-@njit(cache=True)
 def _hard(code, h, c):
     """Hard-label loss g(h) and g'(h) (same formulas as ``_losses._np_hard``)."""
     if code == 0:
         t = -c * h
         g = max(t, 0.0) + math.log1p(math.exp(-abs(t)))
-        return g, -c * _sigmoid(t)
+        return g, -c * stable_sigmoid(t)
     if code == 1:
         d = h - 1.0 / (2.0 * c)
         return d * d, 2.0 * d
@@ -50,8 +44,8 @@ def _hard(code, h, c):
     if code == 4:
         d = max(1.0 - c * h, 0.0)
         return d * d, -2.0 * c * d
-    s = _sigmoid(-c * h)
-    return s * s, -2.0 * c * s * s * _sigmoid(c * h)
+    s = stable_sigmoid(-c * h)
+    return s * s, -2.0 * c * s * s * stable_sigmoid(c * h)
 
 
 @njit(cache=True)

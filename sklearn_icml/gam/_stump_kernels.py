@@ -15,6 +15,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ..utils._numba import stable_sigmoid
+
 
 @contextlib.contextmanager
 def numba_threads(n_jobs):
@@ -335,14 +337,6 @@ def _log1pexp(f):
 
 
 @njit(cache=True)
-def _expit(f):
-    if f >= 0.0:
-        return 1.0 / (1.0 + np.exp(-f))
-    e = np.exp(f)
-    return e / (1.0 + e)
-
-
-@njit(cache=True)
 def logistic_loss(F, y, w):
     """``sum_i w_i (log(1 + exp(F_i)) - y_i F_i)`` for ``F`` of shape (n, 1)."""
     total = 0.0
@@ -381,7 +375,7 @@ def logistic_leaf_newton(F, y, w, xb_j, k, left, a, l2_reg, max_iter, tol):
         grad = l2_reg * a
         hess = l2_reg
         for i in range(n_leaf):
-            p = _expit(f[i] + a)
+            p = stable_sigmoid(f[i] + a)
             grad += wl[i] * (p - yl[i])
             hess += wl[i] * p * (1.0 - p)
         if grad == 0.0:
