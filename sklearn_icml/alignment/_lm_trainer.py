@@ -235,14 +235,13 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         Adam learning rate.
     max_epochs : int, default=20
     batch_size : int, default=32
-    device : str, default="cpu"
-    n_jobs : int or None, default=1
-        torch threads during ``fit`` and scoring.
+    %(device)s
+    %(torch_n_jobs)s
     callbacks : list of (str, skorch.callbacks.Callback) or None, default=None
         Extra skorch callbacks (copied at every fit).
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the shuffling.
-    verbose : int, default=0
+    %(verbose)s
     **kwargs
         Parameters prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
