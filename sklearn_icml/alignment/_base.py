@@ -1,28 +1,88 @@
-"""Checks of the policy vectors the alignment objects take: probabilities and support."""
+"""What the preference estimators share: the loss parameters, label and policy checks.
+
+:class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` both choose a loss of
+:data:`PREFERENCE_LOSSES` and its scale through the same parameters: their constraints
+and the scale the chosen loss reads live in :class:`_PreferenceLossMixin`, their
+documentation in :data:`ALIGNMENT_PIECES` (filled in by :func:`fill_doc`); both check
+soft labels with :func:`check_soft_labels`.
+"""
 
 import numbers
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._docstrings import fill_doc as _fill_doc
 from ..utils.validation import check_finite
-from ._loss_math import LOSS_NAMES
+from ._loss_math import LOSS_NAMES, LOSS_PARAMETER
 
 #: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
 
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
-#: constraints of the parameters that choose the loss and the normaliser, shared by
-#: TabularPreferencePolicy and PreferenceLMTrainer
-LOSS_CONSTRAINTS = {
-    "loss": [StrOptions(set(LOSS_NAMES))],
-    "beta": [_POSITIVE],
-    "tau": [_POSITIVE],
-    "delta": [_POSITIVE],
-    "normalizer": [StrOptions({"reference", "data", "none"})],
-    "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+#: Parameter documentation shared by the preference estimators (numpydoc, unindented).
+ALIGNMENT_PIECES = {
+    "preference_loss": """\
+loss : {"logistic", "squared", "hinge", "exponential", "truncated_quadratic", \
+        "savage"}, default="logistic"
+    Loss of the margin (see :data:`PREFERENCE_LOSSES`): DPO, IPO, SLiC, or the GPO
+    family.
+beta : float, default=0.1
+    Scale of the logistic, exponential, truncated quadratic and savage losses.
+tau : float, default=0.1
+    IPO's ``tau`` (target margin ``1 / (2 tau)``), for ``loss="squared"``.
+delta : float, default=1.0
+    Hinge margin, for ``loss="hinge"``.""",
 }
+
+
+def fill_doc(obj):
+    """Fill the ``%(name)s`` pieces of :data:`ALIGNMENT_PIECES` (and the common ones)."""
+    return _fill_doc(obj, ALIGNMENT_PIECES)
+
+
+class _PreferenceLossMixin:
+    """The parameters that choose the loss, its scale and the normaliser.
+
+    ``loss``, ``beta``, ``tau``, ``delta``, ``normalizer`` and ``kl_coef`` mean the same
+    in every preference estimator: their constraints are declared here once (a subclass
+    extends ``{**_PreferenceLossMixin._parameter_constraints, ...}``), and
+    :meth:`_loss_scale` gives the one scale the chosen loss reads.
+    """
+
+    _parameter_constraints: dict = {
+        "loss": [StrOptions(set(LOSS_NAMES))],
+        "beta": [_POSITIVE],
+        "tau": [_POSITIVE],
+        "delta": [_POSITIVE],
+        "normalizer": [StrOptions({"reference", "data", "none"})],
+        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
+    def _loss_scale(self):
+        """The scale parameter the chosen loss reads (``beta``, ``tau`` or ``delta``)."""
+        return float(getattr(self, LOSS_PARAMETER[self.loss]))
+
+
+def check_soft_labels(labels, n):
+    """Validate soft labels of ``n`` pairs; return a float64 copy (ones when None).
+
+    A soft label is the probability in ``[0, 1]`` that the first response of a pair is
+    the preferred one.
+    """
+    if labels is None:
+        return np.ones(n)
+    labels = np.array(labels, dtype=np.float64)
+    if labels.shape != (n,):
+        raise ValueError(
+            f"labels must have shape ({n},), one per pair. Got shape {labels.shape} instead."
+        )
+    check_finite(labels, "labels")
+    if np.any((labels < 0) | (labels > 1)):
+        bad = labels[(labels < 0) | (labels > 1)][0]
+        raise ValueError(f"labels (soft labels) must lie in [0, 1]. Got {bad!r} instead.")
+    return labels
 
 
 def check_policy(policy, name, *, n_contexts=None, n_responses=None):

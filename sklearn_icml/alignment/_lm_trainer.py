@@ -17,10 +17,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NonTabularInputMixin
 from ..utils import draw_seed, optional_import
-from ..utils._skorch import check_device, seeded, torch_threads
+from ..utils._skorch import torch_threads
+from ..utils._training import seeded_torch
 from ..utils.validation import check_finite
-from ._base import LOSS_CONSTRAINTS
-from ._loss_math import LOSS_PARAMETER
+from ._base import _PreferenceLossMixin, check_soft_labels, fill_doc
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
 torch = optional_import("torch", "neural")
@@ -196,7 +196,8 @@ def _check_sequences(seqs, name, *, allow_empty):
     return out
 
 
-class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
+@fill_doc
+class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeuralEstimator):
     """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
 
     ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences
@@ -215,10 +216,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
 
     Parameters
     ----------
-    loss : str, default="logistic"
-        A key of :data:`PREFERENCE_LOSSES`.
-    beta, tau, delta : float, default=0.1, 0.1, 1.0
-        Loss scales, as in :class:`TabularPreferencePolicy`.
+    %(preference_loss)s
     normalizer : {"reference", "data", "none"}, default="reference"
     kl_coef : float, default=0.0
         Weight of ``mean (log pi(y|x) - log pi_ref(y|x))**2 / 2`` over the pair responses.
@@ -237,14 +235,13 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         Adam learning rate.
     max_epochs : int, default=20
     batch_size : int, default=32
-    device : str, default="cpu"
-    n_jobs : int or None, default=1
-        torch threads during ``fit`` and scoring.
+    %(device)s
+    %(torch_n_jobs)s
     callbacks : list of (str, skorch.callbacks.Callback) or None, default=None
         Extra skorch callbacks (copied at every fit).
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the shuffling.
-    verbose : int, default=0
+    %(verbose)s
     **kwargs
         Parameters prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
@@ -288,7 +285,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
-        **LOSS_CONSTRAINTS,
+        **BaseNeuralEstimator._parameter_constraints,
+        **_PreferenceLossMixin._parameter_constraints,
         "module": [nn.Module, None],
         "vocab_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -298,11 +296,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "device": "no_validation",
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "callbacks": [list, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -413,7 +407,6 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         -------
         self : object
         """
-        device = check_device(self.device)
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         W = _check_sequences(chosen, "chosen", allow_empty=False)
         L = _check_sequences(rejected, "rejected", allow_empty=False)
@@ -423,24 +416,12 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
                 "prompts, chosen and rejected must be non-empty and of the same length. Got "
                 f"{len(P)}, {len(W)} and {len(L)} instead."
             )
-        if labels is None:
-            p = np.ones(n)
-        else:
-            p = np.asarray(labels, dtype=np.float64)
-            if p.shape != (n,):
-                raise ValueError(f"labels must have shape ({n},). Got {p.shape} instead.")
-            check_finite(p, "labels")
-            if np.any((p < 0) | (p > 1)):
-                raise ValueError(
-                    f"labels (soft labels) must lie in [0, 1]. Got "
-                    f"{p[(p < 0) | (p > 1)][0]!r} instead."
-                )
+        p = check_soft_labels(labels, n)
         max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
+        self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
         if self.module is None:
-            self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
             self.bos_token_ = self.vocab_size_ if self.bos_token is None else int(self.bos_token)
         else:
-            self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
             if self.bos_token is None:
                 raise ValueError(
                     "a custom module needs bos_token (the id prepended to every prompt). Got "
@@ -466,7 +447,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
         tok_l, mask_l = _pad_to(tok_l, width), _pad_to(mask_l, width)
 
         seed = draw_seed(self.random_state)
-        with seeded(seed, device), torch_threads(self.n_jobs):
+        with seeded_torch(seed, self.device, self.n_jobs) as device:
             if self.module is None:
                 lm = TinyCausalLM(
                     self.vocab_size_, d_model=self.d_model, n_layers=self.n_layers,
@@ -498,7 +479,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, BaseNeuralEstimator):
             module=PairLogProb(lm),
             criterion=PreferenceCriterion,
             criterion__loss=self.loss,
-            criterion__scale=float(getattr(self, LOSS_PARAMETER[self.loss])),
+            criterion__scale=self._loss_scale(),
             criterion__kl_coef=float(self.kl_coef),
             optimizer=torch.optim.Adam,
             lr=self.lr,

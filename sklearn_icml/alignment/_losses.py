@@ -60,7 +60,10 @@ def _check_label(p, h):
     return p.to(device=h.device, dtype=h.dtype)
 
 
-def _soft(g, h, p):
+def _soft_loss(g, h, p):
+    """``p g(h) + (1 - p) g(-h)`` (``g(h)`` when ``p`` is None) on validated tensors."""
+    h = _as_tensor(h, "h")
+    p = _check_label(p, h)
     if p is None:
         return g(h)
     return p * g(h) + (1.0 - p) * g(-h)
@@ -104,8 +107,7 @@ def logistic_loss(h, beta=0.1, p=None):
     tensor([6.9315e-01, 4.5399e-05])
     """
     beta = float(beta)
-    h = _as_tensor(h, "h")
-    return _soft(lambda t: F.softplus(-beta * t), h, _check_label(p, h))
+    return _soft_loss(lambda t: F.softplus(-beta * t), h, p)
 
 
 @_loss_params("tau")
@@ -142,9 +144,8 @@ def squared_loss(h, tau=0.1, p=None):
     tensor([ 0., 25.])
     """
     tau = float(tau)
-    h = _as_tensor(h, "h")
     target = 1.0 / (2.0 * tau)
-    return _soft(lambda t: (t - target) ** 2, h, _check_label(p, h))
+    return _soft_loss(lambda t: (t - target) ** 2, h, p)
 
 
 @_loss_params("delta")
@@ -180,8 +181,7 @@ def hinge_loss(h, delta=1.0, p=None):
     tensor([0.7500, 0.0000, 0.0000])
     """
     delta = float(delta)
-    h = _as_tensor(h, "h")
-    return _soft(lambda t: F.relu(delta - t), h, _check_label(p, h))
+    return _soft_loss(lambda t: F.relu(delta - t), h, p)
 
 
 @_loss_params("beta")
@@ -196,8 +196,7 @@ def exponential_loss(h, beta=0.1, p=None):
     tensor([1.])
     """
     beta = float(beta)
-    h = _as_tensor(h, "h")
-    return _soft(lambda t: torch.exp(-beta * t), h, _check_label(p, h))
+    return _soft_loss(lambda t: torch.exp(-beta * t), h, p)
 
 
 @_loss_params("beta")
@@ -212,8 +211,7 @@ def truncated_quadratic_loss(h, beta=0.1, p=None):
     tensor([1., 0.])
     """
     beta = float(beta)
-    h = _as_tensor(h, "h")
-    return _soft(lambda t: F.relu(1.0 - beta * t) ** 2, h, _check_label(p, h))
+    return _soft_loss(lambda t: F.relu(1.0 - beta * t) ** 2, h, p)
 
 
 @_loss_params("beta")
@@ -231,8 +229,7 @@ def savage_loss(h, beta=0.1, p=None):
     tensor([0.2500])
     """
     beta = float(beta)
-    h = _as_tensor(h, "h")
-    return _soft(lambda t: torch.sigmoid(-beta * t) ** 2, h, _check_label(p, h))
+    return _soft_loss(lambda t: torch.sigmoid(-beta * t) ** 2, h, p)
 
 
 #: Loss name -> loss function (``_loss_math.LOSS_PARAMETER`` names the scale each reads).

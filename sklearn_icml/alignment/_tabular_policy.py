@@ -17,8 +17,14 @@ from threadpoolctl import threadpool_limits
 from ..base import NonTabularInputMixin
 from ..utils import check_random_state
 from ..utils.validation import check_finite
-from ._base import LOSS_CONSTRAINTS, check_policy, check_support
-from ._loss_math import LOSS_PARAMETER, UNBOUNDED_LOSSES, np_loss_and_grad
+from ._base import (
+    _PreferenceLossMixin,
+    check_policy,
+    check_soft_labels,
+    check_support,
+    fill_doc,
+)
+from ._loss_math import UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
 
 # full-batch tabular gradient descent runs in the numba kernel (False: the numpy reference)
@@ -51,21 +57,7 @@ def _check_pairs(pairs, labels, name="pairs"):
                 "both. Got both instead."
             )
         labels = arr[:, 3]
-    if labels is None:
-        labels = np.ones(idx.shape[0])
-    else:
-        labels = np.asarray(labels, dtype=np.float64)
-        if labels.shape != (idx.shape[0],):
-            raise ValueError(
-                f"labels must have shape ({idx.shape[0]},), one per pair. Got shape "
-                f"{labels.shape} instead."
-            )
-        check_finite(labels, "labels")
-        if np.any((labels < 0) | (labels > 1)):
-            bad = labels[(labels < 0) | (labels > 1)][0]
-            raise ValueError(
-                f"labels (soft labels) must lie in [0, 1]. Got {bad!r} instead."
-            )
+    labels = check_soft_labels(labels, idx.shape[0])
     same = idx[:, 1] == idx[:, 2]
     if np.any(same & (labels != 0.5)):
         i = int(np.flatnonzero(same & (labels != 0.5))[0])
@@ -73,7 +65,7 @@ def _check_pairs(pairs, labels, name="pairs"):
             f"{name} row {i} compares response {idx[i, 1]} with itself; such a pair is only "
             f"allowed as an explicit tie (label 0.5). Got label {labels[i]!r} instead."
         )
-    return idx, labels.copy()
+    return idx, labels
 
 
 def _check_range(idx, n_contexts, n_responses, name="pairs"):
@@ -138,7 +130,8 @@ def _unbounded_contexts(ctx, a, b, p, w, n_contexts, n_responses):
     return out
 
 
-class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
+@fill_doc
+class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEstimator):
     """Softmax policy over ``K`` responses per context, fitted by an offline preference loss.
 
     The tabular setting of Agarwal, Dann & Marinov (ICML 2025): contexts ``x`` and
@@ -162,16 +155,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"logistic", "squared", "hinge", "exponential", "truncated_quadratic", \
-            "savage"}, default="logistic"
-        Loss of the margin (see :data:`PREFERENCE_LOSSES`): DPO, IPO, SLiC, or the GPO
-        family.
-    beta : float, default=0.1
-        Scale of the logistic, exponential, truncated quadratic and savage losses.
-    tau : float, default=0.1
-        IPO's ``tau`` (target margin ``1 / (2 tau)``), for ``loss="squared"``.
-    delta : float, default=1.0
-        Hinge margin, for ``loss="hinge"``.
+    %(preference_loss)s
     normalizer : {"reference", "data", "none"}, default="reference"
         Which policy normalises the log-likelihoods: ``reference_policy``, the data
         policy (``data_policy``, or estimated from the pairs when
@@ -270,7 +254,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        **LOSS_CONSTRAINTS,
+        **_PreferenceLossMixin._parameter_constraints,
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -318,9 +302,6 @@ class TabularPreferencePolicy(NonTabularInputMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fitting
-
-    def _loss_scale(self):
-        return float(getattr(self, LOSS_PARAMETER[self.loss]))
 
     def _shapes(self, idx, reference_policy, data_policy, features):
         """(n_contexts, n_responses) from the given policies/features, else the data."""

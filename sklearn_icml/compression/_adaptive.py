@@ -9,6 +9,7 @@ from ..utils import optional_import
 from . import _bitstream
 from ._adaptive_kernels import N_CONTEXTS, N_SYMBOLS, code_lengths, count_rows
 from ._base import _BaseReflectanceCodec
+from ._docstrings import fill_doc
 
 _CHUNK = 4096
 
@@ -18,6 +19,7 @@ def _sequence_starts(prep):
     return np.r_[True, g[1:] != g[:-1]] if g.shape[0] else np.empty(0, dtype=bool)
 
 
+@fill_doc
 class AdaptiveContextCodec(_BaseReflectanceCodec):
     """Lossless reflectance codec with adaptive order-1 context tables (a baseline).
 
@@ -31,21 +33,14 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    n_lasers, n_azimuth : int, default=32 and 1024
-        Laser beams of the sensor and azimuth bins per revolution: the scan grid.
-    elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
-        Elevation range of the beams in degrees; ``"auto"`` learns it in :meth:`fit`.
+    %(scan_grid)s
     increment : int, default=32
         Count added to a symbol each time it is coded in a context.
     init : int, default=1
         Initial count of every symbol in every context.
     serialization : {"scan", "random"}, default="scan"
         Coding order: the scan order, or a fixed pseudo-random order (an ablation).
-    float_reflectance : {"reject", "scale255"}, default="reject"
-        How float reflectance is taken: whole numbers only, or floats in [0, 1] mapped
-        with ``round(255 * r)``.
-    drop_origin : bool, default=False
-        Accept points at the sensor origin and store their reflectance raw (8 bits).
+    %(reflectance_input)s
 
     Attributes
     ----------

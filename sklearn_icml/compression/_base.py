@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..base import BaseCodec
 from . import _bitstream
 from ._serialization import ScanOrderSerializer, build_windows, random_order
-from ._validation import check_points, check_reflectance, check_sweeps
+from ._validation import SCAN_GRID_CONSTRAINTS, check_points, check_reflectance, check_sweeps
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ class _BaseReflectanceCodec(BaseCodec):
     _kind = None  # bitstream kind, set by subclasses
 
     _parameter_constraints = {
+        **SCAN_GRID_CONSTRAINTS,
+        # the header stores the laser count in 16 bits
         "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
         "serialization": [StrOptions({"scan", "random"})],
         "float_reflectance": [StrOptions({"reject", "scale255"})],
         "drop_origin": ["boolean"],

@@ -1,16 +1,16 @@
 """Scan-order serialisation of a LiDAR sweep: laser and azimuth indices, order, windows."""
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..utils import check_generator
-from ._validation import check_points
+from ._docstrings import fill_doc
+from ._validation import SCAN_GRID_CONSTRAINTS, check_points
 
 #: the "previous reflectance" of the first point of every window
 START_SYMBOL = 256
@@ -165,6 +165,7 @@ def _check_elevation_table(table, n_lasers):
     return arr.copy()
 
 
+@fill_doc
 class ScanOrderSerializer(TransformerMixin, BaseEstimator):
     """Put a LiDAR point cloud back into the order the sensor scanned it.
 
@@ -177,14 +178,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_lasers : int, default=32
-        Number of laser beams ``L``.
-    n_azimuth : int, default=1024
-        Number of azimuth bins ``U`` per revolution.
-    elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
-        Elevation of the lowest and the highest beam in degrees; beams are assumed evenly
-        spaced in between. ``"auto"`` takes the minimum and maximum elevation of the
-        points given to :meth:`fit`.
+    %(scan_grid)s
     elevation_table : array-like of shape (n_lasers,), default=None
         The sensor's beam elevations in degrees, ascending; each point goes to the
         nearest beam. Overrides ``elevation_range``.
@@ -239,9 +233,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "n_lasers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "elevation_range": [tuple, list, StrOptions({"auto"})],
+        **SCAN_GRID_CONSTRAINTS,
         "elevation_table": ["array-like", None],
         "tie_break": [StrOptions({"rho", "input"})],
     }

@@ -11,19 +11,21 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import check_is_fitted
 
+from ..base import BaseNeuralEstimator
 from ..utils import check_random_state, draw_seed, optional_import
-from ..utils._skorch import check_device, seeded, torch_threads
+from ..utils._skorch import torch_threads
+from ..utils._training import run_epochs, seeded_torch
 from . import _bitstream
 from ._base import _BaseReflectanceCodec
+from ._docstrings import fill_doc
 from ._model import SerLiCNet, bits_loss
 from ._serialization import START_SYMBOL
+from ._validation import POSITIVE_INT, POSITIVE_REAL
 
 torch = optional_import("torch", "neural")
 
 # windows per forward pass in score / bits_per_point
 _SCORE_BATCH = 256
-
-_WINDOW = Interval(numbers.Integral, 1, None, closed="left")
 
 
 def _pmf(logits, prob_floor):
@@ -51,6 +53,16 @@ def _floored_bits(logits, target, prob_floor):
     return -np.log2((1.0 - 256 * prob_floor) * p + prob_floor)
 
 
+def _window_targets(w, refl_kept=None):
+    """Reflectance of every slot of the windows ``w`` (0 at padding, or everywhere when
+    ``refl_kept`` is None): int64 of shape ``(n_windows, window)``."""
+    r = np.zeros(w.index.shape, dtype=np.int64)
+    if refl_kept is not None:
+        r[w.mask] = refl_kept[w.index[w.mask]]
+    return r
+
+
+@fill_doc
 class SerLiCCodec(_BaseReflectanceCodec):
     """Learned lossless LiDAR reflectance codec: scan-order serialisation + Mamba + range coder.
 
@@ -71,12 +83,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    n_lasers : int, default=32
-        Number of laser beams of the sensor.
-    n_azimuth : int, default=1024
-        Azimuth bins per revolution.
-    elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
-        Elevation range of the beams in degrees (see :class:`ScanOrderSerializer`).
+    %(scan_grid)s
     window : int, default=256
         Points per window (a window never spans two lasers). :meth:`encode` and
         :meth:`bits_per_point` may use another length (keyword ``window``); the bytes
@@ -113,12 +120,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     prob_floor : float, default=1e-6
         Probability mixed into every symbol, ``P = (1 - 256 eps) softmax + eps``, so no
         symbol has zero probability.
-    float_reflectance : {"reject", "scale255"}, default="reject"
-        How float reflectance is taken: whole numbers only, or floats in [0, 1] mapped
-        with ``round(255 * r)`` (KITTI style).
-    drop_origin : bool, default=False
-        Accept points at the sensor origin (elevation undefined): they are left out of
-        the model and their reflectance is stored raw (8 bits each).
+    %(reflectance_input)s
     n_jobs : int, default=1
         torch threads during fit and coding. Decode with the same value as encode: the
         probabilities must be bit-identical.
@@ -169,8 +171,9 @@ class SerLiCCodec(_BaseReflectanceCodec):
     example is a window of six aligned arrays with a padding mask, the loss is the
     mask-weighted bits per point, and the window order is drawn from ``random_state``'s
     numpy stream (a skorch DataLoader would draw it from torch's, changing every trained
-    model); the loop takes its seed and threads from :func:`~sklearn_icml.utils.draw_seed`
-    and ``sklearn_icml.utils._skorch`` as the skorch estimators do.
+    model); the frame around the steps (the :func:`~sklearn_icml.utils.draw_seed` seed,
+    the torch threads, the epochs and the divergence check) is the one of the other
+    estimators with their own loop, ``sklearn_icml.utils._training``.
 
     References
     ----------
@@ -198,23 +201,22 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     _parameter_constraints = {
         **_BaseReflectanceCodec._parameter_constraints,
-        "window": [Interval(numbers.Integral, 1, None, closed="left")],
+        **BaseNeuralEstimator._parameter_constraints,  # device, n_jobs, random_state, verbose
+        "window": [POSITIVE_INT],
         "sequence_model": [StrOptions({"mamba", "gru"})],
-        "d_emb": [Interval(numbers.Integral, 1, None, closed="left")],
-        "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "d_state": [Interval(numbers.Integral, 1, None, closed="left")],
-        "expand": [Interval(numbers.Integral, 1, None, closed="left")],
-        "rho_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        "d_emb": [POSITIVE_INT],
+        "d_model": [POSITIVE_INT],
+        "n_layers": [POSITIVE_INT],
+        "d_state": [POSITIVE_INT],
+        "expand": [POSITIVE_INT],
+        "rho_scale": [POSITIVE_REAL],
         "prior_scalar": ["boolean"],
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [POSITIVE_INT],
+        "lr": [POSITIVE_REAL],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "device": "no_validation",  # checked by check_device in fit
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        # not None: decoding must run on the thread count the encoder ran on
+        "n_jobs": [POSITIVE_INT],
     }
 
     def __init__(
@@ -290,14 +292,15 @@ class SerLiCCodec(_BaseReflectanceCodec):
     def _window_arrays(self, prep, refl_kept, window):
         """(v, u, rho, r, r_prev, mask) arrays of shape (n_windows, window)."""
         w = self._windows(prep, window)
-        r = np.zeros(w.index.shape, dtype=np.int64)
-        if refl_kept is not None:
-            r[w.mask] = refl_kept[w.index[w.mask]]
+        r = _window_targets(w, refl_kept)
         r_prev = np.empty_like(r)
         r_prev[:, 0] = START_SYMBOL
         r_prev[:, 1:] = r[:, :-1]
-        rho = (w.rho / float(self.rho_scale)).astype(np.float32)
-        return w, w.v, w.u, rho, r, r_prev, w.mask
+        return w, w.v, w.u, self._scaled_rho(w), r, r_prev, w.mask
+
+    def _scaled_rho(self, w):
+        """Distances of the window slots as the network reads them (float32)."""
+        return (w.rho / float(self.rho_scale)).astype(np.float32)
 
     def _build_module(self):
         return SerLiCNet(
@@ -315,7 +318,6 @@ class SerLiCCodec(_BaseReflectanceCodec):
     # --- fit -------------------------------------------------------------------------
     def _fit_model(self, sweeps):
         """Train the network on the windows of ``sweeps`` with the bits-per-point loss."""
-        device = check_device(self.device)
         parts = []
         for points, refl in sweeps:
             prep = self._prepare(points)
@@ -326,11 +328,10 @@ class SerLiCCodec(_BaseReflectanceCodec):
         rng = check_random_state(self.random_state)
         seed = draw_seed(rng)
         batch = int(self.batch_size)
-        steps_per_epoch = -(-n_windows // batch)
-        total = steps_per_epoch * int(self.max_epochs)
+        total = -(-n_windows // batch) * int(self.max_epochs)
         self.train_bpp_ = []
         self.n_steps_ = total
-        with seeded(seed, device), torch_threads(self.n_jobs):
+        with seeded_torch(seed, self.device, self.n_jobs) as device:
             module = self._build_module().to(device)
             tensors = [
                 torch.from_numpy(np.ascontiguousarray(a)).to(device)
@@ -340,39 +341,51 @@ class SerLiCCodec(_BaseReflectanceCodec):
                 optimizer = torch.optim.Adam(module.parameters(), lr=float(self.lr))
                 scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total)
                 module.train()
-                for epoch in range(int(self.max_epochs)):
-                    start = time.perf_counter()
-                    perm = rng.permutation(n_windows)
-                    bits_sum, points_sum = 0.0, 0.0
-                    for k in range(steps_per_epoch):
-                        idx = torch.from_numpy(perm[k * batch : (k + 1) * batch]).to(device)
-                        v, u, rho, r, r_prev, mask = (t[idx] for t in tensors)
-                        logits = module(v, u, rho, r_prev)
-                        loss = bits_loss(logits, r, mask, float(self.prob_floor))
-                        if not torch.isfinite(loss):
-                            raise ValueError(
-                                f"training diverged: the loss became {loss.item()!r} at "
-                                f"epoch {epoch + 1}. Lower lr."
-                            )
-                        optimizer.zero_grad()
-                        loss.backward()
-                        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
-                        optimizer.step()
-                        scheduler.step()
-                        n_real = float(mask.sum())
-                        bits_sum += loss.item() * n_real
-                        points_sum += n_real
-                    self.train_bpp_.append(bits_sum / points_sum)
-                    if self.verbose:
-                        print(
-                            f"epoch {epoch + 1}/{self.max_epochs}: train "
-                            f"{self.train_bpp_[-1]:.4f} bpp ({time.perf_counter() - start:.1f} s)",
-                            flush=True,
-                        )
+                self._train(module, optimizer, scheduler, tensors, rng, device)
         self.module_ = module.to("cpu").eval()
         self.n_params_ = int(sum(p.numel() for p in self.module_.parameters()))
         self.fingerprint_ = self._compute_fingerprint(
             (name, t.detach().numpy()) for name, t in sorted(self.module_.state_dict().items())
+        )
+
+    def _train(self, module, optimizer, scheduler, tensors, rng, device):
+        """``max_epochs`` passes over the windows in a fresh order from ``rng`` each.
+
+        An epoch's ``train_bpp_`` is its bits over its real points; run_epochs' own mean
+        (over windows, padded or not) only guards against divergence.
+        """
+        floor = float(self.prob_floor)
+        sums = [0.0, 0.0]  # bits and real points of the epoch so far
+        clock = [time.perf_counter()]
+
+        def step(indices):
+            idx = torch.from_numpy(indices).to(device)
+            v, u, rho, r, r_prev, mask = (t[idx] for t in tensors)
+            loss = bits_loss(module(v, u, rho, r_prev), r, mask, floor)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            value, n_real = loss.item(), float(mask.sum())
+            sums[0] += value * n_real
+            sums[1] += n_real
+            return value
+
+        def end_epoch(epoch, loss):
+            self.train_bpp_.append(sums[0] / sums[1])
+            sums[:] = [0.0, 0.0]
+            if self.verbose:
+                print(
+                    f"epoch {epoch + 1}/{self.max_epochs}: train {self.train_bpp_[-1]:.4f} "
+                    f"bpp ({time.perf_counter() - clock[0]:.1f} s)",
+                    flush=True,
+                )
+            clock[0] = time.perf_counter()
+
+        run_epochs(
+            step, tensors[0].shape[0], batch_size=int(self.batch_size),
+            max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=end_epoch,
         )
 
     def _config(self):
@@ -421,7 +434,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     def _check_window(self, window):
         """The window to code or score with: ``window``, or the parameter when None."""
         validate_parameter_constraints(
-            {"window": [_WINDOW, None]}, {"window": window}, caller_name=type(self).__name__
+            {"window": [POSITIVE_INT, None]}, {"window": window}, caller_name=type(self).__name__
         )
         return int(self.window if window is None else window)
 
@@ -457,7 +470,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         n_windows, window = w.index.shape
         v = torch.from_numpy(np.ascontiguousarray(w.v))
         u = torch.from_numpy(np.ascontiguousarray(w.u))
-        rho = torch.from_numpy((w.rho / float(self.rho_scale)).astype(np.float32))
+        rho = torch.from_numpy(self._scaled_rho(w))
         prev = torch.full((n_windows,), START_SYMBOL, dtype=torch.int64)
         floor = float(self.prob_floor)
         with torch.inference_mode(), torch_threads(self.n_jobs):
@@ -476,8 +489,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     def _encode_symbols(self, prep, refl_kept, window):
         constriction = optional_import("constriction", "compression")
         w = self._windows(prep, window)
-        r = np.zeros(w.index.shape, dtype=np.int64)
-        r[w.mask] = refl_kept[w.index[w.mask]]
+        r = _window_targets(w, refl_kept)
         family = constriction.stream.model.Categorical(perfect=False)
         encoder = constriction.stream.queue.RangeEncoder()
 
@@ -494,7 +506,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         if header.window < 1:
             raise ValueError(f"blob records window={header.window}; it is corrupted.")
         w = self._windows(prep, header.window)
-        r = np.zeros(w.index.shape, dtype=np.int64)
+        r = _window_targets(w)
         family = constriction.stream.model.Categorical(perfect=False)
         decoder = constriction.stream.queue.RangeDecoder(words)
 
@@ -516,9 +528,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
         points = np.asarray(points, dtype=np.float64)
         refl = np.asarray(reflectance).astype(np.int64)
         prep = self._prepare(points)
-        w = self._windows(prep, int(self.window if window is None else window))
-        r = np.zeros(w.index.shape, dtype=np.int64)
-        r[w.mask] = refl[prep.keep][w.index[w.mask]]
+        w = self._windows(prep, self._check_window(window))
+        r = _window_targets(w, refl[prep.keep])
         out = np.zeros((*w.index.shape, 256), dtype=np.float32)
 
         def on_step(t, active, pmf):

@@ -1,6 +1,21 @@
 """Input checks of the reflectance codecs: geometry, reflectance and lists of sweeps."""
 
+import numbers
+
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+#: an integer >= 1 (sizes, counts, lengths)
+POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+#: a real number > 0 (scales, learning rates)
+POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
+
+#: constraints of the scan grid, shared by the serialiser and the codecs
+SCAN_GRID_CONSTRAINTS = {
+    "n_lasers": [POSITIVE_INT],
+    "n_azimuth": [POSITIVE_INT],
+    "elevation_range": [tuple, list, StrOptions({"auto"})],
+}
 
 
 def check_points(points, name="points", *, allow_origin=False):
