@@ -7,13 +7,13 @@ import copy
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
 from ._flat_lora import _PERTURBATION_CONSTRAINTS, _PERTURBATION_PARAMS_DOC, FlatLoRACallback
+from ._neural_regressor import NeuralRegressorMixin
 
 
 def _mlp(n_features, n_outputs, hidden_layer_sizes):
@@ -30,6 +30,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
     """What FlatLoRAClassifier and FlatLoRARegressor share: the adapted module and the fit."""
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "module": [callable, None, object],
         "hidden_layer_sizes": [tuple, list],
         "lora_rank": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -41,10 +42,6 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "device": [str, object],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -338,7 +335,7 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
         return self._forward(X)
 
 
-class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
+class FlatLoRARegressor(NeuralRegressorMixin, _BaseFlatLoRA):
     __doc__ = (
         """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (regressor).
 
@@ -374,19 +371,8 @@ class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
         y2 = y.reshape(-1, 1) if self._y_1d else y
         return y2, y2.shape[1], optional_import("torch", "neural").nn.MSELoss
 
-    def predict(self, X):
-        """Predicted targets.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-        """
-        out = self._forward(X)
-        return out.ravel() if self._y_1d else out
+    def _predict_outputs(self, X):
+        return self._forward(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -64,6 +64,7 @@ class _BaseDWM(BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -82,10 +83,6 @@ class _BaseDWM(BaseNeuralEstimator):
         "val_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "warm_start_dwm": "no_validation",  # a WeightingMLP or a fitted DWM; checked in fit
         "callbacks": [list, None],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "device": "no_validation",  # checked by check_device in fit
-        "verbose": ["verbose"],
     }
 
     def _store_init_params(self, params):

@@ -5,10 +5,10 @@ import functools
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import NeuralClassifierMixin
+from ..lora._neural_regressor import NeuralRegressorMixin
 from ..utils import optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
@@ -407,7 +407,7 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
         return self._outputs(X)
 
 
-class DWMRegressor(RegressorMixin, _TabularDWM):
+class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
     __doc__ = (
         """Regressor trained on data weighted by a bi-level learned Data Weighting Model.
 
@@ -443,15 +443,7 @@ class DWMRegressor(RegressorMixin, _TabularDWM):
     """
     )
 
-    def predict(self, X):
-        """Predicted target of each row.
+    _y_1d = True  # y is always 1-D
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        return self._outputs(X)[:, 0]
+    def _predict_outputs(self, X):
+        return self._outputs(X)
