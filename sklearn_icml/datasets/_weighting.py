@@ -18,16 +18,21 @@ def _positive_int(low=1):
 _FINITE_NON_NEGATIVE = [Interval(numbers.Real, 0, np.inf, closed="left")]
 _FRACTION = [Interval(numbers.Real, 0, 1, closed="both")]
 
+#: The held-out sizes and the seed, which both generators of a train/val/test split take.
+_SPLIT_CONSTRAINTS = {
+    "n_val": _positive_int(),
+    "n_test": _positive_int(),
+    "random_state": ["random_state"],
+}
+
 
 @validate_params(
     {
         "n_per_source": _positive_int(),
         "n_features": _positive_int(),
-        "n_val": _positive_int(),
-        "n_test": _positive_int(),
         "noise": _FINITE_NON_NEGATIVE,
         "noisy_source_noise": _FINITE_NON_NEGATIVE,
-        "random_state": ["random_state"],
+        **_SPLIT_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )
@@ -175,10 +180,8 @@ def _markov_sequences(transitions, n, seq_len, rng):
         "vocab_size": _positive_int(2),
         "target_fraction": _FRACTION,
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
-        "n_val": _positive_int(),
-        "n_test": _positive_int(),
         "language_seeds": [tuple, list],
-        "random_state": ["random_state"],
+        **_SPLIT_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
 )

@@ -16,7 +16,12 @@ from ._collection import (
     squared_norms,
 )
 from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
-from ._joint_compression import JointLoRACompressor, joint_fit, optimal_cores
+from ._joint_compression import (
+    JOINT_FIT_CONSTRAINTS,
+    JointLoRACompressor,
+    joint_fit,
+    optimal_cores,
+)
 
 
 def adapter_affinity(B, A, kind="subspace", chunk=16):
@@ -237,19 +242,12 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
     """
 
     _parameter_constraints = {
+        **JOINT_FIT_CONSTRAINTS,
         "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
-        "core": [StrOptions({"full", "diag"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_cluster_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "init": [StrOptions({"kmeans++", "random"}), "array-like"],
         "affinity": [StrOptions({"subspace", "cosine"})],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "normalize": ["boolean"],
-        "svd_solver": [StrOptions({"auto", "full", "randomized"})],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, *, n_clusters=4, rank=32, core="full", max_iter=50, max_cluster_iter=20,
@@ -416,9 +414,13 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
         cores : ndarray of shape (n_adapters, rank, rank) or (n_adapters, rank)
             Use with :meth:`predict`'s labels to pick the basis.
         """
+        return self._codes(collection)[0]
+
+    def _codes(self, collection):
+        # the cores and the cluster of each adapter: what inverse_transform takes
         B, A, _ = self._check_new_collection(collection)
         labels = self._assign(B, A)
-        return self._cores_for(B, A, labels)
+        return self._cores_for(B, A, labels), labels
 
     def _cores_for(self, B, A, labels):
         r = self.U_.shape[2]
@@ -458,19 +460,3 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
             out.append((U @ core if core.ndim == 2 else U * core, V.T.copy()))
         return out
 
-    def reconstruct(self, collection):
-        """The compressed version of each adapter, as ``(B_hat, A_hat)`` factors.
-
-        Parameters
-        ----------
-        collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
-            Adapters to compress and expand again, of the fitted shape.
-
-        Returns
-        -------
-        factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
-            In the basis of each adapter's predicted cluster.
-        """
-        B, A, _ = self._check_new_collection(collection)
-        labels = self._assign(B, A)
-        return self.inverse_transform(self._cores_for(B, A, labels), labels)

@@ -117,7 +117,9 @@ class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
     def reconstruct(self, collection):
         """The compressed version of each adapter, as ``(B_hat, A_hat)`` factors.
 
-        ``inverse_transform(transform(collection))``.
+        ``inverse_transform(transform(collection))``; for a clustered compressor, each
+        core is expanded in the basis of the adapter's predicted cluster
+        (``inverse_transform(transform(collection), predict(collection))``).
 
         Parameters
         ----------
@@ -128,4 +130,8 @@ class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
         -------
         factors : list of (ndarray (d_out, rank), ndarray (rank, d_in))
         """
-        return self.inverse_transform(self.transform(collection))
+        return self.inverse_transform(*self._codes(collection))
+
+    def _codes(self, collection):
+        """The arguments of ``inverse_transform`` that compress ``collection``."""
+        return (self.transform(collection),)

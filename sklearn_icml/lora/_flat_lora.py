@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 
 from ..utils import check_generator, optional_import
+from ._docstrings import fill_doc
 
 # each perturbation draws one seed in [0, 2**63 - 1) from the Generator of random_state
 _NOISE_SEED_BOUND = 2**63 - 1
@@ -149,33 +150,10 @@ _PERTURBATION_CONSTRAINTS = {
     "restore": [StrOptions({"regenerate", "copy"})],
 }
 
-_PERTURBATION_PARAMS_DOC = """rho : float, default=0.05
-        Perturbation strength (finite, >= 0). ``0`` is plain LoRA: nothing is drawn or
-        touched.
-    schedule : {"cosine", "constant"} or callable, default="cosine"
-        The ramp ``c(t)`` of the noise scale: ``0.5 * (1 - cos(pi t / total_steps))``,
-        ``1``, or ``schedule(t, total_steps)`` returning a float in ``[0, 1]``.
-    restore : {"regenerate", "copy"}, default="regenerate"
-        How the noise is removed after each step: ``"regenerate"`` subtracts the noise
-        regenerated from its seed (the paper's memory trick; exact up to one float rounding
-        per step, so meant for float32/float64 base weights); ``"copy"`` keeps a copy of
-        the touched weights and puts it back exactly."""
 
-_PARAMETERS_DOC = (
-    """
-    Parameters
-    ----------
-    """
-    + _PERTURBATION_PARAMS_DOC
-    + """
-    interval : int, default=1
-        Perturb one optimiser step in every ``interval``."""
-)
-
-
+@fill_doc
 class FlatLoRAPerturbation(BaseEstimator):
-    __doc__ = (
-        """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
+    """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
 
     Flat-LoRA trains LoRA factors ``A, B`` on the expected loss
     ``E_eps L(W + s B A + eps)`` with independent ``eps_ij ~ N(0, sigma_i^2)``,
@@ -189,9 +167,9 @@ class FlatLoRAPerturbation(BaseEstimator):
     Works with the library's own :class:`~sklearn_icml.lora._lora_layer.LoRALinear`
     (see :func:`inject_lora`) and with peft ``LoraLayer`` modules (found by duck typing).
 
-"""
-        + _PARAMETERS_DOC
-        + """
+    Parameters
+    ----------
+    %(perturbation_params)s
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise: :meth:`attach` turns it into a numpy Generator
         (:func:`~sklearn_icml.utils.check_generator`), from which each perturbation draws
@@ -248,7 +226,6 @@ class FlatLoRAPerturbation(BaseEstimator):
     >>> float((model[0].weight - before).abs().max()) < 1e-6
     True
     """
-    )
 
     _parameter_constraints = {
         **_PERTURBATION_CONSTRAINTS,
@@ -540,9 +517,9 @@ def _merged_weight(layer):
 
 
 # ------------------------------------------------------------------ skorch callback
+@fill_doc
 class FlatLoRACallback(BaseEstimator):
-    __doc__ = (
-        """skorch callback training the LoRA factors of a net with Flat-LoRA.
+    """skorch callback training the LoRA factors of a net with Flat-LoRA.
 
     At every training batch (``training=True``) it perturbs the frozen weights of the
     LoRA layers (:class:`FlatLoRAPerturbation`) in ``on_batch_begin`` and removes the noise
@@ -557,9 +534,9 @@ class FlatLoRACallback(BaseEstimator):
     uses ``set_params``), without subclassing skorch's class, so ``sklearn_icml.lora``
     imports without torch.
 
-"""
-        + _PARAMETERS_DOC
-        + """
+    Parameters
+    ----------
+    %(perturbation_params)s
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise, as in :class:`FlatLoRAPerturbation`.
     accumulation_steps : int, default=1
@@ -599,7 +576,6 @@ class FlatLoRACallback(BaseEstimator):
     >>> cb.flat_lora_.total_steps_, cb.flat_lora_.n_perturb_calls_
     (6, 6)
     """
-    )
 
     _parameter_constraints = {
         **FlatLoRAPerturbation._parameter_constraints,

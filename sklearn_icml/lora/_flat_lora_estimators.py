@@ -7,13 +7,14 @@ import copy
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
-from ._flat_lora import _PERTURBATION_CONSTRAINTS, _PERTURBATION_PARAMS_DOC, FlatLoRACallback
+from ._docstrings import fill_doc
+from ._flat_lora import _PERTURBATION_CONSTRAINTS, FlatLoRACallback
+from ._neural_regressor import NeuralRegressorMixin
 
 
 def _mlp(n_features, n_outputs, hidden_layer_sizes):
@@ -30,6 +31,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
     """What FlatLoRAClassifier and FlatLoRARegressor share: the adapted module and the fit."""
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "module": [callable, None, object],
         "hidden_layer_sizes": [tuple, list],
         "lora_rank": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -41,10 +43,6 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "device": [str, object],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -217,99 +215,27 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
             return module(X64).cpu().numpy()
 
 
-_DOC_PARAMS = """
-    Parameters
-    ----------
-    module : None, torch.nn.Module or callable, default=None
-        The model to fine-tune. A module instance (typically pre-trained) is deep-copied at
-        ``fit`` and its output size must match the task; a callable is called as
-        ``module(n_features=..., n_outputs=...)``; ``None`` builds a ReLU MLP with
-        ``hidden_layer_sizes`` (randomly initialised from ``random_state``, then frozen).
-    hidden_layer_sizes : tuple of int, default=(64,)
-        Hidden layers of the default MLP.
-    lora_rank : int, default=8
-        LoRA rank ``r``.
-    lora_alpha : float, default=16
-        LoRA alpha (scaling ``alpha / r``).
-    target_modules : tuple of str or str, default=("Linear",)
-        Layers to adapt, by class name (``"Linear"``) or module name (peft's suffix rule).
-    lora_backend : {"own", "peft"}, default="own"
-        The library's minimal LoRA layer, or peft's ``get_peft_model`` (needs peft).
-    """ + _PERTURBATION_PARAMS_DOC + """
-    max_epochs : int, default=30
-    batch_size : int, default=64
-    lr : float, default=1e-2
-        AdamW learning rate.
-    weight_decay : float, default=0.0
-        AdamW weight decay.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the base module, the LoRA initialisation, the shuffling and the noise.
-    device : str, default="cpu"
-    n_jobs : int or None, default=1
-        torch intra-op threads during fit and prediction.
-    verbose : int, default=0
-        0 is silent; 1 prints skorch's per-epoch table.
-    **kwargs
-        Parameters routed to the skorch net as skorch routes them (``module__*``,
-        ``optimizer__*``, ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
-        ``callbacks__*``); they win over the estimator's own settings.
-"""
-
-
-_DOC_ATTRS = """
-    Attributes
-    ----------
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Only when ``X`` has string column names.
-    net_ : skorch.NeuralNet
-        The fitted net; ``module_`` and ``history_`` come from it.
-    module_ : torch.nn.Module
-        The fine-tuned module with its LoRA layers (``net_.module_``).
-    history_ : skorch.History
-        skorch's record of the fit, one entry per epoch.
-    n_epochs_run_ : int
-        Epochs run.
-    flat_lora_ : FlatLoRAPerturbation
-        The perturbation of the fit (``layers_``, ``total_steps_``, ``n_perturb_calls_``).
-"""
-
-_DOC_NOTES = """
-    Notes
-    -----
-    The perturbation follows [1]_: filter-wise Gaussian noise on the frozen weights at
-    every optimiser step, removed after the step, with a cosine ramp of its scale. The base
-    model and the LoRA initialisation are drawn under the seed of ``random_state``; the
-    optimiser is AdamW, the usual optimiser of LoRA fine-tuning. Predictions run the module in
-    float64 in one pass, so that they do not depend on which rows are predicted together.
-
-    References
-    ----------
-    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
-       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
-"""
-
-
+@fill_doc
 class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
-    __doc__ = (
-        """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (classifier).
+    """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (classifier).
 
     Adapts the Linear layers of a torch module with LoRA (all other parameters frozen) and
     trains the LoRA factors with AdamW and cross-entropy, perturbing the frozen weights at
     every step with filter-wise Gaussian noise of std
     ``c(t) * rho * ||W'_i|| / sqrt(fan_in)`` (:class:`FlatLoRAPerturbation`, driven by
     :class:`FlatLoRACallback`). ``rho=0`` is plain LoRA, bit for bit.
-"""
-        + _DOC_PARAMS
-        + _DOC_ATTRS
-        + """    classes_ : ndarray of shape (n_classes,)
+
+    %(flat_lora_params)s
+
+    %(flat_lora_attributes)s
+    classes_ : ndarray of shape (n_classes,)
 
     See Also
     --------
     FlatLoRARegressor, FlatLoRAPerturbation, FlatLoRACallback
-"""
-        + _DOC_NOTES
-        + """
+
+    %(flat_lora_notes)s
+
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -323,7 +249,6 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     >>> bool(clf.score(X, y) > 0.9)
     True
     """
-    )
 
     _target_checks = {}
 
@@ -338,21 +263,22 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
         return self._forward(X)
 
 
-class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
-    __doc__ = (
-        """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (regressor).
+@fill_doc
+class FlatLoRARegressor(NeuralRegressorMixin, _BaseFlatLoRA):
+    """LoRA fine-tuning with Flat-LoRA's random full-space weight perturbation (regressor).
 
     As :class:`FlatLoRAClassifier` with the mean squared error; ``y`` may be 1-D or 2-D.
-"""
-        + _DOC_PARAMS
-        + _DOC_ATTRS
-        + """
+
+    %(flat_lora_params)s
+
+    %(flat_lora_attributes)s
+
     See Also
     --------
     FlatLoRAClassifier, FlatLoRAPerturbation, FlatLoRACallback
-"""
-        + _DOC_NOTES
-        + """
+
+    %(flat_lora_notes)s
+
     Examples
     --------
     >>> import numpy as np
@@ -364,7 +290,6 @@ class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
     >>> bool(reg.score(X, y) > 0.9)
     True
     """
-    )
 
     _target_checks = {"multi_output": True, "y_numeric": True}
 
@@ -374,19 +299,8 @@ class FlatLoRARegressor(RegressorMixin, _BaseFlatLoRA):
         y2 = y.reshape(-1, 1) if self._y_1d else y
         return y2, y2.shape[1], optional_import("torch", "neural").nn.MSELoss
 
-    def predict(self, X):
-        """Predicted targets.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-        """
-        out = self._forward(X)
-        return out.ravel() if self._y_1d else out
+    def _predict_outputs(self, X):
+        return self._forward(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -113,6 +113,19 @@ def optimal_cores(B, A, U, V, core):
     return solve_sym(gram, rhs.T).T
 
 
+#: The parameters of :func:`joint_fit` that the joint compressors take from the user.
+JOINT_FIT_CONSTRAINTS = {
+    "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+    "core": [StrOptions({"full", "diag"})],
+    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "normalize": ["boolean"],
+    "svd_solver": [StrOptions({"auto", "full", "randomized"})],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
 def joint_fit(B, A, *, rank, core, init, max_iter, tol, normalize, svd_solver, rng,
               verbose=0, V_init=None, label=""):
     """Fit (U, V, cores) on padded stacks; the numerical core of the compressors.
@@ -259,15 +272,8 @@ class JointLoRACompressor(_BaseLoRACompressor):
     """
 
     _parameter_constraints = {
-        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
-        "core": [StrOptions({"full", "diag"})],
+        **JOINT_FIT_CONSTRAINTS,
         "init": [StrOptions({"svd", "random"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "normalize": ["boolean"],
-        "svd_solver": [StrOptions({"auto", "full", "randomized"})],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, *, rank=32, core="full", init="svd", max_iter=100, tol=1e-7,

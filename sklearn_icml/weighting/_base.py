@@ -64,6 +64,7 @@ class _BaseDWM(BaseNeuralEstimator):
     """
 
     _parameter_constraints = {
+        **BaseNeuralEstimator._parameter_constraints,
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -82,10 +83,6 @@ class _BaseDWM(BaseNeuralEstimator):
         "val_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "warm_start_dwm": "no_validation",  # a WeightingMLP or a fitted DWM; checked in fit
         "callbacks": [list, None],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "device": "no_validation",  # checked by check_device in fit
-        "verbose": ["verbose"],
     }
 
     def _store_init_params(self, params):
@@ -161,19 +158,10 @@ class _BaseDWM(BaseNeuralEstimator):
             y_val=torch.as_tensor(y_val, device=device),
             loss_kind=loss_kind,
             stage_steps=stage_steps(self.max_iter, self.n_stages),
-            batch_size=self.batch_size,
-            dwm_steps_per_stage=self.dwm_steps_per_stage,
-            dwm_lr=self.dwm_lr,
-            dwm_hidden=self.dwm_hidden,
-            temperature=self.temperature,
-            use_batch_context=self.use_batch_context,
             lookahead_lr=lookahead,
-            hypergradient=self.hypergradient,
-            val_batch_size=self.val_batch_size,
+            settings=self,
             warm_start=self._warm_start_model(n_dwm_features),
             share_features=share_features,
-            online=self.online,
-            verbose=self.verbose,
         )
         stages = BilevelStages(state)
         optimizer = getattr(torch.optim, OPTIMIZERS[self.optimizer])

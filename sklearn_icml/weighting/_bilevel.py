@@ -143,14 +143,36 @@ class BilevelState:
         Key of :data:`LOSSES`.
     stage_steps : list of int
         Learner steps in each stage.
-    share_features : Tensor of shape (n, m) or None
+    lookahead_lr : float
+        Step size of the look-ahead (the estimator's ``lookahead_lr``, or ``lr``).
+    settings : DWM estimator
+        The fitted estimator, whose (validated) schedule parameters listed in
+        :attr:`SETTINGS` are read once and stored under the same names: ``batch_size``,
+        ``dwm_steps_per_stage``, ``dwm_lr``, ``dwm_hidden``, ``temperature``,
+        ``use_batch_context``, ``hypergradient``, ``val_batch_size``, ``online`` (each DWM
+        update also commits its look-ahead step ``theta <- theta'`` to the learner, SGD
+        with ``lookahead_lr`` and the weights of the DWM before that update) and
+        ``verbose``.
+    warm_start : WeightingMLP or None, default=None
+        The weighting model to start from (copied at setup).
+    share_features : Tensor of shape (n, m) or None, default=None
         Per-sample features whose weighted mean is logged per stage (user
         ``sample_features``: with one-hot sources, the weight share of each source).
-    online : bool
-        The online variant of the schedule: each DWM update also commits the look-ahead step
-        ``theta <- theta'`` to the learner (SGD with ``lookahead_lr`` and the weights of
-        the DWM before that update).
     """
+
+    #: The estimator parameters a fit reads, with the type each is stored as.
+    SETTINGS = {
+        "batch_size": int,
+        "dwm_steps_per_stage": int,
+        "dwm_lr": float,
+        "dwm_hidden": int,
+        "temperature": float,
+        "use_batch_context": bool,
+        "hypergradient": str,
+        "val_batch_size": int,
+        "online": bool,
+        "verbose": int,
+    }
 
     def __init__(
         self,
@@ -164,19 +186,10 @@ class BilevelState:
         y_val,
         loss_kind,
         stage_steps,
-        batch_size,
-        dwm_steps_per_stage,
-        dwm_lr,
-        dwm_hidden,
-        temperature,
-        use_batch_context,
         lookahead_lr,
-        hypergradient,
-        val_batch_size,
+        settings,
         warm_start=None,
         share_features=None,
-        online=False,
-        verbose=0,
     ):
         self.X = X
         self.y = y
@@ -187,19 +200,11 @@ class BilevelState:
         self.y_val = y_val
         self.loss_fn = LOSSES[loss_kind]
         self.stage_steps = list(stage_steps)
-        self.batch_size = int(batch_size)
-        self.dwm_steps_per_stage = int(dwm_steps_per_stage)
-        self.dwm_lr = float(dwm_lr)
-        self.dwm_hidden = int(dwm_hidden)
-        self.temperature = float(temperature)
-        self.use_batch_context = bool(use_batch_context)
         self.lookahead_lr = float(lookahead_lr)
-        self.hypergradient = hypergradient
-        self.val_batch_size = int(val_batch_size)
+        for name, cast in self.SETTINGS.items():
+            setattr(self, name, cast(getattr(settings, name)))
         self.warm_start = warm_start
         self.share_features = share_features
-        self.online = bool(online)
-        self.verbose = int(verbose)
         self.n = int(X.shape[0])
 
     # -- setup, inside the fit's seeded block

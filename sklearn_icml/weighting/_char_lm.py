@@ -11,7 +11,7 @@ from ..utils import optional_import
 from ..utils._skorch import torch_threads
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import sequence_nll
-from ._docs import FIT_ATTRIBUTES_DOC, REFERENCES_DOC, shared_params_doc
+from ._docs import doc_filler
 from ._weighting_model import compute_weights
 
 torch = optional_import("torch", "neural")
@@ -132,9 +132,40 @@ def _token_array(X, vocab_size, name="X"):
     return X.astype(np.int64)
 
 
+@doc_filler(
+    lr=0.01,
+    optimizer="adam",
+    max_iter=1500,
+    auto_loss_feature='``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).',
+    own_params="""\
+vocab_size : int or None, default=None
+    Number of token values; None uses ``X.max() + 1`` at fit.
+embedding_dim : int, default=32
+    Token embedding width of the :class:`CharGRUModule`.
+hidden_size : int, default=64
+    GRU units of the :class:`CharGRUModule`.""",
+    own_attributes="""\
+vocab_size_ : int
+    Number of token values.
+n_features_in_ : int
+    Sequence length.""",
+    notes="""\
+Notes
+-----
+The paper [1]_ weights the pre-training data of a large language model; this is the
+same bi-level schedule on a GRU small enough for a CPU, with the DWM reading the
+learner's own embeddings of a sequence instead of a separate text encoder.
+
+Weighting moves the LM's steps onto part of the pool. On a small pool seen many times
+over, that part is memorised sooner: the one-step look-ahead objective of the DWM
+does not see this, so give the LM a pool it repeats little (as in pre-training). On
+a mixture of languages, an LM trained to convergence also learns to tell the
+languages apart from the context, so what weighting can gain on the target language
+shrinks with training towards the cost of the wrong prior (the benchmark reports this
+bound next to the measured gain).""",
+)
 class DWMCharLM(_BaseDWM):
-    __doc__ = (
-        """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
+    """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
 
     The CPU-sized version of the paper's setting: a language model (here an embedding of
     32, a GRU of 64 units) pre-trains on a fixed pool of token sequences; a
@@ -147,52 +178,17 @@ class DWMCharLM(_BaseDWM):
     ``X`` holds one sequence of integer tokens (``0..vocab_size-1``) per row, all of the
     same length; each row is one sample. The per-sample loss is the mean next-token NLL.
 
-    Parameters
-    ----------
-    vocab_size : int or None, default=None
-        Number of token values; None uses ``X.max() + 1`` at fit.
-    embedding_dim : int, default=32
-        Token embedding width of the :class:`CharGRUModule`.
-    hidden_size : int, default=64
-        GRU units of the :class:`CharGRUModule`.
-"""
-        + shared_params_doc(
-            lr=0.01,
-            optimizer="adam",
-            max_iter=1500,
-            auto_loss_feature='``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).',
-        )
-        + """
-    Attributes
-    ----------
-    vocab_size_ : int
-        Number of token values.
-    n_features_in_ : int
-        Sequence length.
-"""
-        + FIT_ATTRIBUTES_DOC
-        + """
+    %(dwm_params)s
+
+    %(dwm_attributes)s
+
     See Also
     --------
     DWMClassifier : the same method for tabular classification.
     sklearn_icml.datasets.make_markov_languages : two Markov languages for it.
 
-    Notes
-    -----
-    The paper [1]_ weights the pre-training data of a large language model; this is the
-    same bi-level schedule on a GRU small enough for a CPU, with the DWM reading the
-    learner's own embeddings of a sequence instead of a separate text encoder.
+    %(dwm_notes)s
 
-    Weighting moves the LM's steps onto part of the pool. On a small pool seen many times
-    over, that part is memorised sooner: the one-step look-ahead objective of the DWM
-    does not see this, so give the LM a pool it repeats little (as in pre-training). On
-    a mixture of languages, an LM trained to convergence also learns to tell the
-    languages apart from the context, so what weighting can gain on the target language
-    shrinks with training towards the cost of the wrong prior (the benchmark reports this
-    bound next to the measured gain).
-"""
-        + REFERENCES_DOC
-        + """
     Examples
     --------
     >>> from sklearn_icml.datasets import make_markov_languages
@@ -204,7 +200,6 @@ class DWMCharLM(_BaseDWM):
     >>> bool(lm.score(data.X_test) < 0)  # minus the NLL per token
     True
     """
-    )
 
     _parameter_constraints = {
         "vocab_size": [Interval(numbers.Integral, 2, None, closed="left"), None],

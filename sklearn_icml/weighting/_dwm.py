@@ -5,15 +5,15 @@ import functools
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import NeuralClassifierMixin
+from ..lora._neural_regressor import NeuralRegressorMixin
 from ..utils import optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
-from ._docs import FIT_ATTRIBUTES_DOC, REFERENCES_DOC, shared_params_doc
+from ._docs import doc_filler
 from ._weighting_model import compute_weights
 
 torch = optional_import("torch", "neural")
@@ -292,74 +292,58 @@ class _TabularDWM(_BaseDWM):
             )
 
 
-_PARAMS_DOC = (
-    """
-    Parameters
-    ----------
-    module : None, torch.nn.Module or callable, default=None
-        The learner. None: an MLP with ``hidden_sizes`` (``hidden_sizes=()`` gives a
-        linear model). A module instance is copied and trained. A callable (a module class,
-        say) is called as ``module(n_features=..., n_outputs=...)`` inside the seeded fit.
-        The learner must be twice differentiable for ``hypergradient="exact"`` and work
-        under ``torch.func.vmap`` for ``"first_order"`` (no batch norm).
-    hidden_sizes : tuple of int, default=(64,)
-        Hidden layers of the default MLP learner.
-    standardize : bool, default=True
-        Feed the learner ``X`` standardised with the mean and standard deviation of the
-        training pool (plain SGD with a fixed ``lr`` diverges on badly scaled columns).
-        The DWM always reads standardised ``x``.
-"""
-    + shared_params_doc(
-        lr=0.1,
-        optimizer="sgd",
-        max_iter=3000,
-        auto_loss_feature="``\"auto\"`` is ``\"raw\"`` for classifiers (cross-entropy) and "
-        "``\"log1p\"`` for\n        regressors (squared error grows while the DWM is frozen; "
-        "see Notes).",
-    )
-)
+_fill_tabular_doc = doc_filler(
+    lr=0.1,
+    optimizer="sgd",
+    max_iter=3000,
+    auto_loss_feature='``"auto"`` is ``"raw"`` for classifiers (cross-entropy) and '
+    '``"log1p"`` for\n    regressors (squared error grows while the DWM is frozen; see Notes).',
+    own_params="""\
+module : None, torch.nn.Module or callable, default=None
+    The learner. None: an MLP with ``hidden_sizes`` (``hidden_sizes=()`` gives a
+    linear model). A module instance is copied and trained. A callable (a module class,
+    say) is called as ``module(n_features=..., n_outputs=...)`` inside the seeded fit.
+    The learner must be twice differentiable for ``hypergradient="exact"`` and work
+    under ``torch.func.vmap`` for ``"first_order"`` (no batch norm).
+hidden_sizes : tuple of int, default=(64,)
+    Hidden layers of the default MLP learner.
+standardize : bool, default=True
+    Feed the learner ``X`` standardised with the mean and standard deviation of the
+    training pool (plain SGD with a fixed ``lr`` diverges on badly scaled columns).
+    The DWM always reads standardised ``x``.""",
+    own_attributes="""\
+n_features_in_ : int
+    Number of features seen in ``fit``.
+feature_names_in_ : ndarray of shape (n_features_in_,)
+    Column names, when ``X`` was a DataFrame with string column names.""",
+    notes="""\
+Notes
+-----
+The bi-level schedule of [1]_, in stages. The learner minimises
+``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
+stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
+of the validation loss after one look-ahead SGD step of the learner. The learner is
+unchanged during a DWM phase (unless ``online=True``) and the DWM during a learner
+phase.
 
-_ATTRIBUTES_DOC = (
-    """
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Column names, when ``X`` was a DataFrame with string column names.
-"""
-    + FIT_ATTRIBUTES_DOC
-)
+The paper's DWM reads raw text with an LM-style encoder. For tabular data this library
+gives it ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample
+features, loss feature]``, the tabular counterpart of what the paper's model sees (the
+sample and the learner's current view of it). The loss transform matters: a DWM
+fitted at the start of a stage is frozen while the learner moves, and a raw squared
+error drifts to values it never saw; ``log(1 + loss)`` avoids that (the default for
+regression), while the raw cross-entropy worked best for classification.
 
-_NOTES_DOC = (
-    """
-    Notes
-    -----
-    The bi-level schedule of [1]_, in stages. The learner minimises
-    ``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
-    stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
-    of the validation loss after one look-ahead SGD step of the learner. The learner is
-    unchanged during a DWM phase (unless ``online=True``) and the DWM during a learner
-    phase.
-
-    The paper's DWM reads raw text with an LM-style encoder. For tabular data this library
-    gives it ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample
-    features, loss feature]``, the tabular counterpart of what the paper's model sees (the
-    sample and the learner's current view of it). The loss transform matters: a DWM
-    fitted at the start of a stage is frozen while the learner moves, and a raw squared
-    error drifts to values it never saw; ``log(1 + loss)`` avoids that (the default for
-    regression), while the raw cross-entropy worked best for classification.
-
-    Strongly concentrated weights are normal with this method: an effective sample size
-    of a few samples in some batches is common and is only reported (``verbose``), not
-    treated as an error. A greedy one-step objective with a DWM frozen per stage can also
-    lock in a preference for one observed class on some noisy-label data splits.
-"""
-    + REFERENCES_DOC
+Strongly concentrated weights are normal with this method: an effective sample size
+of a few samples in some batches is common and is only reported (``verbose``), not
+treated as an error. A greedy one-step objective with a DWM frozen per stage can also
+lock in a preference for one observed class on some noisy-label data splits.""",
 )
 
 
+@_fill_tabular_doc
 class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
-    __doc__ = (
-        """Classifier trained on data weighted by a bi-level learned Data Weighting Model.
+    """Classifier trained on data weighted by a bi-level learned Data Weighting Model.
 
     A small :class:`WeightingMLP` (the DWM) gives every sample of a mini-batch a positive
     weight (weights average 1 in the batch); the learner, a skorch net around an MLP,
@@ -369,23 +353,21 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
     ``n_stages`` stages because the learner's preferred data changes as it trains. Useful
     when the training pool mixes good and bad data (noisy labels, off-target sources) and
     a small clean validation set is available.
-"""
-        + _PARAMS_DOC
-        + """
-    Attributes
-    ----------
+
+    %(dwm_params)s
+
+    %(dwm_attributes)s
     classes_ : ndarray of shape (n_classes,)
-        Class labels."""
-        + _ATTRIBUTES_DOC
-        + """
+        Class labels.
+
     See Also
     --------
     DWMRegressor : the same for regression.
     WeightingMLP : the weighting model.
     one_step_hypergradient : the hypergradient used to train the DWM.
-"""
-        + _NOTES_DOC
-        + """
+
+    %(dwm_notes)s
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -399,7 +381,6 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
     >>> bool(abs(w.mean() - 1) < 1e-6 and (w > 0).all())
     True
     """
-    )
 
     _is_classifier = True
 
@@ -407,28 +388,26 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
         return self._outputs(X)
 
 
-class DWMRegressor(RegressorMixin, _TabularDWM):
-    __doc__ = (
-        """Regressor trained on data weighted by a bi-level learned Data Weighting Model.
+@_fill_tabular_doc
+class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
+    """Regressor trained on data weighted by a bi-level learned Data Weighting Model.
 
     As :class:`DWMClassifier`, with a squared-error learner (one output) and the DWM
     reading ``log(1 + squared error)`` by default. The target is not rescaled for the
     learner: scale it beforehand (or use ``TransformedTargetRegressor``) if its range is
     large.
-"""
-        + _PARAMS_DOC
-        + """
-    Attributes
-    ----------"""
-        + _ATTRIBUTES_DOC
-        + """
+
+    %(dwm_params)s
+
+    %(dwm_attributes)s
+
     See Also
     --------
     DWMClassifier : the same for classification.
     sklearn_icml.datasets.make_mixed_source_regression : mixed-quality sources for it.
-"""
-        + _NOTES_DOC
-        + """
+
+    %(dwm_notes)s
+
     Examples
     --------
     >>> from sklearn_icml.datasets import make_mixed_source_regression
@@ -441,17 +420,8 @@ class DWMRegressor(RegressorMixin, _TabularDWM):
     >>> reg.stage_weight_stats_[-1]["weight_share"].shape
     (4,)
     """
-    )
 
-    def predict(self, X):
-        """Predicted target of each row.
+    _y_1d = True  # y is always 1-D
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        return self._outputs(X)[:, 0]
+    def _predict_outputs(self, X):
+        return self._outputs(X)

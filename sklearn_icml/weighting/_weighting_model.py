@@ -1,5 +1,6 @@
 """The data weighting model: an MLP that turns per-sample features into batch weights."""
 
+import functools
 import numbers
 
 import numpy as np
@@ -11,12 +12,13 @@ from sklearn.utils._param_validation import (
 )
 from torch import nn
 
-from ._docs import REFERENCES_DOC
+from ..utils._docstrings import fill_doc
+from ._docs import PIECES
 
 
+@functools.partial(fill_doc, pieces=PIECES)
 class WeightingMLP(nn.Module):
-    __doc__ = (
-        """Small MLP giving each sample of a batch a positive weight; the weights average 1.
+    """Small MLP giving each sample of a batch a positive weight; the weights average 1.
 
     Each sample ``i`` of a batch of ``B`` samples is described by a feature vector ``u_i``
     (for tabular data: standardised ``x_i``, the encoded target, the learner's current loss
@@ -52,9 +54,9 @@ class WeightingMLP(nn.Module):
     --------
     compute_weights : weights of many samples, batch by batch, as a NumPy array.
     DWMClassifier, DWMRegressor : estimators that train this model by bi-level optimisation.
-"""
-        + REFERENCES_DOC
-        + """
+
+    %(dwm_references)s
+
     Examples
     --------
     >>> import torch
@@ -63,7 +65,6 @@ class WeightingMLP(nn.Module):
     >>> dwm(torch.randn(5, 3))
     tensor([1., 1., 1., 1., 1.], grad_fn=<MulBackward0>)
     """
-    )
 
     _parameter_constraints = {
         "n_features": [Interval(numbers.Integral, 1, None, closed="left")],
