@@ -31,7 +31,7 @@ import numbers
 import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
@@ -44,6 +44,7 @@ __all__ = [
     "BaseNeuralEstimator",
     "BaseRunner",
     "NeuralClassifierMixin",
+    "NeuralRegressorMixin",
     "NonTabularInputMixin",
     "run_seeds",
 ]
@@ -559,4 +560,31 @@ class NeuralClassifierMixin(ClassifierMixin):
         return self.classes_[np.argmax(logits, axis=1)]
 
     def _predict_logits(self, X):
+        raise NotImplementedError
+
+
+class NeuralRegressorMixin(RegressorMixin):
+    """``predict`` from the outputs of a neural regressor.
+
+    The subclass writes ``_predict_outputs(X) -> ndarray of shape (n_samples, n_outputs)``
+    (validating ``X`` and checking that it is fitted) and sets ``_y_1d`` (True when ``y``
+    was 1-D in ``fit``; a class attribute where only 1-D targets are accepted).
+    """
+
+    def predict(self, X):
+        """Predicted target of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            1-D when ``y`` was 1-D in ``fit``.
+        """
+        outputs = self._predict_outputs(X)  # first: it raises NotFittedError when not fitted
+        return outputs[:, 0] if self._y_1d else outputs
+
+    def _predict_outputs(self, X):
         raise NotImplementedError

@@ -10,11 +10,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseNeuralEstimator, NeuralClassifierMixin
+from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import draw_seed, optional_import
 from ._docstrings import fill_doc
 from ._flat_lora import _PERTURBATION_CONSTRAINTS, FlatLoRACallback
-from ._neural_regressor import NeuralRegressorMixin
 
 
 def _mlp(n_features, n_outputs, hidden_layer_sizes):

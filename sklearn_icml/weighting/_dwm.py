@@ -7,8 +7,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ..base import NeuralClassifierMixin
-from ..lora._neural_regressor import NeuralRegressorMixin
+from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
