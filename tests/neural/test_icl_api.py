@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils import estimator_checks
 
 from sklearn_icml import neural
 from sklearn_icml.neural import LinearICLTaskSampler
@@ -97,23 +96,3 @@ def test_pickle_fitted_determinism_and_idempotent_refit(name, prompts):
     np.testing.assert_array_equal(clone(est).fit(X, y).predict(X), pred)  # same params, same fit
     np.testing.assert_array_equal(est.fit(X, y).predict(X), pred)  # refit is idempotent
     np.testing.assert_allclose(est.predict(X[:7]), pred[:7], atol=1e-12)  # subset invariance
-
-
-# scikit-learn's checks that need no 2-D data (as tests/video does for videos)
-_API_CHECKS = [
-    "check_no_attributes_set_in_init",
-    "check_parameters_default_constructible",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_estimator_repr",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimator_tags_renamed",
-    "check_valid_tag_types",
-    "check_mixin_order",
-]
-
-
-@pytest.mark.parametrize("check_name", _API_CHECKS)
-@pytest.mark.parametrize("name", NAMES)
-def test_sklearn_api_checks_that_need_no_2d_data(check_name, name):
-    getattr(estimator_checks, check_name)(name, make(name))

@@ -183,28 +183,12 @@ def test_bad_rates_and_shapes(fitted, videos):
         F16VideoClassifier(**TINY).fit(X, y[:-1])
 
 
-_API_CHECKS = [
-    "check_no_attributes_set_in_init",
-    "check_parameters_default_constructible",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_estimator_repr",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_estimators_unfitted",
-    "check_estimator_tags_renamed",
-    "check_valid_tag_types",
-    "check_mixin_order",
-]
-
-
-@pytest.mark.parametrize("check_name", _API_CHECKS)
 @pytest.mark.parametrize("estimator_name", ["F16VideoClassifier", "F16ClipCompressor"])
-def test_sklearn_api_checks_that_need_no_2d_data(check_name, estimator_name):
-    # the common test skips these estimators (their input tags say "not 2-D": they take
-    # 4-D videos or frame features); the checks that do not fit on 2-D data run here
+def test_unfitted_estimators_raise_not_fitted(estimator_name):
+    # the data-free API checks of these non-2-D estimators run in tests/test_common.py
     from sklearn.utils import estimator_checks
 
     import sklearn_icml.video as video
 
     estimator = getattr(video, estimator_name)(**TINY if "Classifier" in estimator_name else {})
-    getattr(estimator_checks, check_name)(estimator_name, estimator)
+    estimator_checks.check_estimators_unfitted(estimator_name, estimator)
