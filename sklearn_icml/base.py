@@ -16,9 +16,9 @@ the one private method a subclass writes:
 Every base is a :class:`sklearn.base.BaseEstimator`: ``get_params``/``set_params``,
 :func:`sklearn.base.clone`, a repr that shows the changed parameters, and pickling. An
 object whose input is not a 2-D table of samples by features (videos, prompts, strings,
-point clouds, LoRA collections, environments) mixes in :class:`NonTabularInputMixin`, so
-scikit-learn's ``check_estimator`` runs only the checks that need no data; such an object
-re-tests the API on its own input.
+point clouds, LoRA collections, environments) mixes in :class:`NonTabularInputMixin`:
+scikit-learn's ``check_estimator`` cannot make such input and skips the object, so the
+test suite runs the checks that need no data and re-tests the API on the object's input.
 
 This module imports nothing from torch: :class:`BaseNeuralEstimator` imports skorch and
 torch inside its methods, so ``import sklearn_icml.base`` works without the ``neural``
@@ -53,8 +53,9 @@ __all__ = [
 class NonTabularInputMixin:
     """Declare that ``fit``/``predict`` do not take a 2-D table of samples by features.
 
-    scikit-learn then runs only the estimator checks that need no data (``get_params``,
-    ``clone``, pickling of an unfitted object, ...). Put it first in the bases, before
+    scikit-learn's ``check_estimator`` then skips the estimator (it cannot make such
+    input); the checks that need no data (``get_params``, ``set_params``, repr, tags) are
+    run by the test suite. Put it first in the bases, before
     :class:`~sklearn.base.BaseEstimator`.
 
     Examples

@@ -83,8 +83,9 @@ class StringInputMixin(NonTabularInputMixin):
     """Tags and checks of the estimators that learn from lists of query strings.
 
     ``fit(queries, y)`` takes a list of str and a target, not a 2-D table
-    (:class:`~sklearn_icml.base.NonTabularInputMixin`); scikit-learn then runs only the
-    checks that need no 2-D data. Put it first in the bases.
+    (:class:`~sklearn_icml.base.NonTabularInputMixin`); scikit-learn's ``check_estimator``
+    then skips it, and the test suite runs the checks that need no data. Put it first in
+    the bases.
     """
 
     def _check_fit_input(self, queries, answers, required, why):

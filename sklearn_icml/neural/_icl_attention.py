@@ -384,7 +384,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
     Notes
     -----
     ``X`` is 3-D (a batch of prompts), so the estimator's input tags say it is not a 2-D
-    table and scikit-learn's ``check_estimator`` runs only its data-free checks; the API
+    table and scikit-learn's ``check_estimator`` skips it; its data-free checks and the API
     checks (clone, ``get_params``, pickling, not-fitted errors, determinism) are re-run
     on prompts in the test suite. Training at the paper's setting costs about 5-10 s per
     1,000 steps on 2 CPU cores.
