@@ -128,3 +128,13 @@ def test_routed_params_are_parameters_and_unknown_keywords_fail_at_fit():
     typo = Net(hiden=3)  # __init__ only stores, as scikit-learn requires
     with pytest.raises(TypeError, match="'hiden'"):
         typo._fit_net(object, None, None)
+
+
+def test_run_seeds_follows_the_joblib_backend_in_force():
+    # any joblib backend takes the runs (dask's too: joblib.parallel_backend("dask"))
+    from joblib import parallel_backend
+
+    sequential = [r.heads_ for r in run_seeds(Flipper(), Coin(), seeds=range(4))]
+    with parallel_backend("threading", n_jobs=2):
+        threaded = [r.heads_ for r in run_seeds(Flipper(), Coin(), seeds=range(4))]
+    assert threaded == sequential
