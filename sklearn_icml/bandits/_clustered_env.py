@@ -11,10 +11,9 @@ import warnings
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from ..base import BaseEnvironment
+from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
 from ..utils.validation import check_int_vector
-from ._env_attributes import BuiltAttribute
 from ._validation import check_below, index_at_least, validate_arguments
 
 

@@ -6,10 +6,9 @@ import numpy as np
 from scipy.signal import fftconvolve
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BaseEnvironment
+from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
 from ._docstrings import fill_doc
-from ._env_attributes import BuiltAttribute
 from ._validation import check_below, index_at_least, validate_arguments
 
 
