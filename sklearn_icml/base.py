@@ -47,6 +47,7 @@ __all__ = [
     "NeuralClassifierMixin",
     "NeuralRegressorMixin",
     "NonTabularInputMixin",
+    "SetUpAtFirstUseMixin",
     "run_seeds",
 ]
 
@@ -213,10 +214,57 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
 
 
 # --------------------------------------------------------------------------------------
+# objects set up at first use
+
+
+class SetUpAtFirstUseMixin:
+    """Validate the parameters and build derived state at first use, again after set_params.
+
+    For objects without a ``fit`` whose ``__init__`` only stores (environments, samplers,
+    LLM clients): each public method starts with ``self._setup()``, which validates the
+    parameters and calls the subclass's ``_build()`` once; ``set_params`` marks the object
+    for a new setup (a new random stream, counters at zero). Put it before
+    :class:`~sklearn.base.BaseEstimator` in the bases.
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> from sklearn_icml.base import SetUpAtFirstUseMixin
+    >>> class Counter(SetUpAtFirstUseMixin, BaseEstimator):
+    ...     _parameter_constraints = {"start": [int]}
+    ...     def __init__(self, start=0):
+    ...         self.start = start
+    ...     def _build(self):
+    ...         self._count = self.start
+    ...     def tick(self):
+    ...         self._setup()._count += 1
+    ...         return self._count
+    >>> counter = Counter(start=5)
+    >>> counter.tick(), counter.tick(), counter.set_params(start=0).tick()
+    (6, 7, 1)
+    """
+
+    def _setup(self):
+        if not self.__dict__.get("_is_set_up", False):
+            self._validate_params()
+            self._build()
+            self._is_set_up = True
+        return self
+
+    def _build(self):
+        """Derive internal state from the parameters (called once by ``_setup``)."""
+
+    def set_params(self, **params):
+        super().set_params(**params)
+        self._is_set_up = False
+        return self
+
+
+# --------------------------------------------------------------------------------------
 # environments
 
 
-class BaseEnvironment(NonTabularInputMixin, BaseEstimator):
+class BaseEnvironment(NonTabularInputMixin, SetUpAtFirstUseMixin, BaseEstimator):
     """Base for environments (bandit instances, interference grids, cost MDPs).
 
     ``__init__`` only stores the parameters, so an environment clones, pickles and shows
@@ -243,21 +291,6 @@ class BaseEnvironment(NonTabularInputMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {}
-
-    def _setup(self):
-        if not getattr(self, "_is_set_up", False):
-            self._validate_params()
-            self._build()
-            self._is_set_up = True
-        return self
-
-    def _build(self):
-        """Derive internal state from the parameters (called once by ``_setup``)."""
-
-    def set_params(self, **params):
-        super().set_params(**params)
-        self._is_set_up = False
-        return self
 
 
 class BuiltAttribute:

@@ -18,6 +18,7 @@ import urllib.request
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
+from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
 from ._docstrings import fill_doc
 from ._validation import check_instance
@@ -27,24 +28,12 @@ __all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
-class _CallableLLM(BaseEstimator):
+class _CallableLLM(SetUpAtFirstUseMixin, BaseEstimator):
     """An LLM callable whose parameters are checked, and state made, at its first call.
 
     ``set_params`` makes the next call start over (a new random stream, counters at 0).
+    Each subclass's ``_build`` checks what the constraints cannot and makes the state.
     """
-
-    def _first_call(self):
-        if not self.__dict__.get("_ready", False):
-            self._validate_params()
-            self._start()
-            self._ready = True
-
-    def _start(self):
-        """Check what the constraints cannot and make the state (once per parameters)."""
-
-    def set_params(self, **params):
-        self._ready = False
-        return super().set_params(**params)
 
 
 class AgentLLM(_CallableLLM):
@@ -79,7 +68,7 @@ class AgentLLM(_CallableLLM):
         self.llm = llm
         self.default_temperature = default_temperature
 
-    def _start(self):
+    def _build(self):
         self.n_calls_ = 0
 
     def call_llm(self, prompt, temperature=None):
@@ -96,7 +85,7 @@ class AgentLLM(_CallableLLM):
         -------
         reply : str
         """
-        self._first_call()
+        self._setup()
         check_instance(prompt, str, "prompt")
         if temperature is None:
             temperature = self.default_temperature
@@ -194,7 +183,7 @@ class ArithmeticMockLLM(_CallableLLM):
         self.verifier = verifier
         self.random_state = random_state
 
-    def _start(self):
+    def _build(self):
         p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
         v = {"add": False, "mixed": False, "solve": True}
         for given, default, label in (
@@ -228,7 +217,7 @@ class ArithmeticMockLLM(_CallableLLM):
 
     def __call__(self, prompt, temperature=0.5):
         """The reply to ``prompt`` (``temperature`` is accepted and ignored)."""
-        self._first_call()
+        self._setup()
         self.n_calls_ += 1
         first, _, rest = str(prompt).partition("\n")
         tag = first.strip()
@@ -314,7 +303,7 @@ class OpenAICompatibleLLM(_CallableLLM):
         self.timeout = timeout
         self.system_prompt = system_prompt
 
-    def _start(self):
+    def _build(self):
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL. Got {self.base_url!r} instead.")
         if not self.model:
@@ -322,7 +311,7 @@ class OpenAICompatibleLLM(_CallableLLM):
 
     def __call__(self, prompt, temperature=0.5):
         """Post ``prompt`` (one user message) and return the first choice's content."""
-        self._first_call()
+        self._setup()
         messages = [{"role": "user", "content": prompt}]
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})

@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import check_array
 
+from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
 from ._docstrings import fill_doc
 from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
@@ -141,7 +142,7 @@ def _split(X):
     return ctx_x, ctx_y, xq
 
 
-class _PromptSampler(BaseEstimator):
+class _PromptSampler(SetUpAtFirstUseMixin, BaseEstimator):
     """What the prompt samplers share: parameters validated at first use, ``sample(n)``.
 
     ``__init__`` only stores; :meth:`params` validates the parameters and resolves them;
@@ -182,14 +183,10 @@ class _PromptSampler(BaseEstimator):
             caller_name=f"{type(self).__name__}.sample",
         )
         resolved = self.params()
-        if not hasattr(self, "_rng"):
-            self._rng = check_random_state(self.random_state)
-        return self._sample(int(n_prompts), self._rng, *resolved)
+        return self._sample(int(n_prompts), self._setup()._rng, *resolved)
 
-    def set_params(self, **params):
-        super().set_params(**params)
-        self.__dict__.pop("_rng", None)
-        return self
+    def _build(self):
+        self._rng = check_random_state(self.random_state)
 
     def _resolve(self):
         raise NotImplementedError

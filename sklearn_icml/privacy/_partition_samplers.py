@@ -8,6 +8,7 @@ this module importing torch.
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
 from ._docstrings import fill_doc
 from ._partition_rdp import check_steps
@@ -50,7 +51,7 @@ def _batches_from_steps(steps, owners, num_steps):
     return np.split(owners[order], np.cumsum(counts)[:-1]), counts
 
 
-class _IterationSampler(BaseEstimator):
+class _IterationSampler(SetUpAtFirstUseMixin, BaseEstimator):
     """Shared manners and iteration protocol: ``num_epochs`` fresh draws of ``num_steps``
     batches.
 
@@ -67,20 +68,12 @@ class _IterationSampler(BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def _setup(self):
-        if not hasattr(self, "_rng"):
-            self._validate_params()
-            self._check_params()
-            self._rng = check_random_state(self.random_state)
-        return self._rng
+    def _build(self):
+        self._check_params()
+        self._rng = check_random_state(self.random_state)
 
     def _check_params(self):
         """Checks across parameters (after ``_parameter_constraints``)."""
-
-    def set_params(self, **params):
-        super().set_params(**params)
-        self.__dict__.pop("_rng", None)
-        return self
 
     def __iter__(self):
         self._setup()
@@ -174,7 +167,7 @@ class BalancedIterationSampler(_IterationSampler):
             ``num_steps`` arrays of sample indices (sorted, possibly empty); every index is
             in exactly ``num_selected`` of them.
         """
-        rng = self._setup()
+        rng = self._setup()._rng
         n, T, k = self.n_samples, self.num_steps, self.num_selected
         if k * k <= 4 * T:
             chosen = _floyd_subsets(rng, n, T, k)
@@ -248,7 +241,7 @@ class PoissonIterationSampler(_IterationSampler):
         batches : list of ndarray of int64
             ``num_steps`` sorted arrays of sample indices (possibly empty).
         """
-        rng = self._setup()
+        rng = self._setup()._rng
         n, T = self.n_samples, self.num_steps
         sizes = rng.binomial(n, self.sample_rate, size=T)
         batches = [np.sort(rng.choice(n, size=s, replace=False)).astype(np.int64) for s in sizes]
