@@ -85,8 +85,9 @@ class BaseRunner(NonTabularInputMixin, BaseEstimator):
 
     ``run(env)`` validates the parameters, plays the algorithm in ``env`` through the
     subclass's ``_run`` and returns ``self``; what the run found is stored in attributes
-    ending in ``_`` (``best_arms_``, ``regret_``, ``policy_``, ...), so
-    :func:`~sklearn.utils.validation.check_is_fitted` tells a run object from a fresh one.
+    ending in ``_`` (``best_arms_``, ``regret_``, ``policy_``, ...), and ``_check_is_run()``
+    raises ``NotFittedError`` on an object that has not run yet (scikit-learn's
+    ``check_is_fitted`` wants a ``fit`` method, which a runner does not have).
     ``_environment_types`` (a tuple of classes, or empty for any) names what ``run``
     accepts.
 
