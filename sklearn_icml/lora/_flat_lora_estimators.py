@@ -12,18 +12,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import draw_seed, optional_import
+from ..utils.validation import check_layer_sizes
 from ._docstrings import fill_doc
 from ._flat_lora import _PERTURBATION_CONSTRAINTS, FlatLoRACallback
-
-
-def _mlp(n_features, n_outputs, hidden_layer_sizes):
-    nn = optional_import("torch", "neural").nn
-    layers, width = [], n_features
-    for size in hidden_layer_sizes:
-        layers += [nn.Linear(width, size), nn.ReLU()]
-        width = size
-    layers.append(nn.Linear(width, n_outputs))
-    return nn.Sequential(*layers)
 
 
 class _BaseFlatLoRA(BaseNeuralEstimator):
@@ -88,16 +79,10 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
     def _base_module(self, n_features, n_outputs):
         torch = optional_import("torch", "neural")
         if self.module is None:
-            hidden = tuple(self.hidden_layer_sizes)
-            if any(
-                isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1
-                for h in hidden
-            ):
-                raise ValueError(
-                    "hidden_layer_sizes must hold positive integers. Got "
-                    f"{self.hidden_layer_sizes!r} instead."
-                )
-            return _mlp(n_features, n_outputs, hidden)
+            from ..utils._skorch import relu_mlp
+
+            hidden = check_layer_sizes(self.hidden_layer_sizes, "hidden_layer_sizes")
+            return relu_mlp(n_features, n_outputs, hidden)
         if isinstance(self.module, torch.nn.Module):
             return copy.deepcopy(self.module)  # the user's (pre-trained) module is not touched
         if callable(self.module):

@@ -1,7 +1,6 @@
 """DPSGDClassifier: DP-SGD (skorch) with balanced iteration or Poisson subsampling."""
 
 import functools
-import numbers
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -11,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ..utils.validation import check_layer_sizes
 from ._docstrings import fill_doc
 from ._dpsgd_net import MLP, DPSGDNet
 from ._noise_calibration import find_noise_multiplier
@@ -287,14 +287,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
                 f"num_selected must be <= steps_per_epoch={T} (a sample joins at most every "
                 f"step). Got {k!r} instead."
             )
-        hidden = tuple(self.hidden_layer_sizes)
-        if any(
-            isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hidden
-        ):
-            raise ValueError(
-                f"hidden_layer_sizes must hold positive integers. Got {self.hidden_layer_sizes!r}"
-                " instead."
-            )
+        hidden = check_layer_sizes(self.hidden_layer_sizes, "hidden_layer_sizes")
         X, y = validate_data(self, X, y)
         self.classes_, y_index = encode_class_labels(y)
         binary = self.classes_.shape[0] == 2

@@ -8,6 +8,7 @@ assume.
 """
 
 from ..utils import optional_import
+from ..utils._skorch import relu_mlp
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
@@ -20,12 +21,7 @@ class MLP(nn.Module):
 
     def __init__(self, n_features, n_outputs, hidden_layer_sizes=()):
         super().__init__()
-        layers, width = [], n_features
-        for size in hidden_layer_sizes:
-            layers += [nn.Linear(width, size), nn.ReLU()]
-            width = size
-        layers.append(nn.Linear(width, n_outputs))
-        self.net = nn.Sequential(*layers)
+        self.net = relu_mlp(n_features, n_outputs, hidden_layer_sizes)
 
     def forward(self, X):
         return self.net(X)

@@ -216,3 +216,24 @@ class StopOnLoss(skorch.callbacks.Callback):
             raise KeyboardInterrupt
         if loss < self.threshold:
             raise KeyboardInterrupt
+
+
+def relu_mlp(n_features, n_outputs, hidden_layer_sizes=()):
+    """``Linear -> ReLU -> ... -> Linear`` as a ``torch.nn.Sequential`` (linear when empty).
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._skorch import relu_mlp
+    >>> relu_mlp(4, 2, (8,))
+    Sequential(
+      (0): Linear(in_features=4, out_features=8, bias=True)
+      (1): ReLU()
+      (2): Linear(in_features=8, out_features=2, bias=True)
+    )
+    """
+    layers, width = [], int(n_features)
+    for size in hidden_layer_sizes:
+        layers += [torch.nn.Linear(width, int(size)), torch.nn.ReLU()]
+        width = int(size)
+    layers.append(torch.nn.Linear(width, int(n_outputs)))
+    return torch.nn.Sequential(*layers)

@@ -86,3 +86,23 @@ def check_positive_int(value, name, *, minimum=1):
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value!r} instead.")
     return int(value)
+
+
+def check_layer_sizes(sizes, name):
+    """Return the hidden-layer widths ``sizes`` as a tuple of ints, each at least 1.
+
+    An empty sequence is valid: the network is then linear.
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils.validation import check_layer_sizes
+    >>> check_layer_sizes([16, 8], "hidden_layer_sizes"), check_layer_sizes((), "hidden")
+    ((16, 8), ())
+    """
+    sizes = tuple(sizes)
+    if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in sizes):
+        raise ValueError(
+            f"{name} must hold positive integers (an empty tuple gives a linear model). "
+            f"Got {sizes!r} instead."
+        )
+    return tuple(int(s) for s in sizes)

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..utils import check_generator, optional_import
+from ..utils._skorch import relu_mlp
 from ._hypergradient import _one_step_hypergradient, weighted_sgd_step
 from ._weighting_model import WeightingMLP, effective_sample_size
 
@@ -74,12 +75,7 @@ class MLPModule(nn.Module):
 
     def __init__(self, n_features, n_outputs, hidden_sizes=(64,)):
         super().__init__()
-        layers, width = [], int(n_features)
-        for size in hidden_sizes:
-            layers += [nn.Linear(width, int(size)), nn.ReLU()]
-            width = int(size)
-        layers.append(nn.Linear(width, int(n_outputs)))
-        self.net = nn.Sequential(*layers)
+        self.net = relu_mlp(n_features, n_outputs, hidden_sizes)
 
     def forward(self, X):
         return self.net(X)

@@ -2,7 +2,6 @@
 
 import copy
 import functools
-import numbers
 
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -10,6 +9,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ..utils.validation import check_layer_sizes
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
 from ._docs import doc_filler
@@ -91,14 +91,7 @@ class _TabularDWM(_BaseDWM):
         return "raw" if self._is_classifier else "log1p"
 
     def _hidden_sizes(self):
-        sizes = tuple(self.hidden_sizes)
-        for size in sizes:
-            if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-                raise ValueError(
-                    "hidden_sizes must hold positive integers (an empty tuple gives a linear "
-                    f"learner). Got {self.hidden_sizes!r} instead."
-                )
-        return sizes
+        return check_layer_sizes(self.hidden_sizes, "hidden_sizes")
 
     def _targets(self, y, name="y"):
         """Learner targets (int64 class index or float32 value) and their DWM encoding."""
