@@ -188,15 +188,14 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         row's output does not depend on the other rows it is predicted with (float32
         mini-batches do differ in the last bits).
         """
-        from ..utils import _skorch
+        from ..utils._skorch import float64_outputs
 
-        torch = optional_import("torch", "neural")
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
-        module = copy.deepcopy(self.module_).to(dtype=torch.float64).eval()
-        X64 = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float64), device=self.net_.device)
-        with _skorch.torch_threads(self.n_jobs), torch.no_grad():
-            return module(X64).cpu().numpy()
+        X = np.asarray(validate_data(self, X, reset=False), dtype=np.float64)
+        return float64_outputs(
+            self.module_, X, rows_per_chunk=X.shape[0], empty_shape=(0,),
+            device=self.net_.device, n_jobs=self.n_jobs,
+        )
 
 
 @fill_doc

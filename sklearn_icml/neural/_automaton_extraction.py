@@ -71,7 +71,8 @@ class _Trie:
 
 def _network_representations(module, trie, device):
     """Hidden states and outputs (float64) of every trie node, one RNN step per depth."""
-    from ._torch import float64_copy, torch
+    from ..utils._skorch import float64_copy
+    from ._torch import torch
 
     module = float64_copy(module, device)
     n = len(trie.parent)

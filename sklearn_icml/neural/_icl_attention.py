@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..base import BaseNeuralEstimator
+from ..utils._skorch import float64_outputs
 from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,
@@ -25,7 +26,7 @@ from ._icl_patterns import (
 )
 from ._icl_predictors import _PromptInputMixin
 from ._icl_tasks import LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, check_prompts
-from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
+from ._torch import nn, seed_from_torch, skorch, torch
 
 _INITS = ("random", "small_id", "small_id_qk", "oppo_small_id")
 _ATTENTIONS = ("softmax", "linear", "linear_unnormalized")

@@ -20,10 +20,10 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import check_generator
-from ..utils._skorch import encode_class_labels
+from ..utils._skorch import encode_class_labels, float64_outputs
 from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
-from ._torch import float64_outputs, nn, seed_from_torch, skorch, torch
+from ._torch import nn, seed_from_torch, skorch, torch
 
 # rows x time steps per forward call at prediction time (bounds memory, not results)
 _PREDICT_CHUNK_CELLS = 1 << 21

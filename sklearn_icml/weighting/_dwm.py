@@ -8,7 +8,12 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
-from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
+from ..utils._skorch import (
+    encode_class_labels,
+    features_to_float32,
+    float64_outputs,
+    torch_threads,
+)
 from ..utils.validation import check_layer_sizes
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
@@ -28,13 +33,10 @@ def tabular_features(module, X, static, losses, *, loss_feature):
 
 def module_outputs(module, X, device="cpu"):
     """Outputs of ``module`` on float ``X`` in float64 (a copy, in eval mode), chunked."""
-    module = copy.deepcopy(module).to(device=device, dtype=torch.float64).eval()
-    parts = []
-    with torch.no_grad():
-        for start in range(0, X.shape[0], _PREDICT_CHUNK):
-            chunk = torch.as_tensor(X[start : start + _PREDICT_CHUNK], device=device)
-            parts.append(module(chunk.to(torch.float64)).cpu().numpy())
-    return np.concatenate(parts) if parts else np.empty((0, 1))
+    X = np.asarray(X, dtype=np.float64)
+    return float64_outputs(
+        module, X, rows_per_chunk=_PREDICT_CHUNK, empty_shape=(0, 1), device=device
+    )
 
 
 class _TabularDWM(_BaseDWM):
