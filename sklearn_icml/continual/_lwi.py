@@ -240,6 +240,12 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     the one before it [1]_, which skorch's fit of one module on one ``(X, y)`` cannot
     express.
 
+    The fusion is that of the authors' release (see :func:`fuse_models`, whose Notes give
+    the measured agreement). The training differs from their CIFAR recipe (200 epochs,
+    learning-rate drops at epochs 80 and 120, gradient-norm clipping at 10000, i.e. off) in
+    its defaults, sized for small tabular tasks (30 epochs, no drops), and in the heads:
+    theirs have no bias (``head_bias=False`` reproduces them).
+
     References
     ----------
     .. [1] Chen, Z., Wuerkaixi, A., Cui, S., Li, H., Li, D., Zhang, J., Han, B., Niu, G.,
