@@ -244,7 +244,18 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     the measured agreement). The training differs from their CIFAR recipe (200 epochs,
     learning-rate drops at epochs 80 and 120, gradient-norm clipping at 10000, i.e. off) in
     its defaults, sized for small tabular tasks (30 epochs, no drops), and in the heads:
-    theirs have no bias (``head_bias=False`` reproduces them).
+    theirs have no bias (``head_bias=False`` reproduces them). Measured on split digits (5
+    tasks, 5 seeds): task-agnostic accuracy 0.710 without head bias vs 0.697 with it for
+    LwI, 0.718 vs 0.714 for LwF; task-aware accuracy within 0.002.
+
+    On the digit streams of the library's benchmark (split digits with a 256-256 MLP, a
+    1024-1024-1024 MLP, a convolutional backbone or a larger learning rate; 10-task permuted
+    and rotated digits), LwI was never ahead of LwF by more than the seed spread: equal
+    task-aware accuracy within 0.004 on split digits, 0.01 to 0.06 lower on the 10-task
+    streams, and 0.016 to 0.20 lower task-agnostic accuracy. Its one visible effect was less
+    forgetting of the first task's task-agnostic accuracy with the wide three-layer MLP
+    (0.10 vs 0.17).
+    The paper's gains are on CIFAR-100 and Tiny-ImageNet with ResNets.
 
     References
     ----------
