@@ -1,5 +1,7 @@
 """Layer-wise model fusion by channel matching (the model fusion of LwI, Chen et al., 2025).
 
+Linear and convolutional layers (a chain), with their biases and batch-norm tensors.
+
 Pure numpy (scipy for the assignment); POT is imported only for ``solver="emd"`` or
 ``solver="sinkhorn"``. State dicts may hold numpy arrays or torch tensors; the fused state
 holds the same types as ``new_state``.
@@ -157,6 +159,30 @@ def _layer_keys(entry, old_state, new_state, i):
     return keys
 
 
+def _align_inputs(W, T_prev, key):
+    """``W`` with its input dimension moved into the previous layer's fused order.
+
+    A conv kernel ``(out, in, kh, kw)`` or a linear weight ``(out, in)`` is multiplied by
+    ``T_prev`` along ``in`` (for a kernel at every position). A linear weight whose
+    ``in`` is ``C * s`` for the ``C`` channels of a previous conv layer reads a flattened
+    ``(C, H, W)`` map (PyTorch's ``flatten`` order, channel-major): each of its ``s``
+    spatial positions is aligned separately.
+    """
+    n_prev = T_prev.shape[0]
+    n_in = W.shape[1]
+    if n_in == n_prev:
+        return np.moveaxis(np.tensordot(W, T_prev, axes=([1], [0])), -1, 1)
+    if W.ndim == 2 and n_in % n_prev == 0:
+        blocks = W.reshape(W.shape[0], n_prev, n_in // n_prev)
+        aligned = np.moveaxis(np.tensordot(blocks, T_prev, axes=([1], [0])), -1, 1)
+        return aligned.reshape(W.shape)
+    raise ValueError(
+        f"{key!r} must take the previous layer's {n_prev} channels as input (or, for a "
+        f"linear layer after a flatten, a multiple of them). Got input dimension {n_in} "
+        "instead."
+    )
+
+
 _STEP = [Interval(numbers.Real, 0, 1, closed="both")]
 
 #: The matching parameters of :func:`fuse_models`, which :class:`LwIClassifier` exposes as
@@ -227,9 +253,13 @@ def fuse_models(
     new_state : dict of str to array or torch.Tensor
         State dict of the new model ``B``, same keys and shapes. Not modified.
     layer_order : sequence of str or tuple of str
-        The backbone layers in forward order. An entry is either the key of a 2-D weight
-        (then the key with ``"weight"`` replaced by ``"bias"`` is fused with it when it
-        exists), or a tuple ``(weight_key, vector_key, ...)``.
+        The backbone layers in forward order, a chain (no residual connections). An entry
+        is either the key of a weight, linear ``(out, in)`` or convolution
+        ``(out, in, kh, kw)`` (then the key with ``"weight"`` replaced by ``"bias"`` is
+        fused with it when it exists), or a tuple ``(weight_key, vector_key, ...)``, e.g.
+        a convolution, its bias and its batch-norm weight, bias and running statistics. A
+        linear layer after a flattened convolution takes ``C * s`` inputs for the ``C``
+        channels of that convolution (channel-major, as ``torch.flatten``).
     n_diverse_layers : int, default=1
         How many of the last layers use dissimilar matching (0 = similarity everywhere).
     %(fusion_steps)s
@@ -251,8 +281,34 @@ def fuse_models(
     ------
     ValueError
         If a key is missing, the shapes of the two models differ (different widths are
-        never padded), ``n_diverse_layers`` exceeds the number of layers, or a step is
-        outside [0, 1].
+        never padded), a layer's inputs do not match the previous layer's width,
+        ``n_diverse_layers`` exceeds the number of layers, or a step is outside [0, 1].
+
+    Notes
+    -----
+    This is the fusion of the authors' release [1]_ (built on the OT fusion of Singh and
+    Jaggi, 2020): exact OT with uniform marginals, cosine ground metric with ``log1p``
+    normalisation, the old model permuted into the new model's frame, the input alignment
+    carried from layer to layer, 1-D tensors fused with their weight's permutation and
+    step. On the same two trained models it gives the same fused weights as the authors'
+    routine to 1.5e-8 (64-256-256 MLP), 3e-8 (:class:`LwIClassifier`'s convolutional
+    backbone) and 1.2e-7 (two convolutions with batch norm, then a linear layer; float32
+    rounding of the running variances), once their marginal correction is made exact
+    (below). Deliberate differences:
+
+    - The authors rescale the transport plan by ``1 / (1/n + 1e-7)`` instead of ``n``,
+      which shrinks the old model's share by ``1 / (1 + n 1e-7)`` on each side of a
+      weight (``2.6e-5`` relative for width 256); here the plan is the exact permutation.
+      Measured effect: at most 1.2e-6 on a fused weight of the 256-wide MLP, 7e-7 on the
+      conv nets.
+    - The authors choose the dissimilar layers by counting the last state entries
+      (weights, biases and batch-norm tensors; their default 5 is the last convolution
+      and its batch norm in ResNet-32); ``n_diverse_layers`` counts layers, each with its
+      1-D tensors.
+    - The cosine distance adds ``1e-12`` to the norms (the authors' code has none, so an
+      all-zero unit gives NaN and stops it) and ties of the assignment are broken towards
+      the identity; neither changes the fusion of the models above.
+    - Residual shortcuts are not supported (the authors average them without alignment).
 
     See Also
     --------
@@ -314,9 +370,8 @@ def fuse_models(
                 f"the first key of layer_order[{i}] must be a weight of at least 2 dims; "
                 f"{w_key!r} has shape {WA.shape} instead."
             )
-        if T_prev is not None and T_prev.shape[0] == WA.shape[1]:
-            # align A's inputs to the previous layer's matching (per kernel position)
-            WA = np.moveaxis(np.tensordot(WA, T_prev, axes=([1], [0])), -1, 1)
+        if T_prev is not None:
+            WA = _align_inputs(WA, T_prev, w_key)
         diverse = i >= n_layers - n_diverse_layers
         step = step_diff if diverse else step_sim
         if solver == "identity":

@@ -33,16 +33,28 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "ident
 _KD_EPS = 1e-5
 
 
-class MultiHeadMLP(nn.Module):
-    """An MLP backbone ``backbone`` (Linear + activation blocks) and a list of heads.
+class MultiHeadNet(nn.Module):
+    """A backbone ``backbone`` and a list of linear heads, one per task.
 
-    ``forward(x)`` returns the concatenated logits of all heads. The backbone's Linear
-    layers are ``backbone.0``, ``backbone.2``, ... (state keys ``backbone.{2l}.weight``).
+    The backbone is optional convolution blocks (``Conv2d`` 3x3 with padding 1, the
+    activation, ``MaxPool2d(2)``) on inputs reshaped to ``image_shape``, a flatten, then
+    Linear + activation blocks. ``forward(x)`` returns the concatenated logits of all heads.
     """
 
-    def __init__(self, n_features, hidden_layer_sizes, activation="relu"):
+    def __init__(self, n_features, hidden_layer_sizes, activation="relu", conv_channels=(),
+                 image_shape=None, head_bias=True):
         super().__init__()
+        self.head_bias = head_bias
         layers, width = [], n_features
+        if conv_channels:
+            layers.append(nn.Unflatten(1, tuple(image_shape)))
+            channels, h, w = image_shape
+            for size in conv_channels:
+                layers += [nn.Conv2d(channels, size, 3, padding=1), _ACTIVATIONS[activation](),
+                           nn.MaxPool2d(2)]
+                channels, h, w = size, h // 2, w // 2
+            layers.append(nn.Flatten())
+            width = channels * h * w
         for size in hidden_layer_sizes:
             layers += [nn.Linear(width, size), _ACTIVATIONS[activation]()]
             width = size
@@ -51,7 +63,7 @@ class MultiHeadMLP(nn.Module):
         self.heads = nn.ModuleList()
 
     def add_head(self, n_classes):
-        self.heads.append(nn.Linear(self.n_hidden, n_classes))
+        self.heads.append(nn.Linear(self.n_hidden, n_classes, bias=self.head_bias))
 
     def head_logits(self, features, heads=None):
         heads = range(len(self.heads)) if heads is None else heads
@@ -65,8 +77,19 @@ class MultiHeadMLP(nn.Module):
         return [
             (f"backbone.{i}.weight", f"backbone.{i}.bias")
             for i, layer in enumerate(self.backbone)
-            if isinstance(layer, nn.Linear)
+            if isinstance(layer, nn.Linear | nn.Conv2d)
         ]
+
+
+def _check_finite_float32(X, name="X"):
+    """Refuse values that are finite in float64 but overflow float32 (the network's dtype)."""
+    limit = np.finfo(np.float32).max
+    if X.size and np.abs(X).max() > limit:
+        raise ValueError(
+            f"{name} has values of magnitude above {limit:.3g}, the largest float32, which "
+            f"the network computes in; rescale {name} (e.g. StandardScaler). Got "
+            f"max |{name}| = {np.abs(X).max():.3g} instead."
+        )
 
 
 def kd_loss(student_logits, teacher_logits, exponent=0.5):
@@ -138,12 +161,22 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     hidden_layer_sizes : tuple of int, default=(256, 256)
-        Widths of the backbone's hidden layers.
+        Widths of the backbone's hidden (fully connected) layers.
     activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
+    conv_channels : tuple of int, default=()
+        Channels of optional convolution blocks before the hidden layers (``Conv2d`` 3x3,
+        padding 1, the activation, 2x2 max pooling), for rows of ``X`` that are images.
+        Empty: an MLP.
+    image_shape : tuple of int or None, default=None
+        ``(height, width)`` or ``(channels, height, width)`` of an image row of ``X``
+        (row-major, channels first); used only with ``conv_channels``. None: a square
+        single-channel image (``n_features`` must be a perfect square).
+    head_bias : bool, default=True
+        Whether the task heads have a bias (the authors' heads have none).
     %(fusion_steps)s
     n_diverse_layers : int, default=1
-        Number of last hidden layers fused by dissimilar matching; at most
-        ``len(hidden_layer_sizes)``.
+        Number of last backbone layers fused by dissimilar matching; at most
+        ``len(conv_channels) + len(hidden_layer_sizes)``.
     %(fusion_matching)s
     kd_lambda : float, default=1.0
         Weight of the distillation loss (0: no distillation).
@@ -181,7 +214,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         The classes of each task, in training order.
     n_tasks_ : int
     model_ : torch.nn.Module
-        The fused :class:`MultiHeadMLP` (on the CPU when ``device="cpu"``).
+        The fused :class:`MultiHeadNet` (on the CPU when ``device="cpu"``).
     teacher_ : torch.nn.Module
         The frozen teacher for the next task.
     permutations_ : list of list of ndarray
@@ -206,6 +239,23 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     from a frozen teacher, and the task ends with a weight fusion of the new network with
     the one before it [1]_, which skorch's fit of one module on one ``(X, y)`` cannot
     express.
+
+    The fusion is that of the authors' release (see :func:`fuse_models`, whose Notes give
+    the measured agreement). The training differs from their CIFAR recipe (200 epochs,
+    learning-rate drops at epochs 80 and 120, gradient-norm clipping at 10000, i.e. off) in
+    its defaults, sized for small tabular tasks (30 epochs, no drops), and in the heads:
+    theirs have no bias (``head_bias=False`` reproduces them). Measured on split digits (5
+    tasks, 5 seeds): task-agnostic accuracy 0.710 without head bias vs 0.697 with it for
+    LwI, 0.718 vs 0.714 for LwF; task-aware accuracy within 0.002.
+
+    On the digit streams of the library's benchmark (split digits with a 256-256 MLP, a
+    1024-1024-1024 MLP, a convolutional backbone or a larger learning rate; 10-task permuted
+    and rotated digits), LwI was never ahead of LwF by more than the seed spread: equal
+    task-aware accuracy within 0.004 on split digits, 0.01 to 0.06 lower on the 10-task
+    streams, and 0.016 to 0.20 lower task-agnostic accuracy. Its one visible effect was less
+    forgetting of the first task's task-agnostic accuracy with the wide three-layer MLP
+    (0.10 vs 0.17).
+    The paper's gains are on CIFAR-100 and Tiny-ImageNet with ResNets.
 
     References
     ----------
@@ -235,6 +285,9 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         **FUSION_CONSTRAINTS,
         "hidden_layer_sizes": [tuple, list],
         "activation": [StrOptions(set(_ACTIVATIONS))],
+        "conv_channels": [tuple, list],
+        "image_shape": [tuple, list, None],
+        "head_bias": ["boolean"],
         "kd_lambda": [Interval(numbers.Real, 0, None, closed="left")],
         "kd_exponent": [Interval(numbers.Real, 0, None, closed="neither")],
         "teacher": [StrOptions({"pre_fusion", "post_fusion"})],
@@ -254,6 +307,9 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         *,
         hidden_layer_sizes=(256, 256),
         activation="relu",
+        conv_channels=(),
+        image_shape=None,
+        head_bias=True,
         step_sim=0.70,
         step_diff=0.93,
         n_diverse_layers=1,
@@ -280,6 +336,9 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.conv_channels = conv_channels
+        self.image_shape = image_shape
+        self.head_bias = head_bias
         self.step_sim = step_sim
         self.step_diff = step_diff
         self.n_diverse_layers = n_diverse_layers
@@ -309,16 +368,53 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         """The elements of ``hidden_layer_sizes`` and ``lr_milestones`` (constraints check
         only that they are sequences) and ``n_diverse_layers`` against the depth."""
         sizes = check_int_vector(self.hidden_layer_sizes, "hidden_layer_sizes", low=1)
-        if self.n_diverse_layers > len(sizes):
+        convs = check_int_vector(list(self.conv_channels), "conv_channels", low=1)
+        n_layers = len(sizes) + len(convs)
+        if self.n_diverse_layers > n_layers:
             raise ValueError(
-                f"n_diverse_layers must be at most the number of hidden layers "
-                f"({len(sizes)}). Got n_diverse_layers={self.n_diverse_layers!r} instead."
+                f"n_diverse_layers must be at most the number of backbone layers "
+                f"(len(conv_channels) + len(hidden_layer_sizes) = {n_layers}). Got "
+                f"n_diverse_layers={self.n_diverse_layers!r} instead."
             )
         check_int_vector(list(self.lr_milestones or ()), "lr_milestones", low=1)
 
+    def _check_image_shape(self, n_features):
+        """The ``(channels, height, width)`` of an input row, or None without convolutions."""
+        if not len(self.conv_channels):
+            return None
+        if self.image_shape is None:
+            side = int(round(np.sqrt(n_features)))
+            if side * side != n_features:
+                raise ValueError(
+                    f"image_shape=None means square single-channel images, but X has "
+                    f"{n_features} features, not a perfect square; pass image_shape. Got "
+                    f"image_shape=None instead."
+                )
+            shape = (1, side, side)
+        else:
+            shape = tuple(int(v) for v in check_int_vector(list(self.image_shape), "image_shape",
+                                                           low=1))
+            if len(shape) == 2:
+                shape = (1, *shape)
+            if len(shape) != 3 or int(np.prod(shape)) != n_features:
+                raise ValueError(
+                    f"image_shape must be (height, width) or (channels, height, width) with "
+                    f"a product equal to the number of features ({n_features}). Got "
+                    f"image_shape={self.image_shape!r} instead."
+                )
+        smallest = min(shape[1:]) >> len(self.conv_channels)
+        if smallest < 1:
+            raise ValueError(
+                f"each convolution block halves the image; {len(self.conv_channels)} blocks "
+                f"need an image side of at least {2 ** len(self.conv_channels)}. Got "
+                f"conv_channels={self.conv_channels!r} for images of shape {shape} instead."
+            )
+        return shape
+
     def _reset(self):
         for attr in ("model_", "teacher_", "classes_", "task_classes_", "n_tasks_",
-                     "permutations_", "history_", "n_features_in_", "feature_names_in_"):
+                     "permutations_", "history_", "n_features_in_", "feature_names_in_",
+                     "_image_shape"):
             if hasattr(self, attr):
                 delattr(self, attr)
 
@@ -380,6 +476,9 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             self._validate_params()
             self._validate_architecture()
         X, y = validate_data(self, X, y, reset=first, dtype=np.float64)
+        _check_finite_float32(X)
+        if first:
+            self._image_shape = self._check_image_shape(X.shape[1])
         n_done = 0 if first else self.n_tasks_
         if task_id is not None and (
             not isinstance(task_id, numbers.Integral) or isinstance(task_id, bool)
@@ -423,8 +522,10 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         self.task_classes_.append(task_classes)
         self.classes_ = np.concatenate(self.task_classes_)
         self.n_tasks_ = n_done + 1
+        # task-aware training accuracy from the validated X (no second validation)
+        task_logits = self._forward(X)[:, self._task_slices()[n_done]]
         self.history_[-1]["train_accuracy"] = float(
-            np.mean(self.predict(X, task_id=n_done) == task_classes[y_index])
+            np.mean(np.argmax(task_logits, axis=1) == y_index)
         )
         if self.verbose:
             h = self.history_[-1]
@@ -436,7 +537,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
 
     def _learn_task(self, X, y, n_classes, t, device):
         if t == 0:
-            model = MultiHeadMLP(X.shape[1], tuple(self.hidden_layer_sizes), self.activation)
+            model = MultiHeadNet(X.shape[1], tuple(self.hidden_layer_sizes), self.activation,
+                                 tuple(self.conv_channels), self._image_shape, self.head_bias)
         else:
             model = self.model_
         model.add_head(n_classes)
@@ -499,7 +601,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         perms = []
         if old is not None:
             n_old_head_keys = [
-                f"heads.{k}.{name}" for k in range(t) for name in ("weight", "bias")
+                key for key in model.state_dict()
+                if key.startswith("heads.") and int(key.split(".")[1]) < t
             ]
             fused, perms = fuse_models(
                 old.state_dict(), model.state_dict(), layer_order=model.layer_order(),
@@ -523,10 +626,14 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     def _logits(self, X):
         """Concatenated logits of all heads, float64 numpy (a float64 copy of the model)."""
         check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._forward(validate_data(self, X, reset=False, dtype=np.float64))
+
+    def _forward(self, X):
+        """Logits of validated float64 ``X`` (read-only input, e.g. from pandas, is copied)."""
         model = copy.deepcopy(self.model_).to(device="cpu", dtype=torch.float64).eval()
+        X = X if X.flags.writeable else X.copy()
         with torch.no_grad(), torch_threads(self.n_jobs):
-            return model(torch.as_tensor(X)).numpy()
+            return model(torch.from_numpy(np.ascontiguousarray(X))).numpy()
 
     def _task_slices(self):
         bounds = np.cumsum([0] + [len(c) for c in self.task_classes_])

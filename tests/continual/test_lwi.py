@@ -201,6 +201,9 @@ def test_wrong_task_id_at_partial_fit_raises(lwi_two_tasks, digits):
         ({"hidden_layer_sizes": (8, 0)}, "hidden_layer_sizes"),
         ({"solver": "greedy"}, "solver"),
         ({"teacher": "best"}, "teacher"),
+        ({"conv_channels": (4, 4, 4, 4)}, "conv_channels"),
+        ({"conv_channels": (4,), "image_shape": (7, 9)}, "image_shape"),
+        ({"conv_channels": (4,), "n_diverse_layers": 4}, "n_diverse_layers"),
     ],
 )
 def test_bad_params_raise(digits, params, match):
@@ -223,3 +226,44 @@ def test_partial_fit_classes_argument(digits):
     assert clf.model_.heads[0].out_features == 3
     with pytest.raises(ValueError, match="classes must contain"):
         LwIClassifier(**FAST).partial_fit(X[rows], y[rows], classes=[0])
+
+
+def test_dataframe_fit_gives_no_warning(digits):
+    pd = pytest.importorskip("pandas")
+    X, _, y, _, t, _ = digits
+    df = pd.DataFrame(X, columns=[f"pixel_{i}" for i in range(X.shape[1])])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = LwIClassifier(**FAST).fit(df, y, task_ids=t)
+        clf.predict(df)
+    np.testing.assert_array_equal(clf.feature_names_in_, df.columns)
+
+
+def test_values_overflowing_float32_are_refused_at_validation(digits):
+    X, _, y, _, t, _ = digits
+    X = X[t == 0].copy()
+    X[0, 0] = 1e300
+    match = r"X has values .* above 3.4e\+38.*Got max \|X\| = 1e\+300"
+    with pytest.raises(ValueError, match=match):
+        LwIClassifier(**FAST).partial_fit(X, y[t == 0])
+
+
+def test_conv_backbone_learns_and_fuses_every_layer(digits):
+    X, X_te, y, y_te, t, t_te = digits
+    clf = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), lr=0.05,
+                        max_epochs=5, random_state=0).fit(X, y, task_ids=t)
+    assert [len(p) for p in clf.permutations_] == [0, 3, 3]
+    assert clf.model_.backbone[-2].in_features == 8 * 2 * 2
+    assert clf.score(X_te, y_te, task_id=t_te) > 0.8
+    # 8x8 digits: image_shape None and (8, 8) and (1, 8, 8) build the same network
+    same = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), lr=0.05,
+                         max_epochs=5, random_state=0, image_shape=(1, 8, 8))
+    np.testing.assert_array_equal(same.fit(X, y, task_ids=t).predict(X_te), clf.predict(X_te))
+
+
+def test_heads_without_bias(digits):
+    X, _, y, _, t, _ = digits
+    clf = LwIClassifier(**FAST, head_bias=False).fit(X, y, task_ids=t)
+    assert all(head.bias is None for head in clf.model_.heads)
