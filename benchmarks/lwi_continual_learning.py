@@ -25,10 +25,10 @@ from _harness import Report, median_time, parse_args, timed_fit  # noqa: E402
 from _harness import table as md_table  # noqa: E402
 
 from sklearn_icml.continual import LwIClassifier, fuse_models  # noqa: E402
-from sklearn_icml.datasets import load_split_digits  # noqa: E402
-from sklearn_icml.datasets._continual import (  # noqa: E402
+from sklearn_icml.datasets import (  # noqa: E402
     load_permuted_digits,
     load_rotated_digits,
+    load_split_digits,
 )
 
 METHODS = {

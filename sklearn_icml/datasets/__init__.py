@@ -9,7 +9,11 @@ from ._cellflux import (  # cellflux-flow-matching
     make_digits_screen,
     make_gaussian_perturbations,
 )
-from ._continual import load_split_digits  # lwi-continual-learning
+from ._continual import (  # lwi-continual-learning
+    load_permuted_digits,
+    load_rotated_digits,
+    load_split_digits,
+)
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
@@ -21,6 +25,8 @@ from ._video import make_rotating_dot_videos  # f16-high-frame-rate-video
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
+    "load_permuted_digits",
+    "load_rotated_digits",
     "load_split_digits",
     "make_additive_classification",
     "make_additive_regression",

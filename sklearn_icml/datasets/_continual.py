@@ -129,7 +129,7 @@ def load_permuted_digits(*, n_tasks=10, test_size=0.3, random_state=0):
 
     Examples
     --------
-    >>> from sklearn_icml.datasets._continual import load_permuted_digits
+    >>> from sklearn_icml.datasets import load_permuted_digits
     >>> X_tr, X_te, y_tr, y_te, t_tr, t_te = load_permuted_digits(n_tasks=3)
     >>> X_tr.shape, int(y_tr.max()), sorted(set(t_tr.tolist()))
     ((3771, 64), 29, [0, 1, 2])
@@ -176,7 +176,7 @@ def load_rotated_digits(*, n_tasks=10, max_angle=90.0, test_size=0.3, random_sta
 
     Examples
     --------
-    >>> from sklearn_icml.datasets._continual import load_rotated_digits
+    >>> from sklearn_icml.datasets import load_rotated_digits
     >>> X_tr, X_te, y_tr, y_te, t_tr, t_te = load_rotated_digits(n_tasks=4)
     >>> X_tr.shape, sorted(set(y_tr[t_tr == 3].tolist()))[:3]
     ((5028, 64), [30, 31, 32])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sklearn_icml.datasets._continual import load_permuted_digits, load_rotated_digits
+from sklearn_icml.datasets import load_permuted_digits, load_rotated_digits
 
 
 def _column_matches(base, moved):
