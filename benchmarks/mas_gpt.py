@@ -23,7 +23,7 @@ from sklearn_icml.mas import (
     default_answer_checker,
     default_mas_pool,
 )
-from sklearn_icml.mas._executor import _run_in_child
+from sklearn_icml.mas._confinement import Limits, run_in_child
 
 P = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
 FAMILIES = ("add", "mixed", "solve")
@@ -44,7 +44,7 @@ CLOSED = {
 def fixed_baselines(pool, q_test, a_test, seed):
     out = {}
     for program in pool:
-        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="inprocess")
+        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
         results = [executor.run(program, q) for q in q_test]
         acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
         out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
@@ -54,7 +54,7 @@ def fixed_baselines(pool, q_test, a_test, seed):
 def run_solver(pool, train, test, consistency, seed=0):
     (q_tr, a_tr, _), (q_te, a_te, f_te) = train, test
     solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=seed), pool=pool, n_groups=3,
-                          consistency=consistency, sandbox="inprocess", random_state=seed)
+                          consistency=consistency, sandbox="unsafe-inprocess", random_state=seed)
     start = time.perf_counter()
     solver.fit(q_tr, a_tr)
     fit_s = time.perf_counter() - start
@@ -144,7 +144,7 @@ def e3(report, quick):
         return "Use several agents that vote. (no code block)"
 
     solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool3, n_groups=3,
-                          generator_llm=no_code, sandbox="inprocess", random_state=0)
+                          generator_llm=no_code, sandbox="unsafe-inprocess", random_state=0)
     solver.fit(*train[:2])
     acc = solver.score([q_te[i] for i in mixed], a_te[mixed])
     share = np.mean([r.used_fallback for r in solver.last_results_])
@@ -155,7 +155,7 @@ def e3(report, quick):
         ["generator without code block: accuracy on mixed", "about 0.928", sc_closed(0.6), acc],
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
-    for sandbox, timeout in (("process", 2.0), ("inprocess", 2.0)):
+    for sandbox, timeout in (("process", 2.0), ("unsafe-inprocess", 2.0)):
         executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
         result = executor.run(loop, "Compute 12 times 11 minus 7.")
         ok = result.timed_out and result.used_fallback and result.answer is not None
@@ -199,9 +199,11 @@ def sandbox(report, quick):
         except ValueError as exc:
             static = "refused: " + str(exc).split(";")[0].split(" (line")[0].replace(
                 "program 'attack' ", "")
-        _, error, timed_out, layers = _run_in_child(
-            code, "Add 1 and 2.", _Agent(), timeout=1.5, memory_limit=256 * 2**20, check=False
+        run = run_in_child(
+            code, "Add 1 and 2.", _Agent(), timeout=1.5, memory_limit=256 * 2**20,
+            limits=Limits(64, 200_000, 100_000), check=False,
         )
+        error, timed_out, layers = run.error, run.timed_out, run.layers
         outcome = "killed at timeout" if timed_out else (error or "ran (!)")
         rows.append([what, static, outcome.replace("|", "/")[:90]])
     report.add_table(
@@ -214,7 +216,7 @@ def sandbox(report, quick):
     )
     program = default_mas_pool()[1]
     repeat = 3 if quick else 7
-    t_in, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), sandbox="inprocess").run(
+    t_in, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess").run(
         program, "Add 1 and 2."), repeat=repeat)
     t_proc, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), timeout=10).run(
         program, "Add 1 and 2."), repeat=repeat)
