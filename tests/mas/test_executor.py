@@ -1,9 +1,9 @@
-"""MASExecutor: the sandbox is the security boundary of the library (spec 3.3, 3.6, 7.4, 7.5).
+"""MASExecutor: timeouts, the fallback, failures, and the two layers of the sandbox.
 
-Process-mode tests use timeouts of 1-2 s. Two layers are tested: the static and runtime
-guard (code that names files, sockets, os or subprocess is refused before it runs), and,
-with the guard switched off, the operating-system layer (resource limits and the seccomp
-filter) on its own.
+Process-mode tests use timeouts of 1-2 s. Two layers are tested: the program check (code
+that names files, sockets, os or subprocess is refused before it runs), and, with the check
+switched off, the operating-system layer (resource limits and the seccomp filter) on its
+own. The attack families of the sandbox are in test_sandbox.py.
 """
 
 import os
@@ -138,11 +138,11 @@ def test_unbounded_allocation_is_refused(parent_witness):
         result = executor.run(MASProgram("hog", body(lines)), "Add 1 and 2.")
         assert result.answer is None
         assert "MemoryError" in result.error or "died" in result.error
-        assert not result.used_fallback  # not a timeout: no retry (spec 3.3)
+        assert not result.used_fallback  # not a timeout: no retry, as in the reference
 
 
 def test_infinite_loop_times_out_then_fallback(parent_witness):
-    """Spec 7.4 / E3: stops within timeout + 5 s and the fallback answers."""
+    """Stops within timeout + 5 s and the fallback answers."""
     llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=1.0)
     start = time.perf_counter()
@@ -183,7 +183,7 @@ def test_inprocess_timeout_survives_finally_and_except_exception():
 
 @pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
-    """Spec 7.5."""
+    """A failure is recorded as no answer, without retry (as in the reference)."""
     llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=2.0, sandbox=sandbox)
     code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
