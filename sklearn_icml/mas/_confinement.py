@@ -12,7 +12,6 @@ import dataclasses
 import json
 import math
 import os
-import resource
 import selectors
 import signal
 import subprocess
@@ -20,6 +19,11 @@ import sys
 import tempfile
 import time
 import warnings
+
+try:
+    import resource
+except ImportError:  # Windows: no resource limits and no process sandbox at all
+    resource = None
 
 from . import _sandbox
 
@@ -60,6 +64,11 @@ def platform_problem():
     if not os.path.exists("/proc/self/status"):
         return "/proc is not mounted, so the child's confinement cannot be verified"
     return None
+
+
+def can_run_child():
+    """Whether a child process can be run here at all (resource limits, process groups)."""
+    return resource is not None and hasattr(os, "killpg")
 
 
 def _status(pid):
@@ -392,7 +401,7 @@ class _Channel:
                     "it with the protections that are in force (it warns on every run)."
                 )
             warnings.warn(f"{text}; running anyway (allow_weak_isolation=True).",
-                          UnsafeSandboxWarning, stacklevel=4)
+                          UnsafeSandboxWarning, stacklevel=5)
         # 3. the job, under the program's timeout and the limits
         self.deadline = time.monotonic() + timeout
         status = self.send({"code": code, "query": query})

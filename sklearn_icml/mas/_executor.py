@@ -265,6 +265,13 @@ class MASExecutor(BaseEstimator):
             self._compiled[program.code] = compiled
         if self.sandbox == "process":
             problem = _confinement.platform_problem()
+            if problem and not _confinement.can_run_child():
+                raise SandboxUnavailableError(
+                    f"MASExecutor(sandbox='process') cannot run a child process here: "
+                    f"{problem}, and this platform has no resource limits or process groups. "
+                    "Run on Linux x86-64/aarch64, or use sandbox='unsafe-inprocess' for "
+                    "trusted programs only."
+                )
             if problem and not self.allow_weak_isolation:
                 raise SandboxUnavailableError(
                     f"MASExecutor(sandbox='process') cannot confine generated code here: "

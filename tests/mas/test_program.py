@@ -1,4 +1,4 @@
-"""MASProgram validation (spec 7.2), code extraction (7.3), the pool and its closed forms (7.1)."""
+"""MASProgram validation, code extraction, the pool and its closed forms."""
 
 import numpy as np
 import pytest
@@ -112,7 +112,7 @@ def _binom_sc(p):
 
 @pytest.mark.slow
 def test_pool_matches_closed_forms():
-    """Spec 7.1: accuracy within 3 standard errors of section 6.2; calls exactly."""
+    """accuracy within 3 standard errors of the closed forms; calls exactly."""
     n = 3000
     queries, answers, families = make_arithmetic_queries(n, random_state=0)
     executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")

@@ -461,3 +461,16 @@ def test_platform_problem_names_the_platform(monkeypatch):
     monkeypatch.setattr(_confinement, "_platform", lambda: ("linux", "ppc64le"))
     assert "ppc64le" in _confinement.platform_problem()
     assert sys.platform  # the real platform is untouched
+
+
+def test_validate_documents_the_allow_lists():
+    """The lists in MASProgram.validate's docstring are the ones the check applies."""
+    doc = " ".join(MASProgram.validate.__doc__.split())
+    names = (
+        _sandbox.SAFE_BUILTINS + _sandbox.HELPER_NAMES + tuple(_sandbox.ALLOWED_MODULES)
+        + tuple(_sandbox.FORBIDDEN_ATTRIBUTES) + tuple(_sandbox.DECORATOR_NAMES)
+        + tuple(_sandbox._MODULE_MEMBERS["functools"]) + tuple(_sandbox._MODULE_MEMBERS["typing"])
+    )
+    assert [n for n in names if n not in doc] == []
+    for limit in (_sandbox.MAX_SOURCE_CHARS, _sandbox.MAX_NODES, _sandbox.MAX_DEPTH):
+        assert f"{limit:,}".replace(",", " ") in doc or str(limit) in doc

@@ -1,4 +1,4 @@
-"""ConsistentPairBuilder and MASGPTSolver: spec 7.6-7.8, 7.10, E3 and the bad inputs of 8."""
+"""ConsistentPairBuilder and MASGPTSolver: selection, ties, seeds, calls, fallback, bad input."""
 
 from collections import Counter
 
@@ -44,7 +44,7 @@ def e1_builder():
 
 @pytest.mark.slow
 def test_group_level_selection_on_e1_data(e1_builder):
-    """Spec 7.6: groups pick cot/self_consistency/self_refine; per-query labels of mixed
+    """groups pick cot/self_consistency/self_refine; per-query labels of mixed
     queries are mostly cot."""
     builder, families = e1_builder
     assert _family_map(builder, families) == {
@@ -65,7 +65,7 @@ def test_group_level_selection_on_e1_data(e1_builder):
 
 
 def test_tie_break_by_cost():
-    """Spec 7.7: all MAS score 1.0 -> the cheapest wins, whatever its pool position."""
+    """all MAS score 1.0 -> the cheapest wins, whatever its pool position."""
     queries, answers, families = make_arithmetic_queries(8, random_state=0)
     add = families == "add"
     pool = [POOL[1], POOL[2], POOL[0]]  # self_consistency, self_refine, cot
@@ -121,7 +121,7 @@ def small_data():
 
 
 def test_determinism(small_data):
-    """Spec 7.8: same seeds -> identical scores, routes and answers."""
+    """same seeds -> identical scores, routes and answers."""
     (q_tr, a_tr, _), (q_te, _, _) = small_data
     runs = []
     for _ in range(2):
@@ -134,7 +134,7 @@ def test_determinism(small_data):
 
 
 def test_call_accounting(small_data):
-    """Spec 7.10: last_calls_ sums to the mock's own counter."""
+    """last_calls_ sums to the mock's own counter."""
     (q_tr, a_tr, _), (q_te, a_te, f_te) = small_data
     solver = _solver().fit(q_tr, a_tr)
     assert solver.train_calls_ == solver.llm.n_calls_
