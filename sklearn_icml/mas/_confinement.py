@@ -384,15 +384,17 @@ class _Channel:
         self.deadline = time.monotonic() + max(10.0, timeout)
         message = self.receive()
         if isinstance(message, str):
-            return self.failed(message + " before confinement", timeout, ())
+            return ChildRun(None, f"sandbox process did not start ({message} before it was "
+                            "confined)")
         if message != {"type": "confined"}:
             return self.failed("other than the confinement sign", timeout, ())
         # 2. verified from outside; the program has not been sent yet
         layers, missing = inspect_confinement(self.proc.pid, expected)
         layers = tuple(layers)
         if missing:
+            system, machine = _platform()
             problem = platform_problem()
-            where = f" ({problem})" if problem else ""
+            where = f" ({problem})" if problem else f" on {system} {machine}"
             text = (f"the sandbox child process is not confined: missing {', '.join(missing)}"
                     f"{where}")
             if not weak_ok:

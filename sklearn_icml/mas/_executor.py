@@ -113,7 +113,10 @@ class MASExecutor(BaseEstimator):
     - ``allow_weak_isolation=True`` where the filter cannot be installed or verified (another
       operating system or architecture, a kernel without seccomp): the child runs with the
       protections that are in force, and every run warns (:class:`UnsafeSandboxWarning`).
-      Without it such a platform raises :class:`SandboxUnavailableError` and nothing runs.
+      Such a child can open files and sockets and start processes (as root, resource limits
+      do not stop that); what it starts is killed at the end of the run, unless the child
+      itself dies first. Without the opt-in such a platform raises
+      :class:`SandboxUnavailableError` and nothing runs.
     - ``sandbox="unsafe-inprocess"`` only for trusted programs (the built-in pool, tests,
       reproducible experiments): validated code runs in this process, with this process's
       rights, in the same reduced namespace. It is fast and exactly reproducible, and it

@@ -678,11 +678,7 @@ def _child_main(argv):
     code, query = job["code"], job["query"]
     try:
         compiled = compile(check_source(code) if check else code, "<generated MAS>", "exec")
-    except Exception as exc:  # noqa: BLE001
-        _send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
-        os._exit(0)
-    sys.stdout = io.StringIO()  # prints of the generated code go nowhere
-    try:
+        sys.stdout = io.StringIO()  # prints of the generated code go nowhere
         answer = run_forward(code, query, _PipeLLM(), check=check, compiled=compiled)
         if answer is not None and not isinstance(answer, str):
             answer = str(answer)
@@ -692,6 +688,10 @@ def _child_main(argv):
             _send({"type": "error", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})
         except BaseException:  # noqa: BLE001
             os._exit(3)
+    # Wait to be killed: while this process lives, whatever the program started is in its
+    # tree (it is a subreaper), so that the parent finds and kills all of it.
+    while sys.stdin.buffer.read(1 << 16):
+        pass
     os._exit(0)
 
 
