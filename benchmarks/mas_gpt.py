@@ -314,7 +314,9 @@ def sandbox(report, quick):
         "modules before confinement, and reads /proc to verify the child and to look for "
         "survivors; with a real LLM (seconds per call) this overhead is small. Before this "
         "hardening (a child that reported its own layers) a run cost 0.207 s by the issue's "
-        "measurement and 0.304 s in the previous results file.",
+        "measurement and 0.304 s in the previous results file. The machine was shared with "
+        "other jobs during this run (see the load average); the two modes were timed side by "
+        "side.",
     )
 
 
@@ -337,8 +339,10 @@ def main(argv=None):
         "Setting",
         "Mock setting: three query families, the deterministic ArithmeticMockLLM "
         "as agent LLM, pool {cot, self_consistency, self_refine} (+ debate as an extra fixed "
-        "baseline), n_groups=3, repeats=1, in-process execution for exact reproducibility "
-        "(the process sandbox gives the same answers, see tests). External MAS frameworks "
+        "baseline), n_groups=3, repeats=1, in-process execution "
+        "(sandbox='unsafe-inprocess', for the library's own trusted pool) for exact "
+        "reproducibility (the process sandbox gives the same answers, see tests). External "
+        "MAS frameworks "
         "(ag2, camel-ai, metagpt, langgraph, dspy) need real LLM endpoints and are not "
         "run; on the mock they would reduce to the same fixed patterns.",
     )
