@@ -1,17 +1,23 @@
-"""MAS-GPT: the spec's experiments E1-E3 on the mock agent LLM, the fixed-MAS baselines side by
-side, the sandbox's refusals and its cost.
+"""MAS-GPT on the mock agent LLM: E1 (the consistency-oriented pipeline against fixed MAS
+designs), E2 (its ablation with per-query labels), E3 (the fallback), the sandbox's refusals,
+limits and cost.
 
 Run: python benchmarks/mas_gpt.py [--quick]
 """
 
 import os
+import select
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from _harness import Report, median_time, parse_args
+from _harness import Report, Target, median_time, parse_args
 from scipy.stats import binom
 
 from sklearn_icml.datasets import make_arithmetic_queries
@@ -20,10 +26,12 @@ from sklearn_icml.mas import (
     MASExecutor,
     MASGPTSolver,
     MASProgram,
+    UnsafeSandboxWarning,
+    _confinement,
     default_answer_checker,
     default_mas_pool,
 )
-from sklearn_icml.mas._executor import _run_in_child
+from sklearn_icml.mas._confinement import Limits, run_in_child
 
 P = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
 FAMILIES = ("add", "mixed", "solve")
@@ -44,7 +52,7 @@ CLOSED = {
 def fixed_baselines(pool, q_test, a_test, seed):
     out = {}
     for program in pool:
-        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="inprocess")
+        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
         results = [executor.run(program, q) for q in q_test]
         acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
         out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
@@ -54,7 +62,7 @@ def fixed_baselines(pool, q_test, a_test, seed):
 def run_solver(pool, train, test, consistency, seed=0):
     (q_tr, a_tr, _), (q_te, a_te, f_te) = train, test
     solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=seed), pool=pool, n_groups=3,
-                          consistency=consistency, sandbox="inprocess", random_state=seed)
+                          consistency=consistency, sandbox="unsafe-inprocess", random_state=seed)
     start = time.perf_counter()
     solver.fit(q_tr, a_tr)
     fit_s = time.perf_counter() - start
@@ -94,9 +102,9 @@ def e1_e2(report, quick):
     report.add_table(
         f"E1 / E2: consistency-oriented pipeline vs fixed MAS and vs per-query labels "
         f"(train {n_train}/family seed 0, test {n_test}/family seed 1)",
-        ["quantity", "target (spec)", "closed form (6.2)", "measured"], rows,
+        ["quantity", "target", "closed form", "measured"], rows,
         note=(
-            f"Fixed-MAS baselines are the peers of spec 5 that this library runs (each pool "
+            f"Fixed-MAS baselines are the peers that this library runs (each pool "
             f"member applied to every query, agent mock seed 1). E1 fit (pool evaluation on "
             f"{3 * n_train} queries x 3 MAS, grouping, router) took {fit_s:.1f} s in-process "
             f"and spent {solver.train_calls_} agent calls at design time; each test query then "
@@ -105,7 +113,7 @@ def e1_e2(report, quick):
             "E2 note: per-query labels are noisy (mixed: ~60% cot, ~37% self-consistency; "
             "solve: ~40% cot, ~47% self-refine), and the TF-IDF/logistic router also sees the "
             "number tokens, so it does not send a whole family to its majority label: part of "
-            "`solve` goes to CoT (and a few `mixed` queries away from it). The spec expected "
+            "`solve` goes to CoT (and a few `mixed` queries away from it). The target assumed "
             "majority routing (0.795); the lower measured value is the same effect, stronger: "
             "inconsistent labels make a worse generator, which is the paper's point."
         ),
@@ -144,7 +152,7 @@ def e3(report, quick):
         return "Use several agents that vote. (no code block)"
 
     solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool3, n_groups=3,
-                          generator_llm=no_code, sandbox="inprocess", random_state=0)
+                          generator_llm=no_code, sandbox="unsafe-inprocess", random_state=0)
     solver.fit(*train[:2])
     acc = solver.score([q_te[i] for i in mixed], a_te[mixed])
     share = np.mean([r.used_fallback for r in solver.last_results_])
@@ -155,7 +163,7 @@ def e3(report, quick):
         ["generator without code block: accuracy on mixed", "about 0.928", sc_closed(0.6), acc],
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
-    for sandbox, timeout in (("process", 2.0), ("inprocess", 2.0)):
+    for sandbox, timeout in (("process", 2.0), ("unsafe-inprocess", 2.0)):
         executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
         result = executor.run(loop, "Compute 12 times 11 minus 7.")
         ok = result.timed_out and result.used_fallback and result.answer is not None
@@ -164,66 +172,151 @@ def e3(report, quick):
         rows.append([f"infinite loop ({sandbox}): timed out, fell back, answered", True, "-",
                      ok])
     report.add_table("E3: fallback and robustness",
-                     ["quantity", "target (spec)", "closed form", "measured"], rows)
+                     ["quantity", "target", "closed form", "measured"], rows)
 
 
 PROBE = Path(tempfile.gettempdir()) / f"mas_gpt_bench_probe_{os.getpid()}.txt"
+FREE_FD = "__import__('os').close(2)"  # so that RLIMIT_NOFILE does not stand in for seccomp
+# (attack, its route around the program check and its goal; {tcp} is a 127.0.0.1 listener)
 ATTACKS = [
-    ("read a file", ["return open('/etc/hostname').read()"]),
-    ("list a directory", ["import os", "return str(os.listdir('/'))"]),
-    ("free a descriptor, then open", ["import os", "os.close(2)",
-                                      "return str(os.open('/etc/hostname', 0))"]),
-    ("write a file", [f"f = open({str(PROBE)!r}, 'w')", "f.write('x')", "return 'x'"]),
-    ("open a socket", ["import socket", "return str(socket.socket())"]),
-    ("open a UDP socket", ["import socket",
-                           "return str(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))"]),
-    ("run a subprocess", ["import subprocess", "return str(subprocess.run(['id']))"]),
-    ("fork", ["import os", "return str(os.fork())"]),
-    ("kill the parent", ["import os", "os.kill(os.getppid(), 9)", "return 'x'"]),
-    ("allocate 80 GB", ["x = [0] * (10 ** 10)", "return 'x'"]),
+    ("match class pattern -> __globals__ -> open('/etc/passwd')",
+     ["match extract_code:", "    case object(__globals__=G):", "        B = G['builtins']",
+      "return B.open('/etc/passwd').read()"]),
+    ("match class pattern -> __subclasses__ -> os.popen",
+     ["match object:", "    case type(__subclasses__=S):", "        pass", "for c in S():",
+      "    match c:", "        case type(__name__='_wrap_close', __init__=I):",
+      "            return I.__globals__['popen']('id').read()", "return 'x'"]),
+    ("generator frame walk (gi_frame.f_back.f_globals) -> TCP send to 127.0.0.1",
+     ["box = []", "g = (box[0].gi_frame.f_back.f_back.f_globals for _ in [0])",
+      "box.append(g)", "s = next(g)['builtins'].__import__('socket').socket()",
+      "s.connect(('127.0.0.1', {tcp}))", "s.sendall(b'escaped')", "return 'sent'"]),
+    ("traceback frame (tb_frame.f_back.f_builtins) -> fork",
+     ["try:", "    1 / 0", "except Exception as e:",
+      "    B = e.__traceback__.tb_frame.f_back.f_builtins",
+      "return str(B['__import__']('os').fork())"]),
+    ("str.format attribute fields -> write a file",
+     ["leak = '{{0.__globals__[builtins].open}}'.format(extract_code)",
+      f"open({str(PROBE)!r}, 'w').write(leak)", "return leak"]),
+    ("functools.update_wrapper(updated=('__globals__',)) -> signal the parent",
+     ["import functools", "def f():", "    pass",
+      "functools.update_wrapper(f, extract_code, assigned=(), updated=('__globals__',))",
+      "builtins.__import__('os').kill({parent}, 0)", "return 'signalled'"]),
+    ("lambda default + frame walk -> eval",
+     ["walk = lambda g=(i for i in [0]): g.gi_frame.f_builtins['eval']",
+      "return walk()(\"open('/etc/passwd').read()\")"]),
+    ("typing.ForwardRef._evaluate -> listdir('/')",
+     ["import typing", "ref = typing.ForwardRef(\"__import__('os').listdir('/')\")",
+      "return str(ref._evaluate({{'__builtins__': __builtins__}}, None, frozenset()))"]),
+    ("fork, setsid, outlive the run, write a file",
+     ["import os, time", "if os.fork() == 0:", "    os.setsid()", "    time.sleep(2)",
+      f"    open({str(PROBE)!r}, 'w').write('survived')", "    os._exit(0)", "return 'x'"]),
+    ("try/finally: continue around an endless loop",
+     ["while True:", "    try:", "        while True:", "            pass", "    finally:",
+      "        continue"]),
+    ("forge the child's report on fd 1",
+     ["import os", "os.write(1, b'{{\"type\": \"ready\", \"layers\": [\"forged\"]}}\\n')",
+      "return 'x'"]),
     ("allocate without bound", ["x = []", "while True:", "    x.append('a' * 1000000)"]),
-    ("loop forever", ["while True:", "    pass"]),
 ]
 
 
-def sandbox(report, quick):
+def _body(lines):
     head = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
-    rows = []
-    for what, lines in ATTACKS:
-        code = head + "    def forward(self, taskInfo):\n" + "".join(
-            f"        {line}\n" for line in lines
-        )
+    return head + "    def forward(self, taskInfo):\n" + "".join(f"        {x}\n" for x in lines)
+
+
+def _survivors():
+    script = _confinement._CHILD_SCRIPT.encode()
+    found = 0
+    for name in os.listdir("/proc"):
         try:
-            MASProgram("attack", code).validate()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                found += script in f.read()
+        except OSError:
+            pass
+    return found
+
+
+def sandbox(report, quick):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    rows, layers = [], ()
+    for what, lines in ATTACKS:
+        lines = [x.format(tcp=port, parent=os.getpid()) for x in lines]
+        try:
+            MASProgram("attack", _body(lines)).validate()
             static = "passes"
         except ValueError as exc:
             static = "refused: " + str(exc).split(";")[0].split(" (line")[0].replace(
                 "program 'attack' ", "")
-        _, error, timed_out, layers = _run_in_child(
-            code, "Add 1 and 2.", _Agent(), timeout=1.5, memory_limit=256 * 2**20, check=False
+        run = run_in_child(
+            _body([FREE_FD] + lines), "Add 1 and 2.", _Agent(), timeout=1.5,
+            memory_limit=256 * 2**20, limits=Limits(64, 200_000, 100_000), check=False,
         )
-        outcome = "killed at timeout" if timed_out else (error or "ran (!)")
-        rows.append([what, static, outcome.replace("|", "/")[:90]])
+        layers = run.layers or layers
+        outcome = "killed at timeout" if run.timed_out else (
+            run.error or f"ran (!): {run.answer!r}")
+        rows.append([what, static.replace("|", "/")[:70], outcome.replace("|", "/")[:80],
+                     _survivors()])
+    time.sleep(2.5)  # the time the setsid attack waited before writing
+    readable, _, _ = select.select([listener], [], [], 0.2)
+    listener.close()
     report.add_table(
         "Sandbox: attacks in generated code (process mode, timeout 1.5 s)",
-        ["attack", "static guard (MASProgram.validate)",
-         "OS layers alone (guard switched off in the child)"], rows,
-        note="Layers in force in the child: " + ", ".join(layers) + ". The parent process "
-        "survived every attack (this table was written by it); the file the 'write a file' "
-        f"attack aimed at exists afterwards: {PROBE.exists()}.",
+        ["attack", "program check (MASProgram.validate)",
+         "process layer alone (program check off in the child)",
+         "sandbox processes left"], rows,
+        note="Layers of the child, as the parent read them in /proc before sending the "
+        "program: " + ", ".join(layers) + ". Each program first closed fd 2, so that the "
+        "descriptor limit does not stand in for the seccomp filter. Connections that reached "
+        f"the 127.0.0.1 listener: {len(readable)}; the file the attacks aimed at exists 2.5 s "
+        f"after the last run: {PROBE.exists()}.",
+    )
+    limit_rows = []
+    for what, lines in [
+        ("answer of 15 MiB", ["return 'x' * (15 * 2 ** 20)"]),
+        ("10 prompts of 8 MiB", ["for _ in range(10):",
+                                 "    self.llm.call_llm('x' * (8 * 2 ** 20))", "return 'x'"]),
+        ("100 agent calls", ["for _ in range(100):", "    self.llm.call_llm(taskInfo)",
+                             "return 'x'"]),
+    ]:
+        result = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=10).run(
+            MASProgram("greedy", _body(lines)), "Add 1 and 2.")
+        limit_rows.append([what, result.error, result.used_fallback, result.answer])
+    report.add_table(
+        "Sandbox: limits on what crosses the boundary (defaults: 64 calls, 200000-character "
+        "prompts, 100000-character answers)",
+        ["program", "error", "fallback ran", "answer"], limit_rows,
     )
     program = default_mas_pool()[1]
-    repeat = 3 if quick else 7
-    t_in, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), sandbox="inprocess").run(
-        program, "Add 1 and 2."), repeat=repeat)
+    repeat = 5 if quick else 15
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsafeSandboxWarning)
+        t_in, _ = median_time(lambda: MASExecutor(
+            ArithmeticMockLLM(), sandbox="unsafe-inprocess").run(program, "Add 1 and 2."),
+            repeat=repeat)
     t_proc, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), timeout=10).run(
         program, "Add 1 and 2."), repeat=repeat)
+    t_py, _ = median_time(lambda: subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", "pass"], check=True), repeat=repeat)
+    target = Target(hi=0.5)
     report.add_table(
-        "Sandbox cost per MAS run (self-consistency, 6 mock calls; medians)",
-        ["sandbox", "seconds per run", "ratio to inprocess"],
-        [["inprocess", t_in, 1.0], ["process", t_proc, t_proc / t_in]],
-        note="The process sandbox starts a fresh interpreter per run; with a real LLM "
-        "(seconds per call) this overhead is negligible.",
+        "Sandbox cost per MAS run (self-consistency, 6 mock calls; medians of "
+        f"{repeat})",
+        ["sandbox", "seconds per run", "ratio to unsafe-inprocess", "target", "status"],
+        [["unsafe-inprocess", t_in, 1.0, "-", "-"],
+         ["process (confined, verified, tree killed and checked)", t_proc, t_proc / t_in,
+          str(target), target.check(t_proc)],
+         ["for scale: an empty `python -I -S` start", t_py, t_py / t_in, "-", "-"]],
+        note="The process sandbox starts a fresh interpreter per run, imports the allowed "
+        "modules before confinement, and reads /proc to verify the child and to look for "
+        "survivors; with a real LLM (seconds per call) this overhead is small. Before this "
+        "hardening (a child that reported its own layers) a run cost 0.207 s by the issue's "
+        "measurement and 0.304 s in the previous results file. The machine was shared with "
+        "other jobs during this run (see the load average); the two modes were timed side by "
+        "side.",
     )
 
 
@@ -237,15 +330,20 @@ class _Agent:
 
 def main(argv=None):
     args = parse_args(__doc__, argv)
+    # the experiments run the built-in (trusted) pool in this process, for exact
+    # reproducibility; the sandbox section runs generated code in the child process
+    warnings.filterwarnings("ignore", category=UnsafeSandboxWarning)
     report = Report("mas_gpt", "MAS-GPT (query-specific multi-agent systems as code)",
                     quick=args.quick)
     report.add(
         "Setting",
-        "Mock setting of spec 6.1: three query families, the deterministic ArithmeticMockLLM "
+        "Mock setting: three query families, the deterministic ArithmeticMockLLM "
         "as agent LLM, pool {cot, self_consistency, self_refine} (+ debate as an extra fixed "
-        "baseline), n_groups=3, repeats=1, in-process execution for exact reproducibility "
-        "(the process sandbox gives the same answers, see tests). External MAS frameworks of "
-        "spec 5 (ag2, camel-ai, metagpt, langgraph, dspy) need real LLM endpoints and are not "
+        "baseline), n_groups=3, repeats=1, in-process execution "
+        "(sandbox='unsafe-inprocess', for the library's own trusted pool) for exact "
+        "reproducibility (the process sandbox gives the same answers, see tests). External "
+        "MAS frameworks "
+        "(ag2, camel-ai, metagpt, langgraph, dspy) need real LLM endpoints and are not "
         "run; on the mock they would reduce to the same fixed patterns.",
     )
     start = time.perf_counter()

@@ -10,6 +10,8 @@ from . import register_demo
     budget_s=20,
 )
 def demo():
+    import warnings
+
     import numpy as np
 
     from sklearn_icml.datasets import make_arithmetic_queries
@@ -18,6 +20,7 @@ def demo():
         MASExecutor,
         MASGPTSolver,
         MASProgram,
+        UnsafeSandboxWarning,
         default_answer_checker,
         default_mas_pool,
     )
@@ -25,13 +28,16 @@ def demo():
     pool = default_mas_pool(debate=False)
     q_train, a_train, _ = make_arithmetic_queries(60, random_state=0)
     q_test, a_test, _ = make_arithmetic_queries(60, random_state=1)
-    solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool, n_groups=3,
-                          sandbox="inprocess", random_state=0).fit(q_train, a_train)
-    accuracy = solver.score(q_test, a_test)
+    # the built-in pool is trusted code: it runs in this process for speed and
+    # reproducibility; the generated program below runs in the confined child process
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsafeSandboxWarning)
+        solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool, n_groups=3,
+                              sandbox="unsafe-inprocess", random_state=0).fit(q_train, a_train)
+        accuracy = solver.score(q_test, a_test)
+        executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
+        sc = [executor.run(pool[1], q) for q in q_test]
     calls = float(solver.last_calls_.mean())
-
-    executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="inprocess")
-    sc = [executor.run(pool[1], q) for q in q_test]
     sc_accuracy = float(np.mean([default_answer_checker(r.answer, a)
                                  for r, a in zip(sc, a_test)]))
 

@@ -1,10 +1,12 @@
 """MAS-GPT: multi-agent systems as executable code, generated per query in one inference.
 
 No torch needed: the generator is a text classifier over consistent (query, MAS) pairs, or
-a prompt to any LLM callable; generated code runs in a locked-down child process.
+a prompt to any LLM callable; generated code runs in a confined child process whose
+confinement this process verifies.
 """
 
 # --- mas-gpt ---
+from ._confinement import SandboxError, SandboxUnavailableError, UnsafeSandboxWarning
 from ._executor import MASExecutor, MASResult
 from ._llm import AgentLLM, ArithmeticMockLLM, OpenAICompatibleLLM
 from ._pairs import ConsistentPairBuilder
@@ -29,6 +31,9 @@ __all__ = [
     "MASProgram",
     "MASResult",
     "OpenAICompatibleLLM",
+    "SandboxError",
+    "SandboxUnavailableError",
+    "UnsafeSandboxWarning",
     "default_answer_checker",
     "default_mas_pool",
     "extract_answer",

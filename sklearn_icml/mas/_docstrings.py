@@ -21,8 +21,16 @@ llm : callable, default=None
 timeout : float, default=60.0
     Seconds one MAS program may run (the reference uses 600).""",
     "sandbox": """\
-sandbox : {"process", "inprocess"}, default="process"
-    Where the (generated) code runs (see :class:`MASExecutor`).""",
+sandbox : {"process", "unsafe-inprocess"}, default="process"
+    Where the (generated) code runs: ``"process"``, a confined child process, for
+    generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
+    rights and a best-effort timeout, for trusted programs only (it warns on every run).
+    See :class:`MASExecutor`. The old spelling ``"inprocess"`` raises an error.""",
+    "allow_weak_isolation": """\
+allow_weak_isolation : bool, default=False
+    Run in process mode even where the child cannot be fully confined (no seccomp filter
+    on this platform or kernel, or a layer missing when checked), with the protections
+    that are in force; every such run warns. False refuses to run there.""",
     "pool": """\
 pool : list of MASProgram, default=None
     The candidate designs; None means :func:`default_mas_pool`.""",

@@ -1,31 +1,23 @@
-"""MASExecutor: run a MAS program on a query, in a locked-down child process or in-process."""
+"""MASExecutor: run a MAS program on a query, in a confined child process or (unsafely) here."""
 
 import dataclasses
-import json
-import math
 import numbers
-import os
-import selectors
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
+import warnings
 
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _sandbox
+from . import _confinement, _sandbox
+from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
 from ._docstrings import fill_doc
 from ._llm import AgentLLM
 from ._program import MASProgram, fallback_mas
-from ._validation import check_instance
+from ._validation import check_instance, check_sandbox
 
 __all__ = ["MASExecutor", "MASResult"]
-
-_CHILD_SCRIPT = os.path.abspath(_sandbox.__file__)
-_MAX_MESSAGE = 16 * 1024 * 1024  # bytes one message of the child may take
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +34,16 @@ class MASResult:
     used_fallback : bool
         Whether the fallback MAS produced the answer.
     error : str or None
-        ``"ExceptionType: message"`` of a failed run, ``"timeout after ... s"``, or None.
+        Why the program gave no answer: ``"ExceptionType: message"`` of a failed run,
+        ``"timeout after ... s"``, ``"limit exceeded: ..."``; when the fallback answered,
+        why the fallback ran; None for a run without trouble.
     seconds : float
         Wall time of the run.
     timed_out : bool, default=False
         Whether the (first) program ran past the timeout.
+    limit_exceeded : bool, default=False
+        Whether the (first) program went past ``max_llm_calls``, ``max_prompt_chars`` or
+        ``max_answer_chars``.
     program : str, default=""
         Name of the program that gave ``answer``.
     """
@@ -58,45 +55,79 @@ class MASResult:
     seconds: float
     timed_out: bool = False
     program: str = ""
+    limit_exceeded: bool = False
 
 
 class _Timeout(BaseException):
     """Raised in-process by the interval timer (a BaseException, past ``except Exception``)."""
 
 
+class _LimitExceeded(BaseException):
+    """Raised in-process when a program passes a limit (past ``except Exception`` too)."""
+
+
+def _limited_call(agent, limits):
+    """``call_llm`` of in-process code: counted into the run, refused past the limits."""
+    n_calls = 0
+
+    def call_llm(prompt, temperature=None):
+        nonlocal n_calls
+        n_calls += 1
+        refused = limits.check_prompt(n_calls, prompt) if isinstance(prompt, str) else None
+        if refused:
+            raise _LimitExceeded(refused)
+        return agent.call_llm(prompt, temperature)
+
+    return call_llm
+
+
 class _CountingHandle:
-    """``self.llm`` of in-process code: only ``call_llm``, counting into the run."""
+    """``self.llm`` of in-process code: only ``call_llm``."""
 
     __slots__ = ("call_llm",)
 
-    def __init__(self, agent):
-        self.call_llm = agent.call_llm
+    def __init__(self, call_llm):
+        self.call_llm = call_llm
 
 
 @fill_doc
 class MASExecutor(BaseEstimator):
-    """Run MAS programs on queries, with a timeout, a fallback, and LLM-call accounting.
+    """Run MAS programs on queries, with a timeout, a fallback, limits and LLM-call accounting.
 
-    ``sandbox="process"`` (the default) runs each program in a fresh ``python -I -S`` child
-    that cannot open files, sockets or processes: it starts with an empty environment in an
-    empty temporary directory, validates the code again, sets resource limits (address
-    space ``memory_limit``, CPU time, no file growth, no new descriptors, no new processes),
-    installs a seccomp filter that lets only memory, clock, read/write-on-open-pipes and exit
-    system calls through (Linux x86-64 and aarch64), and runs the code with reduced builtins
-    and read-only views of a few pure modules. Agent-LLM calls travel as JSON lines to this
-    process, which makes and counts them, so the child never needs the network. A child
-    that runs past ``timeout`` is killed (its whole process group).
+    Which mode to use:
 
-    ``sandbox="inprocess"`` runs validated code in this process with the same reduced
-    namespace: fast and exactly reproducible, for trusted programs and tests. Its timeout
-    uses an interval timer and works only in the main thread.
+    - ``sandbox="process"`` (the default) for generated or otherwise untrusted programs. Each
+      run starts a fresh ``python -I -S`` child with an empty environment in an empty
+      temporary directory. Before it reads a byte of the program, the child arms a
+      parent-death signal, closes every descriptor but its three pipes, sets resource limits
+      (address space ``memory_limit``, CPU time, no file growth, no new descriptors, no new
+      processes) and installs ``no_new_privs`` and a seccomp filter that lets only memory,
+      clock, read/write and exit system calls through (no open, socket, fork, clone, execve,
+      kill, setsid; Linux x86-64 and aarch64). This process then reads the child's state
+      from ``/proc/<pid>`` and sends the program only when every layer is in force; nothing
+      the child reports is believed. The program is checked again in the child and runs with
+      reduced builtins. Agent-LLM calls travel as JSON lines to this process, which makes,
+      counts and limits them. At the end (answer, error or timeout) the child and anything it
+      started are stopped, killed and looked for again; a survivor raises
+      :class:`SandboxError`.
+    - ``allow_weak_isolation=True`` where the filter cannot be installed or verified (another
+      operating system or architecture, a kernel without seccomp): the child runs with the
+      protections that are in force, and every run warns (:class:`UnsafeSandboxWarning`).
+      Such a child can open files and sockets and start processes (as root, resource limits
+      do not stop that); what it starts is killed at the end of the run, unless the child
+      itself dies first. Without the opt-in such a platform raises
+      :class:`SandboxUnavailableError` and nothing runs.
+    - ``sandbox="unsafe-inprocess"`` only for trusted programs (the built-in pool, tests,
+      reproducible experiments): validated code runs in this process, with this process's
+      rights, in the same reduced namespace. It is fast and exactly reproducible, and it
+      warns on every run. Its timeout is best effort: an interval timer (main thread only)
+      that a long call into C code (one huge arithmetic or regular-expression operation)
+      does not interrupt.
 
-    On a timeout the run is retried once (``max_retries``) with :func:`fallback_mas` when
-    ``fallback`` is True, as the reference implementation does. Any other failure, or a None
-    answer, is recorded as no answer, without retry.
-
-    None of this is a proof against a determined attacker; run untrusted generators in a
-    container or VM as well.
+    On a timeout or a passed limit the run is retried once (``max_retries``) with
+    :func:`fallback_mas` when ``fallback`` is True, as the reference implementation does
+    for timeouts. Any other failure, or a None answer, is recorded as no answer, without
+    retry.
 
     Parameters
     ----------
@@ -104,11 +135,18 @@ class MASExecutor(BaseEstimator):
     %(timeout)s
     %(sandbox)s
     max_retries : int, default=1
-        Fallback runs after a timeout.
+        Fallback runs after a timeout or a passed limit.
     fallback : bool, default=True
-        Whether a timed-out program is replaced by the fallback MAS.
+        Whether a timed-out program, or one past a limit, is replaced by the fallback MAS.
     memory_limit : int, default=536870912
         Address-space limit of the child in bytes (``resource.RLIMIT_AS``).
+    %(allow_weak_isolation)s
+    max_llm_calls : int, default=64
+        Agent-LLM calls one program may make; the next one ends the run.
+    max_prompt_chars : int, default=200000
+        Characters of one prompt; a longer prompt is not sent and ends the run.
+    max_answer_chars : int, default=100000
+        Characters of the final answer; a longer answer ends the run.
     default_temperature : float, default=0.5
         Temperature of agent calls that give none.
 
@@ -117,12 +155,21 @@ class MASExecutor(BaseEstimator):
     n_runs_ : int
         Programs run so far (fallback runs included; set by the first :meth:`run`).
     last_sandbox_layers_ : list of str
-        The protections the last child process reported in force.
+        The protections of the last child process, as this process verified them in
+        ``/proc`` (``seccomp``, ``no_new_privs``, the ``RLIMIT_*`` names, ``own_session``,
+        ``descriptors_0_1_2``).
 
     See Also
     --------
-    MASProgram : the code this runs.
+    MASProgram : the code this runs, and the rules of its check.
     MASGPTSolver : generates a program per query and runs it with this class.
+
+    Notes
+    -----
+    The reference implementation [1]_ runs the generated MAS in a separate process with a
+    timeout. The confinement, its verification, the limits and the stricter program check
+    are this library's, because generated code is untrusted. Even so, run untrusted
+    generators in a container or VM as well.
 
     References
     ----------
@@ -130,11 +177,22 @@ class MASExecutor(BaseEstimator):
 
     Examples
     --------
+    >>> import warnings
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASExecutor, default_mas_pool
     >>> cot = default_mas_pool()[0]
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0,
-    ...                        sandbox="inprocess")
+    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0)
     >>> result = executor.run(cot, "Add 12 and 30.")
+    >>> result.answer, result.n_calls, result.used_fallback
+    ('ANSWER: 42', 1, False)
+    >>> "seccomp" in executor.last_sandbox_layers_  # as read from /proc by this process
+    True
+
+    The built-in pool is trusted code, so it may also run in this process:
+
+    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UnsafeSandboxWarning)
+    ...     result = executor.run(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     """
@@ -142,24 +200,35 @@ class MASExecutor(BaseEstimator):
     _parameter_constraints: dict = {
         "llm": [callable],
         "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
-        "sandbox": [StrOptions({"process", "inprocess"})],
+        "sandbox": [StrOptions({"process", "unsafe-inprocess"})],
         "max_retries": [Interval(numbers.Integral, 0, None, closed="left")],
         "fallback": ["boolean"],
         "memory_limit": [Interval(numbers.Integral, 64 * 1024 * 1024, None, closed="left")],
+        "allow_weak_isolation": ["boolean"],
+        "max_llm_calls": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_prompt_chars": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_answer_chars": [Interval(numbers.Integral, 1, None, closed="left")],
         "default_temperature": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
     def __init__(self, llm=None, *, timeout=60.0, sandbox="process", max_retries=1,
-                 fallback=True, memory_limit=512 * 1024 * 1024, default_temperature=0.5):
+                 fallback=True, memory_limit=512 * 1024 * 1024, allow_weak_isolation=False,
+                 max_llm_calls=64, max_prompt_chars=200_000, max_answer_chars=100_000,
+                 default_temperature=0.5):
         self.llm = llm
         self.timeout = timeout
         self.sandbox = sandbox
         self.max_retries = max_retries
         self.fallback = fallback
         self.memory_limit = memory_limit
+        self.allow_weak_isolation = allow_weak_isolation
+        self.max_llm_calls = max_llm_calls
+        self.max_prompt_chars = max_prompt_chars
+        self.max_answer_chars = max_answer_chars
         self.default_temperature = default_temperature
 
     def _check_params(self):
+        check_sandbox(self.sandbox, type(self).__name__)
         self._validate_params()
         if not hasattr(self, "n_runs_"):
             self.n_runs_ = 0
@@ -179,6 +248,14 @@ class MASExecutor(BaseEstimator):
         Returns
         -------
         result : MASResult
+
+        Raises
+        ------
+        SandboxUnavailableError
+            In process mode, when the child cannot be confined (platform, kernel, or a layer
+            missing in ``/proc``) and ``allow_weak_isolation`` is False; nothing ran.
+        SandboxError
+            When a process of the run survives its end.
         """
         self._check_params()
         check_instance(program, MASProgram, "program")
@@ -189,41 +266,75 @@ class MASExecutor(BaseEstimator):
             if len(self._compiled) >= 256:
                 self._compiled.clear()
             self._compiled[program.code] = compiled
+        if self.sandbox == "process":
+            problem = _confinement.platform_problem()
+            if problem and not _confinement.can_run_child():
+                raise SandboxUnavailableError(
+                    f"MASExecutor(sandbox='process') cannot run a child process here: "
+                    f"{problem}, and this platform has no resource limits or process groups. "
+                    "Run on Linux x86-64/aarch64, or use sandbox='unsafe-inprocess' for "
+                    "trusted programs only."
+                )
+            if problem and not self.allow_weak_isolation:
+                raise SandboxUnavailableError(
+                    f"MASExecutor(sandbox='process') cannot confine generated code here: "
+                    f"{problem}. Pass allow_weak_isolation=True to run it in a child process "
+                    "with the protections this platform has (it warns on every run), or run "
+                    "on Linux x86-64/aarch64."
+                )
+        else:
+            warnings.warn(
+                "sandbox='unsafe-inprocess' runs the program in this process with its full "
+                "rights and a best-effort timeout; use sandbox='process' for generated or "
+                "untrusted code.", UnsafeSandboxWarning, stacklevel=2,
+            )
         start = time.perf_counter()
-        answer, n_calls, error, timed_out = self._run_once(program, query)
-        used_fallback, name, first_timed_out = False, program.name, timed_out
+        answer, n_calls, error, timed_out, limited = self._run_once(program, query)
+        used_fallback, name = False, program.name
+        first_timed_out, first_limited, first_error = timed_out, limited, error
         retries = 0
-        while timed_out and self.fallback and retries < self.max_retries:
+        while (timed_out or limited) and self.fallback and retries < self.max_retries:
             retries += 1
             backup = fallback_mas()
-            answer, more_calls, error, timed_out = self._run_once(backup, query)
+            answer, more_calls, error, timed_out, limited = self._run_once(backup, query)
             n_calls += more_calls
             used_fallback, name = True, backup.name
+        if used_fallback and answer is not None:
+            error = first_error  # why the fallback ran
         return MASResult(
             answer=answer, n_calls=n_calls, used_fallback=used_fallback, error=error,
             seconds=time.perf_counter() - start, timed_out=first_timed_out, program=name,
+            limit_exceeded=first_limited,
         )
 
+    def _limits(self):
+        return Limits(int(self.max_llm_calls), int(self.max_prompt_chars),
+                      int(self.max_answer_chars))
+
     def _run_once(self, program, query):
-        """``(answer, n_calls, error, timed_out)`` of one validated program."""
+        """``(answer, n_calls, error, timed_out, limit_exceeded)`` of one validated program."""
         self.n_runs_ += 1
         agent = AgentLLM(self.llm, default_temperature=self.default_temperature)
-        if self.sandbox == "inprocess":
-            answer, error, timed_out = self._run_inprocess(program, query, agent)
+        if self.sandbox == "unsafe-inprocess":
+            answer, error, timed_out, limited = self._run_inprocess(program, query, agent)
         else:
-            answer, error, timed_out, self.last_sandbox_layers_ = _run_in_child(
+            run = _confinement.run_in_child(
                 program.code, query, agent, timeout=float(self.timeout),
-                memory_limit=int(self.memory_limit),
+                memory_limit=int(self.memory_limit), limits=self._limits(),
+                weak_ok=self.allow_weak_isolation,
             )
-        if answer is not None and not isinstance(answer, str):
-            answer = str(answer)
-        return answer, getattr(agent, "n_calls_", 0), error, timed_out
+            self.last_sandbox_layers_ = list(run.layers)
+            answer, error, timed_out, limited = (
+                run.answer, run.error, run.timed_out, run.limit_exceeded
+            )
+        return answer, getattr(agent, "n_calls_", 0), error, timed_out, limited
 
     def _run_inprocess(self, program, query, agent):
         compiled = self._compiled.get(program.code)
         if compiled is None:  # the fallback program
             program.validate()
             compiled = compile(program.code, f"<MAS {program.name}>", "exec")
+        limits = self._limits()
         use_timer = (
             threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
         )
@@ -237,151 +348,22 @@ class MASExecutor(BaseEstimator):
             signal.setitimer(signal.ITIMER_REAL, float(self.timeout), 0.05)
         try:
             answer = _sandbox.run_forward(
-                program.code, query, _CountingHandle(agent), compiled=compiled
+                program.code, query, _CountingHandle(_limited_call(agent, limits)),
+                compiled=compiled,
             )
-            return answer, None, False
+            if answer is not None and not isinstance(answer, str):
+                answer = str(answer)
+            refused = limits.check_answer(answer)
+            if refused:
+                return None, refused, False, True
+            return answer, None, False, False
         except _Timeout:
-            return None, f"timeout after {self.timeout} s", True
+            return None, f"timeout after {self.timeout} s", True, False
+        except _LimitExceeded as exc:
+            return None, str(exc), False, True
         except Exception as exc:  # the reference logs and records no answer
-            return None, f"{type(exc).__name__}: {exc}", False
+            return None, f"{type(exc).__name__}: {exc}", False, False
         finally:
             if use_timer:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
-
-
-def _kill(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _run_in_child(code, query, agent, *, timeout, memory_limit, check=True):
-    """Run ``code`` in a locked-down child; ``(answer, error, timed_out, layers)``.
-
-    ``check=False`` skips the Python-level guard in the child (only the tests use it, to
-    show that the operating-system layers hold on their own).
-    """
-    deadline = time.monotonic() + timeout
-    with tempfile.TemporaryDirectory(prefix="mas_sandbox_") as workdir:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", _CHILD_SCRIPT],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=workdir, env={}, close_fds=True, start_new_session=True,
-        )
-        try:
-            return _talk(proc, code, query, agent, deadline, timeout, memory_limit, check)
-        finally:
-            _kill(proc)
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-
-
-def _talk(proc, code, query, agent, deadline, timeout, memory_limit, check):
-    out_fd, in_fd = proc.stdout.fileno(), proc.stdin.fileno()
-    os.set_blocking(out_fd, False)
-    os.set_blocking(in_fd, False)
-    selector = selectors.DefaultSelector()
-    buffer = bytearray()
-    layers = []
-
-    def send(message):
-        data = memoryview((json.dumps(message) + "\n").encode())
-        selector.register(in_fd, selectors.EVENT_WRITE)
-        try:
-            while data:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(remaining):
-                    return "timeout"
-                try:
-                    n = os.write(in_fd, data)
-                except BrokenPipeError:
-                    return "closed"
-                data = data[n:]
-        finally:
-            selector.unregister(in_fd)
-        return None
-
-    def receive():
-        selector.register(out_fd, selectors.EVENT_READ)
-        try:
-            while b"\n" not in buffer:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(remaining):
-                    return "timeout"
-                chunk = os.read(out_fd, 1 << 16)
-                if not chunk:
-                    return "closed"
-                buffer.extend(chunk)
-                if len(buffer) > _MAX_MESSAGE:
-                    return "too long"
-        finally:
-            selector.unregister(out_fd)
-        line, _, rest = bytes(buffer).partition(b"\n")
-        buffer[:] = rest
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):  # a child may send anything
-            return "garbled"
-        return message if isinstance(message, dict) else "garbled"
-
-    def died(what):
-        if what == "timeout":
-            return None, f"timeout after {timeout} s", True, layers
-        if what == "closed":
-            code_ = proc.poll()
-            if code_ is None:
-                try:
-                    code_ = proc.wait(timeout=1.0)
-                except subprocess.TimeoutExpired:
-                    code_ = None
-            if code_ is not None and code_ < 0:
-                sig = signal.Signals(-code_).name
-                reason = {"SIGXCPU": " (CPU limit)", "SIGKILL": " (killed)"}.get(sig, "")
-                return None, f"sandbox process died by {sig}{reason}", False, layers
-            return None, f"sandbox process exited with code {code_}", False, layers
-        return None, f"sandbox protocol error: message {what}", False, layers
-
-    cpu_seconds = int(math.ceil(timeout)) + 1
-    job = {"code": code, "query": query, "check": check, "memory_bytes": memory_limit,
-           "cpu_seconds": cpu_seconds}
-    status = send(job)
-    if status:
-        return died(status)
-    while True:
-        message = receive()
-        if isinstance(message, str):
-            return died(message)
-        kind = message.get("type")
-        if kind == "ready":
-            layers = [str(x) for x in message.get("layers", [])]
-        elif kind == "llm":
-            prompt = message.get("prompt")
-            temperature = message.get("temperature")
-            if not isinstance(prompt, str) or not (
-                temperature is None or isinstance(temperature, (int, float))
-            ):
-                return died("with a malformed LLM request")
-            try:
-                reply = {"reply": agent.call_llm(prompt, temperature)}
-            except Exception as exc:  # the error goes back into forward
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            status = send(reply)
-            if status:
-                return died(status)
-        elif kind == "result":
-            answer = message.get("answer")
-            return (None if answer is None else str(answer)), None, False, layers
-        elif kind == "error":
-            return None, str(message.get("error"))[:4000], False, layers
-        else:
-            return died(f"of unknown type {kind!r}")

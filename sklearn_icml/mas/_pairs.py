@@ -105,10 +105,12 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn_icml.datasets import make_arithmetic_queries
+    >>> import warnings
     >>> from sklearn_icml.mas import (ArithmeticMockLLM, ConsistentPairBuilder, MASExecutor,
-    ...                               default_mas_pool)
+    ...                               UnsafeSandboxWarning, default_mas_pool)
+    >>> warnings.simplefilter("ignore", UnsafeSandboxWarning)  # the built-in pool is trusted
     >>> queries, answers, families = make_arithmetic_queries(20, random_state=0)
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> builder = ConsistentPairBuilder(pool=default_mas_pool(debate=False), executor=executor)
     >>> builder = builder.fit(queries, answers, groups=families)
     >>> {g: builder.pool_[m].name for g, m in builder.group_best_mas_.items()}

@@ -49,8 +49,8 @@ class MASProgram:
     -----
     A program is a value (a frozen record of its source), not an estimator: it has no
     parameters to tune, and :class:`MASExecutor` holds how it is run. The template is
-    MAS-GPT's [1]_; the import allow-list and the other rules of :meth:`validate` are
-    this library's guard around generated code.
+    MAS-GPT's [1]_; the allow-lists of :meth:`validate` are this library's guard around
+    generated code.
 
     References
     ----------
@@ -78,14 +78,58 @@ class MASProgram:
     rationale: str = ""
 
     def validate(self):
-        """Check the source against the template and the sandbox rules.
+        """Check the source against the template and the program check's allow-lists.
+
+        The check admits only what is listed, and gives up early on hostile sizes:
+
+        - **size**: at most 32 768 characters (checked before parsing), 20 000 syntax
+          nodes and 100 levels of nesting (a walk without recursion);
+        - **syntax**: definitions (``def``, ``class``), ``return``, assignments (``=``,
+          ``+=``, annotated), ``for``, ``while``, ``if``, ``try``/``except``/``finally``,
+          ``raise``, ``assert``, ``import``, ``pass``, ``break``, ``continue``, expressions
+          (operators but ``@``, comparisons, calls, attributes, subscripts, slices, ``lambda``,
+          conditional expressions, ``:=``, comprehensions and generator expressions,
+          f-strings, literals, starred). Not: ``match`` (its class patterns read any
+          attribute), ``global``, ``nonlocal``, ``del``, ``with``, ``yield``,
+          ``async``/``await``, ``try``/``except*``;
+        - **top level**: imports, function and class definitions, a docstring and
+          assignments of literal constants; ``class MAS`` with ``__init__(self,
+          model_list)`` and ``forward(self, taskInfo)``;
+        - **names** a program uses without binding them: the helpers ``LLM``,
+          ``extract_answer``, ``extract_code``, ``majority_vote`` and the builtins ``abs
+          all any ascii bin bool callable chr classmethod complex dict divmod enumerate
+          filter float frozenset hasattr hash hex int isinstance issubclass iter len list
+          map max min next object oct ord pow print property range repr reversed round set
+          slice sorted staticmethod str sum super tuple zip``, the exceptions
+          ``ArithmeticError AssertionError AttributeError Exception IndexError KeyError
+          LookupError NotImplementedError OverflowError RuntimeError StopIteration
+          TypeError ValueError ZeroDivisionError`` and ``True False None NotImplemented
+          Ellipsis``; no dunder names;
+        - **modules**: ``bisect cmath collections copy decimal fractions functools heapq
+          itertools json math random re statistics textwrap typing``, each through a view
+          of its public, non-module members; of ``functools`` only ``cache cmp_to_key
+          lru_cache partial reduce``, of ``typing`` only ``Any Callable Dict FrozenSet
+          Iterable Iterator List Mapping Optional Sequence Set Tuple Union``;
+        - **attributes**: none that starts with ``_`` or belongs to the frame, code,
+          generator, coroutine, async-generator or traceback families (``f_``, ``co_``,
+          ``gi_``, ``cr_``, ``ag_``, ``tb_``), none of ``wraps update_wrapper
+          WRAPPER_ASSIGNMENTS WRAPPER_UPDATES get_type_hints ForwardRef get_overloads
+          singledispatch singledispatchmethod mro``; ``format``/``format_map`` only called on
+          a string literal whose fields read no attribute or item;
+        - **definitions**: no dunder method but ``__init__``, decorators only
+          ``staticmethod``, ``classmethod``, ``property``, base classes by name only;
+        - **exceptions**: no bare ``except`` or ``except BaseException``, and no
+          ``return``/``break``/``continue`` that leaves a ``finally`` block (either would
+          swallow a timeout).
+
+        The same attribute rule guards ``getattr``/``hasattr`` at run time. The check is
+        the first layer only: :class:`MASExecutor` with ``sandbox="process"`` confines
+        the process the program runs in as well.
 
         Raises
         ------
         ValueError
-            Naming the first rule broken: no ``class MAS``, a missing method, a forbidden
-            import, name or attribute, or a top-level statement that is not an import, a
-            definition or a literal constant.
+            Naming the first rule broken.
         """
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(

@@ -1,18 +1,21 @@
-"""The guard around generated MAS code: static checks, a restricted namespace, the child process.
+"""The guard around generated MAS code: the program check, a restricted namespace, the child.
 
 This module imports only the standard library, because it is also run as a script
-(``python -I -S _sandbox.py``) in the child process that executes generated code. It holds
+(``python -I -S -B _sandbox.py``) in the child process that executes generated code. It holds
 
-- :func:`check_source`, the AST pre-check (template, import allow-list, no
-  top-level statements but imports, definitions and literal constants, no dunder or foreign
-  private attributes, no dangerous builtins);
-- :func:`restricted_namespace`, the globals the code runs in: a reduced ``__builtins__``, an
-  import function that only hands out read-only views of allow-listed modules, and the helper
-  functions generated code may call;
-- the child's main loop: it reads one job from stdin, locks itself down (resource limits,
-  a seccomp filter on Linux x86-64/aarch64 that refuses every system call that opens files,
-  sockets or processes), runs ``MAS(model_list).forward(query)`` and forwards each
-  ``call_llm`` to the parent over its stdout/stdin pipes, one JSON object per line.
+- :func:`check_source`, the program check: an allow-list of syntax (node types), of the names
+  a program may use without defining them, of modules and of their members, and of attribute
+  names, checked with limits on the source size, the number of nodes and the nesting depth;
+- :func:`restricted_namespace`, the globals the code runs in: reduced builtins, an import
+  function that only hands out read-only views of the allowed members of allowed modules, and
+  the helper functions generated code may call;
+- the child's main function: it confines itself (parent-death signal, resource limits, no
+  descriptors beyond 0-2, ``no_new_privs`` and a seccomp filter that lets only memory, clock,
+  read/write and exit system calls through) *before* it reads a byte of the program, tells the
+  parent that it is ready to be inspected, then reads one job, runs
+  ``MAS(model_list).forward(query)`` and forwards each ``call_llm`` to the parent over its
+  stdout/stdin pipes, one JSON object per line. The parent does not believe the child: it
+  checks the confinement in ``/proc/<pid>`` before it sends the program.
 """
 
 import ast
@@ -20,35 +23,50 @@ import builtins
 import importlib
 import json
 import re
+import string
 import sys
 import types
 
-# Modules generated code may import; it gets a view holding their public, non-module names.
+# ----------------------------------------------------------------------------------------
+# the allow-lists
+# ----------------------------------------------------------------------------------------
+
+# Limits of the check itself, so that validating hostile source cannot exhaust the caller.
+# 32 768 characters hold about twice the 4096 new tokens the reference generator may write.
+MAX_SOURCE_CHARS = 32_768
+MAX_NODES = 20_000
+MAX_DEPTH = 100
+
+# Modules generated code may import; it gets a view holding only their allowed members.
 ALLOWED_MODULES = frozenset(
     {
         "bisect", "cmath", "collections", "copy", "decimal", "fractions", "functools", "heapq",
         "itertools", "json", "math", "random", "re", "statistics", "textwrap", "typing",
     }
 )
-# names of allowed modules that reach other objects by name (and so around the checks)
-_HIDDEN_MODULE_NAMES = {
-    "functools": {"singledispatch", "singledispatchmethod"},
-    "typing": {"get_type_hints", "ForwardRef", "get_overloads"},
+# Modules whose members are listed one by one: functools copies attributes by name
+# (wraps, update_wrapper) and dispatches on types; typing evaluates strings
+# (get_type_hints, ForwardRef). Other allowed modules offer their public, non-module
+# members that are not forbidden attribute names.
+_MODULE_MEMBERS = {
+    "functools": frozenset({"cache", "cmp_to_key", "lru_cache", "partial", "reduce"}),
+    "typing": frozenset(
+        {
+            "Any", "Callable", "Dict", "FrozenSet", "Iterable", "Iterator", "List", "Mapping",
+            "Optional", "Sequence", "Set", "Tuple", "Union",
+        }
+    ),
 }
-# builtins that reach the file system, the interpreter or other objects by name
-FORBIDDEN_NAMES = frozenset(
-    {
-        "open", "eval", "exec", "compile", "globals", "locals", "vars", "breakpoint", "input",
-        "help", "exit", "quit", "memoryview", "getattr", "setattr", "delattr", "dir",
-    }
-)
-_SAFE_BUILTINS = (
-    "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "classmethod",
-    "complex", "staticmethod",
-    "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex",
-    "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min",
-    "next", "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed",
-    "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "type", "zip",
+
+# Builtins generated code may use (the namespace holds nothing else). Not among them:
+# open, eval, exec, compile, __import__, globals, locals, vars, dir, getattr, setattr,
+# delattr, type, format, memoryview, input, breakpoint, help, exit, quit.
+SAFE_BUILTINS = (
+    "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "classmethod", "complex",
+    "dict", "divmod", "enumerate", "filter", "float", "frozenset", "hasattr", "hash", "hex",
+    "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
+    "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round",
+    "set", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "zip",
     "ArithmeticError", "AssertionError", "AttributeError", "Exception", "IndexError",
     "KeyError", "LookupError", "NotImplementedError", "OverflowError", "RuntimeError",
     "StopIteration", "TypeError", "ValueError", "ZeroDivisionError", "NotImplemented",
@@ -56,6 +74,47 @@ _SAFE_BUILTINS = (
 )
 # names the namespace provides without an import (the template's helpers that need no OS)
 HELPER_NAMES = ("LLM", "extract_answer", "extract_code", "majority_vote")
+# every name a program may use without binding it itself
+ALLOWED_NAMES = frozenset(SAFE_BUILTINS) | frozenset(HELPER_NAMES)
+# the only decorators
+DECORATOR_NAMES = frozenset({"classmethod", "property", "staticmethod"})
+
+# Attribute names: none may start with "_"; none of the frame, code, generator, coroutine,
+# async-generator and traceback families (they reach globals and builtins without a dunder);
+# none of the names that copy attributes chosen by a string or evaluate strings.
+FORBIDDEN_ATTRIBUTE_PREFIXES = ("_", "gi_", "f_", "tb_", "co_", "cr_", "ag_")
+FORBIDDEN_ATTRIBUTES = frozenset(
+    {
+        "ForwardRef", "get_overloads", "get_type_hints", "mro", "singledispatch",
+        "singledispatchmethod", "update_wrapper", "wraps", "WRAPPER_ASSIGNMENTS",
+        "WRAPPER_UPDATES",
+    }
+)
+# str methods that look attributes up by the names in the string; allowed only on a string
+# literal whose fields read no attribute and no item
+_FORMAT_METHODS = frozenset({"format", "format_map"})
+
+_STATEMENTS = (
+    ast.FunctionDef, ast.ClassDef, ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign,
+    ast.For, ast.While, ast.If, ast.Raise, ast.Try, ast.Assert, ast.Import, ast.ImportFrom,
+    ast.Expr, ast.Pass, ast.Break, ast.Continue,
+)
+_EXPRESSIONS = (
+    ast.BoolOp, ast.NamedExpr, ast.BinOp, ast.UnaryOp, ast.Lambda, ast.IfExp, ast.Dict,
+    ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Compare, ast.Call,
+    ast.FormattedValue, ast.JoinedStr, ast.Constant, ast.Attribute, ast.Subscript,
+    ast.Starred, ast.Name, ast.List, ast.Tuple, ast.Slice,
+)
+_OTHERS = (
+    ast.Module, ast.Load, ast.Store, ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.Div,
+    ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd, ast.FloorDiv,
+    ast.Invert, ast.Not, ast.UAdd, ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
+    ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.comprehension, ast.ExceptHandler,
+    ast.arguments, ast.arg, ast.keyword, ast.alias,
+)
+# The syntax a program may use. Not in it: match (its class patterns read any attribute),
+# global, nonlocal, del, with, yield, async/await, try/except*, the @ operator.
+ALLOWED_NODES = frozenset(_STATEMENTS + _EXPRESSIONS + _OTHERS)
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
 _ANSWER = re.compile(r"ANSWER:\s*(.+)")
@@ -86,10 +145,38 @@ def majority_vote(answers):
     return max(counts, key=lambda a: (counts[a], -first[a]))
 
 
+def attribute_allowed(name):
+    """Whether generated code may read or write the attribute ``name``."""
+    return (
+        isinstance(name, str)
+        and not name.startswith(FORBIDDEN_ATTRIBUTE_PREFIXES)
+        and name not in FORBIDDEN_ATTRIBUTES
+        and name not in _FORMAT_METHODS
+    )
+
+
+_MEMBERS = {}
+
+
+def module_members(module_name):
+    """The members of an allowed module that generated code may use."""
+    if module_name not in _MEMBERS:
+        module = importlib.import_module(module_name)
+        listed = _MODULE_MEMBERS.get(module_name)
+        if listed is None:
+            listed = frozenset(
+                key for key in dir(module)
+                if attribute_allowed(key)
+                and not isinstance(getattr(module, key), types.ModuleType)
+            )
+        _MEMBERS[module_name] = listed
+    return _MEMBERS[module_name]
+
+
 def _is_literal(node):
     try:
         ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return False
     return True
 
@@ -98,23 +185,66 @@ def _is_dunder(name):
     return name.startswith("__") and name.endswith("__")
 
 
-def check_source(code, name="program"):
-    """Raise ValueError naming the first rule ``code`` breaks; return the tree.
-
-    Rules: it parses; its top level holds only imports, function and class definitions,
-    a docstring and assignments of literal constants; it defines ``class MAS`` with
-    ``__init__(self, model_list)`` and ``forward(self, taskInfo)``; every import is of an
-    allow-listed module; no name is a dangerous builtin or a dunder; no attribute is a dunder
-    (``__init__`` aside), and private attributes are read only on ``self``/``cls``.
-    """
-    if not isinstance(code, str):
-        raise TypeError(f"the code of {name!r} must be a str; got {type(code).__name__} instead.")
+def _format_reads_nothing(text):
+    """Whether a format string's fields (and nested fields) read no attribute and no item."""
     try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        raise ValueError(
-            f"program {name!r} is not valid Python: {exc.msg} (line {exc.lineno})."
-        ) from None
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return False
+    for _, field, spec, _ in parsed:
+        if field is not None and ("." in field or "[" in field):
+            return False
+        if spec and "{" in spec and not _format_reads_nothing(spec):
+            return False
+    return True
+
+
+def _walk(tree, name):
+    """Nodes of ``tree`` in pre-order, refusing unknown syntax, too many nodes, too deep."""
+    nodes, stack = [], [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if type(node) not in ALLOWED_NODES:
+            line = getattr(node, "lineno", "?")
+            raise ValueError(
+                f"program {name!r} uses {type(node).__name__} (line {line}), which generated "
+                "code may not use."
+            )
+        if depth > MAX_DEPTH:
+            raise ValueError(
+                f"program {name!r} nests deeper than {MAX_DEPTH} levels (line "
+                f"{getattr(node, 'lineno', '?')})."
+            )
+        nodes.append(node)
+        if len(nodes) > MAX_NODES:
+            raise ValueError(f"program {name!r} has more than {MAX_NODES} syntax nodes.")
+        stack.extend((child, depth + 1) for child in reversed(list(ast.iter_child_nodes(node))))
+    return nodes
+
+
+def _escapes_finally(stmts, in_loop=False):
+    """A return, break or continue of ``stmts`` that leaves a finally block (it would
+    swallow the exception in flight, a timeout included), or None."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return) or (
+            isinstance(stmt, (ast.Break, ast.Continue)) and not in_loop
+        ):
+            return stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        loop = in_loop or isinstance(stmt, (ast.For, ast.While))
+        for field in ("body", "orelse", "finalbody"):
+            found = _escapes_finally(getattr(stmt, field, []), loop)
+            if found is not None:
+                return found
+        for handler in getattr(stmt, "handlers", []):
+            found = _escapes_finally(handler.body, loop)
+            if found is not None:
+                return found
+    return None
+
+
+def _check_top_level(tree, name):
     mas = None
     for i, stmt in enumerate(tree.body):
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef)):
@@ -147,83 +277,185 @@ def check_source(code, name="program"):
                 f"{'model_list' if method == '__init__' else 'taskInfo'}); got {n_args} "
                 "positional parameter(s) instead."
             )
-    for node in ast.walk(tree):
+
+
+def _bindings(nodes):
+    """Names the program binds itself, and its module aliases (alias -> module)."""
+    bound, aliases = set(), {}
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound.add(alias.asname or alias.name)
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            bound.update(alias.asname or alias.name for alias in node.names)
+    return bound, aliases
+
+
+def check_source(code, name="program"):
+    """Raise ValueError naming the first rule ``code`` breaks; return the tree.
+
+    The rules are an allow-list (see :meth:`MASProgram.validate`); the source length is
+    checked before parsing, and the tree is walked without recursion with limits on its
+    size and depth, so that validating hostile source cannot exhaust the caller.
+    """
+    if not isinstance(code, str):
+        raise TypeError(f"the code of {name!r} must be a str; got {type(code).__name__} instead.")
+    if len(code) > MAX_SOURCE_CHARS:
+        raise ValueError(
+            f"program {name!r} has {len(code)} characters; at most {MAX_SOURCE_CHARS} are "
+            "allowed."
+        )
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise ValueError(
+            f"program {name!r} is not valid Python: {exc.msg} (line {exc.lineno})."
+        ) from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"program {name!r} is nested too deeply to parse.") from None
+    except ValueError as exc:  # null bytes
+        raise ValueError(f"program {name!r} is not valid Python: {exc}.") from None
+    nodes = _walk(tree, name)
+    _check_top_level(tree, name)
+    bound, aliases = _bindings(nodes)
+    literal_formats = set()
+    for node in nodes:
+        line = getattr(node, "lineno", "?")
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in ALLOWED_MODULES:
                     raise ValueError(
-                        f"program {name!r} imports {alias.name!r} (line {node.lineno}); "
+                        f"program {name!r} imports {alias.name!r} (line {line}); "
                         f"allowed modules are {sorted(ALLOWED_MODULES)}."
                     )
         elif isinstance(node, ast.ImportFrom):
             if node.level or node.module not in ALLOWED_MODULES:
                 raise ValueError(
-                    f"program {name!r} imports from {node.module!r} (line {node.lineno}); "
+                    f"program {name!r} imports from {node.module!r} (line {line}); "
                     f"allowed modules are {sorted(ALLOWED_MODULES)}."
                 )
             for alias in node.names:
                 if alias.name == "*" or alias.name.startswith("_"):
                     raise ValueError(
                         f"program {name!r} imports {alias.name!r} from {node.module!r} "
-                        f"(line {node.lineno}); import public names one by one."
+                        f"(line {line}); import public names one by one."
+                    )
+                if alias.name not in module_members(node.module):
+                    raise ValueError(
+                        f"program {name!r} imports {alias.name!r} from {node.module!r} (line "
+                        f"{line}), which generated code may not use."
                     )
         elif isinstance(node, ast.Name):
-            if node.id in FORBIDDEN_NAMES or _is_dunder(node.id):
+            if _is_dunder(node.id):
                 raise ValueError(
-                    f"program {name!r} uses the name {node.id!r} (line {node.lineno}), which "
-                    "generated code may not use."
+                    f"program {name!r} uses the name {node.id!r} (line {line}); dunder names "
+                    "are not allowed."
                 )
+            if isinstance(node.ctx, ast.Load) and node.id not in bound | ALLOWED_NAMES:
+                raise ValueError(
+                    f"program {name!r} uses the name {node.id!r} (line {line}), which it does "
+                    "not define and which is not among the builtins and helpers generated "
+                    "code may use."
+                )
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _FORMAT_METHODS:
+                receiver = func.value
+                if not (
+                    isinstance(receiver, ast.Constant) and isinstance(receiver.value, str)
+                    and _format_reads_nothing(receiver.value)
+                ):
+                    raise ValueError(
+                        f"program {name!r} calls {func.attr!r} (line {line}) on something "
+                        "other than a string literal whose fields read no attribute or item."
+                    )
+                literal_formats.add(id(func))
         elif isinstance(node, ast.Attribute):
             attr = node.attr
-            if _is_dunder(attr) and attr != "__init__":
+            if attr in _FORMAT_METHODS and id(node) in literal_formats:
+                continue
+            if not attribute_allowed(attr):
                 raise ValueError(
-                    f"program {name!r} reads the attribute {attr!r} (line {node.lineno}); "
-                    "dunder attributes are not allowed."
+                    f"program {name!r} uses the attribute {attr!r} (line {line}); attributes "
+                    "that start with '_', belong to the frame, code, generator or traceback "
+                    "families (gi_, f_, tb_, co_, cr_, ag_), copy attributes by name or "
+                    "evaluate strings are not allowed."
                 )
+            value = node.value
             if (
-                attr.startswith("_")
-                and not _is_dunder(attr)
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                isinstance(value, ast.Name) and value.id in aliases
+                and attr not in module_members(aliases[value.id])
             ):
                 raise ValueError(
-                    f"program {name!r} reads the private attribute {attr!r} of an object "
-                    f"other than self (line {node.lineno})."
+                    f"program {name!r} uses {aliases[value.id]}.{attr} (line {line}), which "
+                    "generated code may not use."
                 )
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            if _is_dunder(node.name) and node.name != "__init__":
+                raise ValueError(
+                    f"program {name!r} defines {node.name!r} (line {line}); the only dunder "
+                    "method a program may define is __init__."
+                )
+            for deco in node.decorator_list:
+                if not (isinstance(deco, ast.Name) and deco.id in DECORATOR_NAMES):
+                    raise ValueError(
+                        f"program {name!r} uses a decorator other than "
+                        f"{sorted(DECORATOR_NAMES)} (line {line})."
+                    )
+            if isinstance(node, ast.ClassDef) and (
+                node.keywords or not all(isinstance(b, ast.Name) for b in node.bases)
+            ):
+                raise ValueError(
+                    f"program {name!r}: class {node.name} (line {line}) may only name base "
+                    "classes, without keywords."
+                )
+        elif isinstance(node, ast.arg) and _is_dunder(node.arg):
+            raise ValueError(
+                f"program {name!r} has the parameter {node.arg!r} (line {line}); dunder names "
+                "are not allowed."
+            )
         elif isinstance(node, ast.ExceptHandler):
             caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
             if any(t is None or (isinstance(t, ast.Name) and t.id == "BaseException")
                    for t in caught):
                 raise ValueError(
-                    f"program {name!r} catches every exception (line {node.lineno}); catch "
+                    f"program {name!r} catches every exception (line {line}); catch "
                     "Exception or narrower, so that timeouts stay fatal."
                 )
-        elif isinstance(node, (ast.Global, ast.Nonlocal, ast.AsyncFunctionDef, ast.Await)):
-            raise ValueError(
-                f"program {name!r} uses {type(node).__name__} (line {node.lineno}), which "
-                "generated code may not use."
-            )
+        elif isinstance(node, ast.Try) and node.finalbody:
+            escape = _escapes_finally(node.finalbody)
+            if escape is not None:
+                raise ValueError(
+                    f"program {name!r} leaves a finally block with {type(escape).__name__} "
+                    f"(line {escape.lineno}), which would swallow a timeout."
+                )
     return tree
 
 
 def _module_view(module):
-    hidden = _HIDDEN_MODULE_NAMES.get(module.__name__, set())
     view = types.SimpleNamespace()
-    for key in dir(module):
-        value = getattr(module, key)
-        if key.startswith("_") or key in hidden or isinstance(value, types.ModuleType):
-            continue
-        setattr(view, key, value)
+    for key in module_members(module.__name__):
+        setattr(view, key, getattr(module, key))
     return view
 
 
 def _safe_getattr(obj, name, *default):
-    if not isinstance(name, str) or name.startswith("_"):
+    if not attribute_allowed(name):
         raise AttributeError(f"generated code may not read attribute {name!r}")
     return getattr(obj, name, *default)
 
 
 def _safe_hasattr(obj, name):
-    return isinstance(name, str) and not name.startswith("_") and hasattr(obj, name)
+    return attribute_allowed(name) and hasattr(obj, name)
 
 
 def restricted_namespace(llm_handle):
@@ -240,7 +472,7 @@ def restricted_namespace(llm_handle):
             views[name] = _module_view(importlib.import_module(name))
         return views[name]
 
-    safe = {key: getattr(builtins, key) for key in _SAFE_BUILTINS}
+    safe = {key: getattr(builtins, key) for key in SAFE_BUILTINS}
     safe.update(
         __build_class__=builtins.__build_class__,
         __import__=guarded_import,
@@ -262,14 +494,18 @@ def restricted_namespace(llm_handle):
 
 
 def run_forward(code, query, llm_handle, *, check=True, compiled=None):
-    """Execute ``code`` in a restricted namespace and return ``MAS([llm]).forward(query)``."""
+    """Execute ``code`` in a restricted namespace and return ``MAS([llm]).forward(query)``.
+
+    ``check=False`` (a test hook of the child only) runs the code with the real builtins.
+    """
     if compiled is None:
-        if check:
-            check_source(code)
-        compiled = compile(code, "<generated MAS>", "exec")
-    namespace = restricted_namespace(llm_handle) if check else {"__name__": "generated_mas"}
-    if not check:
-        namespace.update(LLM=lambda model_list=None: llm_handle)
+        compiled = compile(check_source(code) if check else code, "<generated MAS>", "exec")
+    if check:
+        namespace = restricted_namespace(llm_handle)
+    else:
+        namespace = {"__name__": "generated_mas", "LLM": lambda model_list=None: llm_handle,
+                     "extract_answer": extract_answer, "extract_code": extract_code,
+                     "majority_vote": majority_vote}
     exec(compiled, namespace)
     mas = namespace["MAS"]([llm_handle])
     return mas.forward(query)
@@ -279,7 +515,8 @@ def run_forward(code, query, llm_handle, *, check=True, compiled=None):
 # the child process
 # ----------------------------------------------------------------------------------------
 
-# system calls the child may make once locked down; all others fail with EPERM
+# system calls the child may make once confined; all others fail with EPERM (among them
+# open, openat, socket, connect, clone, clone3, fork, vfork, execve, kill, setsid, prctl)
 _SYSCALLS = {
     # x86-64
     0xC000003E: {
@@ -301,18 +538,39 @@ _SYSCALLS = {
         "getrandom": 278,
     },
 }
-_MACHINE_ARCH = {"x86_64": 0xC000003E, "amd64": 0xC000003E, "aarch64": 0xC00000B7,
-                 "arm64": 0xC00000B7}
+MACHINE_ARCH = {"x86_64": 0xC000003E, "amd64": 0xC000003E, "aarch64": 0xC00000B7,
+                "arm64": 0xC00000B7}
+_PR_SET_PDEATHSIG, _PR_SET_SECCOMP, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = 1, 22, 36, 38
+
+# resource limits of the child: (name, value or the key of the value in the job)
+RLIMITS = (
+    ("RLIMIT_CORE", 0),
+    ("RLIMIT_FSIZE", 0),  # no file may grow
+    ("RLIMIT_NOFILE", 3),  # no descriptor beyond stdin, stdout, stderr
+    ("RLIMIT_CPU", "cpu_seconds"),
+    ("RLIMIT_AS", "memory_bytes"),
+    ("RLIMIT_NPROC", 0),  # not enforced for root; the seccomp filter refuses fork anyway
+)
+# modules the child imports only with the program check off (a test hook): what an escaped
+# program would use, imported before confinement because nothing can be opened after it
+_TEST_MODULES = ("ctypes", "os", "resource", "signal", "socket", "subprocess", "threading",
+                 "time")
 
 
-def _install_seccomp():
-    """Allow-list system calls with a seccomp filter; return True when it is in force."""
+def _prctl():
     import ctypes
-    import os
 
-    arch = _MACHINE_ARCH.get(os.uname().machine.lower())
-    if arch is None or not sys.platform.startswith("linux"):
-        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl  # AttributeError off Linux
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    return prctl
+
+
+def _install_seccomp(prctl, arch):
+    """``no_new_privs``, then a filter that lets only the system calls of ``_SYSCALLS`` pass."""
+    import ctypes
+
     allowed = sorted(_SYSCALLS[arch].values())
     ld_w_abs, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     kill, allow, eperm = 0x80000000, 0x7FFF0000, 0x00050000 | 1
@@ -332,42 +590,38 @@ def _install_seccomp():
 
     filters = (SockFilter * len(prog))(*[SockFilter(*p) for p in prog])
     fprog = SockFprog(len(prog), filters)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
-                           ctypes.c_ulong]
-    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-    if libc.prctl(pr_set_no_new_privs, 1, None, 0, 0) != 0:
-        return False
-    return libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.addressof(fprog), 0, 0) == 0
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) == 0:
+        prctl(_PR_SET_SECCOMP, 2, ctypes.addressof(fprog), 0, 0)  # SECCOMP_MODE_FILTER
 
 
-def _lock_down(memory_bytes, cpu_seconds):
-    """Resource limits, no inherited descriptors, then the seccomp filter."""
+def _confine(parent_pid, limits, install_filter=True):
+    """Confine this process; the parent checks the result, so failures are not reported."""
     import os
     import resource
+    import signal
 
-    layers = []
-    os.closerange(3, 4096)
-    limits = [
-        ("RLIMIT_CORE", 0),
-        ("RLIMIT_FSIZE", 0),  # no file may grow
-        ("RLIMIT_NOFILE", 3),  # no descriptor beyond stdin, stdout, stderr
-        ("RLIMIT_CPU", cpu_seconds),
-        ("RLIMIT_AS", memory_bytes),
-        ("RLIMIT_NPROC", 0),  # not enforced for root; seccomp refuses fork anyway
-    ]
-    for name, value in limits:
+    try:
+        prctl = _prctl()
+    except (OSError, AttributeError):
+        prctl = None
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, None, 0, 0)  # die with the parent
+        prctl(_PR_SET_CHILD_SUBREAPER, 1, None, 0, 0)  # orphans stay in this process's tree
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(70)
+    os.closerange(3, 1 << 16)
+    for name, value in RLIMITS:
+        value = limits[value] if isinstance(value, str) else value
         try:
             resource.setrlimit(getattr(resource, name), (value, value))
-            layers.append(name)
         except (AttributeError, ValueError, OSError):
             pass
-    try:
-        if _install_seccomp():
-            layers.append("seccomp")
-    except Exception:  # no seccomp on this platform: the other layers stay
-        pass
-    return layers
+    arch = MACHINE_ARCH.get(os.uname().machine.lower())
+    if install_filter and prctl is not None and arch is not None:
+        try:
+            _install_seccomp(prctl, arch)
+        except Exception:  # noqa: BLE001 - the parent sees the filter is missing
+            pass
 
 
 class _PipeLLM:
@@ -398,35 +652,33 @@ def _send(message):
         data = data[n:]
 
 
-def _child_main():
+def _child_main(argv):
+    """``_sandbox.py PARENT_PID MEMORY_BYTES CPU_SECONDS [--unchecked] [--no-seccomp]``.
+
+    The two flags are test hooks: ``--unchecked`` runs the program without the program check
+    and with the real builtins (to test the operating-system layer alone), ``--no-seccomp``
+    leaves the filter out (to test that the parent refuses an unconfined child).
+    """
     import io
     import os
 
     global _OUT
+    parent_pid, memory_bytes, cpu_seconds = (int(x) for x in argv[1:4])
+    check = "--unchecked" not in argv[4:]
+    modules = sorted(ALLOWED_MODULES) + ([] if check else list(_TEST_MODULES))
+    for module in modules:  # nothing can be opened once confined
+        importlib.import_module(module)
+    _confine(parent_pid, {"memory_bytes": memory_bytes, "cpu_seconds": cpu_seconds},
+             install_filter="--no-seccomp" not in argv[4:])
     _OUT = lambda data: os.write(1, data)  # noqa: E731 - the protocol writes raw bytes
-    import ctypes  # noqa: F401 - loaded before the lock-down
-    import resource  # noqa: F401
-
+    # A sign that the parent may now inspect this process: it proves nothing, the parent
+    # reads the confinement from /proc. Only now is the program read.
+    _send({"type": "confined"})
     job = json.loads(sys.stdin.buffer.readline())
-    code, query, check = job["code"], job["query"], job.get("check", True)
+    code, query = job["code"], job["query"]
     try:
-        compiled = None
-        tree = check_source(code) if check else ast.parse(code)
-        compiled = compile(code, "<generated MAS>", "exec")
-        for node in ast.walk(tree):  # import now: opening files is impossible later
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) else []
-            )
-            for name in names:
-                if name in ALLOWED_MODULES or not check:  # unchecked: tests of the OS layer
-                    importlib.import_module(name)
-    except Exception as exc:
-        _send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
-        return
-    sys.stdout = io.StringIO()  # prints of the generated code go nowhere
-    layers = _lock_down(int(job["memory_bytes"]), int(job["cpu_seconds"]))
-    _send({"type": "ready", "layers": layers})
-    try:
+        compiled = compile(check_source(code) if check else code, "<generated MAS>", "exec")
+        sys.stdout = io.StringIO()  # prints of the generated code go nowhere
         answer = run_forward(code, query, _PipeLLM(), check=check, compiled=compiled)
         if answer is not None and not isinstance(answer, str):
             answer = str(answer)
@@ -434,10 +686,14 @@ def _child_main():
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         try:
             _send({"type": "error", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})
-        except BaseException:
+        except BaseException:  # noqa: BLE001
             os._exit(3)
+    # Wait to be killed: while this process lives, whatever the program started is in its
+    # tree (it is a subreaper), so that the parent finds and kills all of it.
+    while sys.stdin.buffer.read(1 << 16):
+        pass
     os._exit(0)
 
 
 if __name__ == "__main__":
-    _child_main()
+    _child_main(sys.argv)

@@ -12,7 +12,7 @@ from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
 from ._router import MASGPTRouter
-from ._validation import StringInputMixin, check_answers, check_queries
+from ._validation import StringInputMixin, check_answers, check_queries, check_sandbox
 
 
 @fill_doc
@@ -38,6 +38,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         Generator LLM; None uses the fitted classifier as the generator.
     %(timeout)s
     %(sandbox)s
+    %(allow_weak_isolation)s
     %(answer_checker)s
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
@@ -82,12 +83,15 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     Examples
     --------
+    >>> import warnings
     >>> from sklearn_icml.datasets import make_arithmetic_queries
-    >>> from sklearn_icml.mas import ArithmeticMockLLM, MASGPTSolver, default_mas_pool
+    >>> from sklearn_icml.mas import (ArithmeticMockLLM, MASGPTSolver, UnsafeSandboxWarning,
+    ...                               default_mas_pool)
+    >>> warnings.simplefilter("ignore", UnsafeSandboxWarning)  # the built-in pool is trusted
     >>> q_train, a_train, _ = make_arithmetic_queries(30, random_state=0)
     >>> q_test, a_test, _ = make_arithmetic_queries(30, random_state=1)
     >>> solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), n_groups=3,
-    ...                       pool=default_mas_pool(debate=False), sandbox="inprocess",
+    ...                       pool=default_mas_pool(debate=False), sandbox="unsafe-inprocess",
     ...                       random_state=0).fit(q_train, a_train)
     >>> answers = solver.predict(["Add 2 and 40.", "Compute 10 times 10 minus 1."])
     >>> answers[0], [p.name for p in solver.last_programs_]
@@ -105,14 +109,15 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         "refine_llm": [callable, None],
         "generator_llm": [callable, None],
         "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
-        "sandbox": [StrOptions({"process", "inprocess"})],
+        "sandbox": [StrOptions({"process", "unsafe-inprocess"})],
+        "allow_weak_isolation": ["boolean"],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],
     }
 
     def __init__(self, *, llm=None, pool=None, n_groups=8, repeats=1, consistency=True,
                  refine_llm=None, generator_llm=None, timeout=60.0, sandbox="process",
-                 answer_checker=None, random_state=None):
+                 allow_weak_isolation=False, answer_checker=None, random_state=None):
         self.llm = llm
         self.pool = pool
         self.n_groups = n_groups
@@ -122,6 +127,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         self.generator_llm = generator_llm
         self.timeout = timeout
         self.sandbox = sandbox
+        self.allow_weak_isolation = allow_weak_isolation
         self.answer_checker = answer_checker
         self.random_state = random_state
 
@@ -130,11 +136,13 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
         %(fit_parameters)s
         """
+        check_sandbox(self.sandbox, type(self).__name__)
         queries, answers = self._check_fit_input(
             queries, answers, "llm",
             "must be a callable (prompt, temperature) -> str, the agent LLM.",
         )
-        self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox)
+        self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox,
+                                     allow_weak_isolation=self.allow_weak_isolation)
         self.builder_ = ConsistentPairBuilder(
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,
             repeats=self.repeats, refine_llm=self.refine_llm,

@@ -14,6 +14,17 @@ def check_instance(value, cls, name):
     return value
 
 
+def check_sandbox(value, owner):
+    """Refuse the old spelling ``sandbox="inprocess"`` with the name that replaced it."""
+    if isinstance(value, str) and value == "inprocess":
+        raise ValueError(
+            f"The 'sandbox' parameter of {owner}: 'inprocess' was renamed 'unsafe-inprocess' "
+            "in 0.3.0, because it runs generated code with this process's full rights; use "
+            "sandbox='unsafe-inprocess' for trusted programs only, or sandbox='process'. Got "
+            f"{value!r} instead."
+        )
+
+
 def check_queries(queries, name="queries"):
     """Return ``queries`` as a list of str.
 

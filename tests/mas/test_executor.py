@@ -1,9 +1,9 @@
-"""MASExecutor: the sandbox is the security boundary of the library (spec 3.3, 3.6, 7.4, 7.5).
+"""MASExecutor: timeouts, the fallback, failures, and the two layers of the sandbox.
 
-Process-mode tests use timeouts of 1-2 s. Two layers are tested: the static and runtime
-guard (code that names files, sockets, os or subprocess is refused before it runs), and,
-with the guard switched off, the operating-system layer (resource limits and the seccomp
-filter) on its own.
+Process-mode tests use timeouts of 1-2 s. Two layers are tested: the program check (code
+that names files, sockets, os or subprocess is refused before it runs), and, with the check
+switched off, the operating-system layer (resource limits and the seccomp filter) on its
+own. The attack families of the sandbox are in test_sandbox.py.
 """
 
 import os
@@ -19,7 +19,9 @@ from sklearn_icml.mas import (
     MASProgram,
     default_mas_pool,
 )
-from sklearn_icml.mas._executor import _run_in_child
+from sklearn_icml.mas._confinement import Limits, run_in_child
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_icml.mas.UnsafeSandboxWarning")
 
 HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
 LINUX_SECCOMP = sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "aarch64")
@@ -33,10 +35,11 @@ def body(lines):
 
 def raw_child(lines, timeout=2.0, memory=256 * 2**20):
     """Run code in the child with the Python guard off: only the OS layers hold."""
-    return _run_in_child(
+    run = run_in_child(
         body(lines), "Add 1 and 2.", AgentLLM(ArithmeticMockLLM(random_state=0)), timeout=timeout,
-        memory_limit=memory, check=False,
+        memory_limit=memory, limits=Limits(64, 200_000, 100_000), check=False,
     )
+    return run.answer, run.error, run.timed_out, run.layers
 
 
 @pytest.fixture
@@ -56,7 +59,8 @@ def test_process_and_inprocess_agree():
     queries = ["Compute 12 times 30 minus 5.", "Find the integer x such that 3*x + -4 = 11."]
     runs = {}
     for sandbox in ("process", "inprocess"):
-        executor = MASExecutor(ArithmeticMockLLM(random_state=3), timeout=10, sandbox=sandbox)
+        executor = MASExecutor(ArithmeticMockLLM(random_state=3), timeout=10,
+                               sandbox="process" if sandbox == "process" else "unsafe-inprocess")
         runs[sandbox] = [
             (r.answer, r.n_calls, r.error)
             for r in (executor.run(p, q) for q in queries for p in pool[1:3])
@@ -73,7 +77,7 @@ def test_process_and_inprocess_agree():
         (["import os", "return os.listdir('/')"], "imports 'os'"),
         (["import subprocess", "return subprocess.run(['id']).stdout"], "imports 'subprocess'"),
         (["return __import__('os').getcwd()"], "'__import__'"),
-        (["return str(().__class__.__base__.__subclasses__())"], "dunder attributes"),
+        (["return str(().__class__.__base__.__subclasses__())"], "uses the attribute '__"),
     ],
 )
 def test_guard_refuses_before_running(lines, match, parent_witness):
@@ -84,7 +88,7 @@ def test_guard_refuses_before_running(lines, match, parent_witness):
     assert executor.n_runs_ == 0 and getattr(llm, "n_calls_", 0) == 0  # nothing ran
 
 
-@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 def test_runtime_guard_blocks_reflection(sandbox):
     """Names built at run time and module internals stay out of reach."""
     executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
@@ -134,11 +138,11 @@ def test_unbounded_allocation_is_refused(parent_witness):
         result = executor.run(MASProgram("hog", body(lines)), "Add 1 and 2.")
         assert result.answer is None
         assert "MemoryError" in result.error or "died" in result.error
-        assert not result.used_fallback  # not a timeout: no retry (spec 3.3)
+        assert not result.used_fallback  # not a timeout: no retry, as in the reference
 
 
 def test_infinite_loop_times_out_then_fallback(parent_witness):
-    """Spec 7.4 / E3: stops within timeout + 5 s and the fallback answers."""
+    """Stops within timeout + 5 s and the fallback answers."""
     llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=1.0)
     start = time.perf_counter()
@@ -160,7 +164,8 @@ def test_infinite_loop_without_fallback():
 
 
 def test_inprocess_timeout_uses_timer():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.3, sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.3,
+                           sandbox="unsafe-inprocess")
     result = executor.run(
         MASProgram("loop", body(["while True:", "    pass"])), "Add 2 and 3."
     )
@@ -168,16 +173,17 @@ def test_inprocess_timeout_uses_timer():
 
 
 def test_inprocess_timeout_survives_finally_and_except_exception():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.2, sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.2,
+                           sandbox="unsafe-inprocess")
     stubborn = body(["try:", "    while True:", "        pass", "except Exception:",
                      "    pass", "finally:", "    while True:", "        pass"])
     result = executor.run(MASProgram("stubborn", stubborn), "Add 2 and 3.")
     assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
 
 
-@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
-    """Spec 7.5."""
+    """A failure is recorded as no answer, without retry (as in the reference)."""
     llm = ArithmeticMockLLM(random_state=0)
     executor = MASExecutor(llm, timeout=2.0, sandbox=sandbox)
     code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
@@ -188,7 +194,7 @@ def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
     assert result.n_calls == 1 == llm.n_calls_  # no retry
 
 
-@pytest.mark.parametrize("sandbox", ["process", "inprocess"])
+@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 def test_none_answer_and_llm_errors(sandbox):
     def failing(prompt, temperature):
         raise ConnectionError("endpoint down")
@@ -236,8 +242,8 @@ def test_bad_executor_params(kwargs, match):
 
 def test_bad_llm_program_and_query():
     with pytest.raises(ValueError, match="'llm' parameter of MASExecutor must be a callable"):
-        MASExecutor("gpt-4", sandbox="inprocess").run(default_mas_pool()[0], "q")
-    executor = MASExecutor(ArithmeticMockLLM(), sandbox="inprocess")
+        MASExecutor("gpt-4", sandbox="unsafe-inprocess").run(default_mas_pool()[0], "q")
+    executor = MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess")
     with pytest.raises(TypeError, match="program must be a MASProgram"):
         executor.run("class MAS: pass", "q")
     with pytest.raises(TypeError, match="query must be a str"):

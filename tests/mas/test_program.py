@@ -1,4 +1,4 @@
-"""MASProgram validation (spec 7.2), code extraction (7.3), the pool and its closed forms (7.1)."""
+"""MASProgram validation, code extraction, the pool and its closed forms."""
 
 import numpy as np
 import pytest
@@ -13,6 +13,8 @@ from sklearn_icml.mas import (
     extract_code,
     fallback_mas,
 )
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_icml.mas.UnsafeSandboxWarning")
 
 HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
 COT = HEAD + (
@@ -51,10 +53,11 @@ def test_valid_program_passes():
         (COT.replace("return", "__import__('os')\n        return"), "'__import__'"),
         (COT.replace("return", "eval('1')\n        return"), "'eval'"),
         (COT.replace("return", "getattr(self, 'x')\n        return"), "'getattr'"),
-        (COT.replace("return", "x = ().__class__.__base__\n        return"), "dunder attributes"),
+        (COT.replace("return", "x = ().__class__.__base__\n        return"),
+         "uses the attribute '__"),
         (COT.replace("return", "x = self.llm.__dict__\n        return"), "'__dict__'"),
         ("import random\n" + COT.replace("return", "x = random._os\n        return"),
-         "private attribute '_os'"),
+         "attribute '_os'"),
         (COT.replace("return", "global G\n        return"), "Global"),
         (COT.replace("return", "try:\n            pass\n        except:\n            pass\n"
                      "        return"), "catches every exception"),
@@ -109,10 +112,10 @@ def _binom_sc(p):
 
 @pytest.mark.slow
 def test_pool_matches_closed_forms():
-    """Spec 7.1: accuracy within 3 standard errors of section 6.2; calls exactly."""
+    """accuracy within 3 standard errors of the closed forms; calls exactly."""
     n = 3000
     queries, answers, families = make_arithmetic_queries(n, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     pool = {p.name: p for p in default_mas_pool(debate=False)}
     p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
     expected = {

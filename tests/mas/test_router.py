@@ -1,4 +1,4 @@
-"""MASGPTRouter: sklearn manners on string input (spec 7.9) and the LLM generator (3.2, 7.3)."""
+"""MASGPTRouter: sklearn manners on string input and the LLM generator."""
 
 import pickle
 
@@ -48,7 +48,7 @@ def _data():
     ],
 )
 def test_sklearn_api_checks_that_apply_to_string_input(Estimator, check):
-    """Spec 7.9: the API checks that do not feed numeric arrays."""
+    """the API checks that do not feed numeric arrays."""
     check(Estimator.__name__, Estimator())
 
 
@@ -107,7 +107,7 @@ class RecordingGenerator:
         self.prompts = []
 
     def __call__(self, prompt, temperature):
-        assert temperature == 0.0  # greedy decoding (spec 3.2)
+        assert temperature == 0.0  # greedy decoding
         self.prompts.append(prompt)
         return self.replies[(len(self.prompts) - 1) % len(self.replies)]
 

@@ -1,4 +1,4 @@
-"""ConsistentPairBuilder and MASGPTSolver: spec 7.6-7.8, 7.10, E3 and the bad inputs of 8."""
+"""ConsistentPairBuilder and MASGPTSolver: selection, ties, seeds, calls, fallback, bad input."""
 
 from collections import Counter
 
@@ -15,6 +15,8 @@ from sklearn_icml.mas import (
     default_answer_checker,
     default_mas_pool,
 )
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_icml.mas.UnsafeSandboxWarning")
 
 POOL = default_mas_pool(debate=False)
 HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
@@ -35,14 +37,14 @@ def _family_map(builder, families):
 def e1_builder():
     """The E1 training data: 500 queries per family, seed 0, 3 groups."""
     queries, answers, families = make_arithmetic_queries(500, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, n_groups=3, random_state=0)
     return builder.fit(queries, answers), families
 
 
 @pytest.mark.slow
 def test_group_level_selection_on_e1_data(e1_builder):
-    """Spec 7.6: groups pick cot/self_consistency/self_refine; per-query labels of mixed
+    """groups pick cot/self_consistency/self_refine; per-query labels of mixed
     queries are mostly cot."""
     builder, families = e1_builder
     assert _family_map(builder, families) == {
@@ -63,11 +65,11 @@ def test_group_level_selection_on_e1_data(e1_builder):
 
 
 def test_tie_break_by_cost():
-    """Spec 7.7: all MAS score 1.0 -> the cheapest wins, whatever its pool position."""
+    """all MAS score 1.0 -> the cheapest wins, whatever its pool position."""
     queries, answers, families = make_arithmetic_queries(8, random_state=0)
     add = families == "add"
     pool = [POOL[1], POOL[2], POOL[0]]  # self_consistency, self_refine, cot
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=pool, executor=executor, n_groups=1).fit(
         [q for q, a in zip(queries, add) if a], answers[add]
     )
@@ -87,7 +89,8 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
         "    def forward(self, taskInfo):\n"
         "        answer = self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)\n"
         "        raise ValueError(answer)\n"))
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess", timeout=0.2)
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess",
+                           timeout=0.2)
     result = executor.run(slow, "Add 1 and 2.")
     assert result.used_fallback and default_answer_checker(result.answer, 3)  # fallback right
     builder = ConsistentPairBuilder(pool=[slow, crash, POOL[0]], executor=executor, n_groups=1)
@@ -97,7 +100,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
 
 def test_known_groups_and_repeats():
     queries, answers, families = make_arithmetic_queries(6, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, repeats=2)
     builder.fit(queries, answers, groups=families)
     assert set(builder.group_best_mas_) == {"add", "mixed", "solve"}
@@ -107,7 +110,7 @@ def test_known_groups_and_repeats():
 
 def _solver(seed=0, **kwargs):
     params = dict(llm=ArithmeticMockLLM(random_state=seed), pool=POOL, n_groups=3,
-                  sandbox="inprocess", random_state=0)
+                  sandbox="unsafe-inprocess", random_state=0)
     params.update(kwargs)
     return MASGPTSolver(**params)
 
@@ -118,7 +121,7 @@ def small_data():
 
 
 def test_determinism(small_data):
-    """Spec 7.8: same seeds -> identical scores, routes and answers."""
+    """same seeds -> identical scores, routes and answers."""
     (q_tr, a_tr, _), (q_te, _, _) = small_data
     runs = []
     for _ in range(2):
@@ -131,7 +134,7 @@ def test_determinism(small_data):
 
 
 def test_call_accounting(small_data):
-    """Spec 7.10: last_calls_ sums to the mock's own counter."""
+    """last_calls_ sums to the mock's own counter."""
     (q_tr, a_tr, _), (q_te, a_te, f_te) = small_data
     solver = _solver().fit(q_tr, a_tr)
     assert solver.train_calls_ == solver.llm.n_calls_
@@ -220,7 +223,7 @@ def test_solver_bad_input(kwargs, fit_args, match):
 
 
 def test_builder_bad_input():
-    executor = MASExecutor(ArithmeticMockLLM(), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess")
     with pytest.raises(ValueError, match="executor is None"):
         ConsistentPairBuilder(n_groups=1).fit(["Add 1 and 2."], [3])
     with pytest.raises(ValueError, match="groups must have shape"):
@@ -232,7 +235,7 @@ def test_builder_bad_input():
 def test_no_solvable_query_is_an_error():
     never = ArithmeticMockLLM(p_correct={"add": 0.0, "mixed": 0.0, "solve": 0.0})
     with pytest.raises(ValueError, match="no MAS of the pool solved any training query"):
-        MASGPTSolver(llm=never, pool=POOL, n_groups=1, sandbox="inprocess").fit(
+        MASGPTSolver(llm=never, pool=POOL, n_groups=1, sandbox="unsafe-inprocess").fit(
             ["Add 1 and 2."], [3]
         )
 
@@ -247,7 +250,7 @@ def test_refine_llm_keeps_only_correct_refinements():
         assert "Current MAS (cot)" in prompt
         return next(replies)
 
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="inprocess")
+    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL[:1], executor=executor, n_groups=1,
                                     refine_llm=refine_llm)
     builder.fit(["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11])
