@@ -409,8 +409,9 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     The paper [1]_ leaves the cell side and the strip width free within its regret bound
     (its ``(l, r)`` parameters of the RRP); the defaults ``l = max(2 r + 1, 6 r)`` and
     strips of ``2 r`` units are this library's choice: a ball then meets at most one core,
-    two strips and one quad, so every unit is exposed to arm ``i`` with probability at
-    least ``p_i^4 / 16``, and a moderate grid still has many cells. The shifted grid is
+    two strips and one quad, so it lies in a single cluster with probability at least
+    1/16 and every unit is exposed to arm ``i`` with probability at least ``p_i / 16``,
+    while a moderate grid still has many cells. The shifted grid is
     kept as an option: its exposure probabilities are closed-form, but a ball straddles a
     border with probability growing with ``2 r / l`` wherever the unit sits.
 

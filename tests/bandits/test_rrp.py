@@ -262,3 +262,14 @@ def test_exposure_probability_rrp_bad_input():
         exposure_probability([0.5, 0.5], 10, 1, 6, strip_width=7)
     with pytest.raises(ValueError, match="whole number"):
         exposure_probability([0.5, 0.5], 10, 1, 6.5)
+
+
+@pytest.mark.parametrize("L, r", [(20, 1), (31, 2), (9, 1)])
+def test_default_rrp_keeps_every_ball_in_one_cluster_with_probability_at_least_one_16th(L, r):
+    policy = ClusterRandomizedEXP3IX(2, 5, exposure_radius=r)
+    policy.select(0, L)
+    law = policy._layout.cell_count_law
+    assert law.shape[-1] == 4  # at most a core, two strips and a quad
+    assert law[..., 0].min() == pytest.approx(1 / 16)
+    prob = exposure_probability([0.9, 0.1], L, r, policy.cell_size_)
+    assert np.all(prob[1] >= 0.1 / 16)
