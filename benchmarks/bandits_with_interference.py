@@ -96,7 +96,7 @@ def regret_experiments(report, quick):
         rel, rlo, rhi = bootstrap([a, b], lambda x, y: abs(y.mean() / x.mean() - 1), rng)
         target = Target(hi=0.10)
         target_rows.append([f"T={T}, N={L * L}: mean regrets within 10 %",
-                            "|mean(CR) / mean(SB) - 1|", str(target),
+                            "abs(mean(CR) / mean(SB) - 1)", str(target),
                             f"{rel:.3f} [{rlo:.3f}, {rhi:.3f}]", target.check(rel)])
         ratio, qlo, qhi = bootstrap([a, b], lambda x, y: q95(y) / q95(x), rng)
         target = Target(hi=1.0)
