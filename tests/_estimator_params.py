@@ -36,6 +36,7 @@ TEST_PARAMS = {
     "InterferenceGridEnv": {"grid_side": 4, "n_arms": 3, "horizon": 10},
     "SwitchbackEXP3IX": {"n_arms": 3, "horizon": 10},
     "ClusterRandomizedEXP3IX": {"n_arms": 3, "horizon": 10},
+    "RandomRewardGridEnv": {"grid_side": 4, "n_arms": 2, "horizon": 10},
     # --- streaming-parity-rnn ---
     # tiny net, 10 epochs; a large alphabet so the checks' rounded data are valid symbols
     "StreamingParityRNNClassifier": {

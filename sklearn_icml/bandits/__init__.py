@@ -32,10 +32,12 @@ __all__ += [
 from ._exp3ix import ClusterRandomizedEXP3IX, SwitchbackEXP3IX  # noqa: E402
 from ._interference_env import InterferenceGridEnv  # noqa: E402
 from ._partitions import exposure_probability  # noqa: E402
+from ._random_reward_env import RandomRewardGridEnv  # noqa: E402
 
 __all__ += [
     "ClusterRandomizedEXP3IX",
     "InterferenceGridEnv",
+    "RandomRewardGridEnv",
     "SwitchbackEXP3IX",
     "exposure_probability",
 ]

@@ -102,8 +102,9 @@ horizon : int
 learning_rate : float, default=None
     EXP3-IX step ``eta``; ``None`` uses ``sqrt(2 ln k / (k T))``.
 ix_gamma : float, default=None
-    Implicit-exploration term ``gamma >= 0`` in the estimator's denominator; ``None``
-    uses ``learning_rate / 2``.""",
+    Implicit-exploration term ``gamma`` in the estimator's denominator, in ``[0, 0.5)``
+    as the paper's IX parameter ``beta``; ``None`` uses ``learning_rate / 2`` (an error
+    if that is not below 0.5).""",
     "exp3ix_attributes": """\
 learning_rate_, ix_gamma_ : float
     The step and implicit-exploration term in use.

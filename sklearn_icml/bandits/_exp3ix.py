@@ -8,7 +8,7 @@ and Adversarial Bandits", ICML 2025. The EXP3-IX update and the estimators are i
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_generator
@@ -22,10 +22,12 @@ from ._exp3ix_core import (
 from ._partitions import (
     _cell_index,
     _check_cell_size,
+    _check_rrp,
     _mixture_weights,
     _monochrome_ball,
     _own_arm_exposure,
     _realised_cell_count,
+    _RRPLayout,
     _window_indices,
 )
 from ._validation import index_at_least, validate_arguments
@@ -62,7 +64,7 @@ class _BaseInterferenceEXP3IX(BaseRunner):
         "n_arms": [Interval(numbers.Integral, 1, None, closed="left")],
         "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
-        "ix_gamma": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "ix_gamma": [Interval(numbers.Real, 0, 0.5, closed="left"), None],
         "random_state": ["random_state"],
     }
 
@@ -79,9 +81,16 @@ class _BaseInterferenceEXP3IX(BaseRunner):
             _default_learning_rate(k, T) if self.learning_rate is None
             else float(self.learning_rate)
         )
-        self.ix_gamma_ = self.learning_rate_ / 2.0 if self.ix_gamma is None else float(
-            self.ix_gamma
-        )
+        if self.ix_gamma is None:
+            self.ix_gamma_ = self.learning_rate_ / 2.0
+            if self.ix_gamma_ >= 0.5:
+                raise ValueError(
+                    "ix_gamma must be in [0, 0.5); its default learning_rate / 2 is "
+                    f"{self.ix_gamma_!r}: pass ix_gamma explicitly. Got learning_rate="
+                    f"{self.learning_rate!r} instead."
+                )
+        else:
+            self.ix_gamma_ = float(self.ix_gamma)
         self._rng = check_generator(self.random_state)
         self._core = _EXP3IXCore(k, self.learning_rate_, self.ix_gamma_)
         self._probs = np.zeros((T, k))
@@ -323,11 +332,11 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
 @fill_doc
 class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     """Cluster-randomised EXP3-IX with the HT-IX (Horvitz-Thompson, implicit exploration)
-    estimator.
+    estimator: the paper's EXP3-HT-IX policy.
 
-    Each round: a random shift ``(s_x, s_y) ~ U[0, l)^2`` cuts the grid into square cells of
-    side ``l = cell_size``; every cell draws an arm from ``p_t``; unit ``u`` is *exposed* to
-    arm ``i`` when its whole ball ``B(u, r)`` got ``i``; EXP3-IX is fed
+    Each round a random partition cuts the grid into clusters, every cluster draws an arm
+    from ``p_t``, unit ``u`` is *exposed* to arm ``i`` when its whole ball ``B(u, r)`` got
+    ``i``, and EXP3-IX is fed
 
     ``loss_hat_{t,i} = (1/N) sum_u (1 - Y_{t,u}) 1[E_{u,i}] / (P_t(E_{u,i}) + gamma)``,
 
@@ -335,7 +344,14 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     ``gamma = 0`` it is unbiased for the loss of "arm ``i`` on the ball", within ``psi(r)``
     of the fixed-arm loss (exactly it for ``kappa``-neighbourhood interference and
     ``r >= kappa``). Its expected regret matches the switchback's, and the spread of its
-    realised regret shrinks like ``l / sqrt(N)``.
+    realised regret shrinks as the number of clusters grows.
+
+    The partition is drawn afresh each round. ``partition="rrp"`` (the default) is the
+    paper's robust random partition: the uniform clustering into ``l x l`` cells, with a
+    strip of ``strip_width`` units around every border between two cells, assigned to one
+    of those two cells, and a quad where two strips cross, assigned to one of its four
+    cells, with equal probabilities. ``partition="shifted_grid"`` shifts the cells by
+    ``(s_x, s_y) ~ U[0, l)^2`` instead.
 
     ``cell_size=1, exposure_radius=0`` is unit-level A/B randomisation: biased under
     interference (it estimates each arm's effect on a unit surrounded by other arms).
@@ -350,14 +366,22 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         ``r``: a unit counts as exposed to arm ``i`` when all units within Chebyshev
         distance ``r`` have it. Take ``r = kappa`` for neighbourhood interference.
     cell_size : float, default=None
-        ``l``, the cell side; must be ``>= 1`` and ``> 2 r``. ``None`` uses
-        ``max(2 r + 1, 6 r)`` (6 for ``r = 1``).
+        ``l``, the cell side; must be ``>= 1`` and ``> 2 r``, and a whole number for
+        ``"rrp"``. ``None`` uses ``max(2 r + 1, 6 r)`` (6 for ``r = 1``).
+    partition : {"rrp", "shifted_grid"}, default="rrp"
+        The random partition drawn each round.
+    strip_width : int, default=None
+        Width of the RRP's border strips, in ``[0, cell_size]``; ``None`` uses ``2 r``,
+        so that a ball never meets two cores along an axis. Ignored by
+        ``"shifted_grid"``.
     resample_partition : bool, default=True
-        Draw a new shift every round; ``False`` draws it once at round 0 (then exposure
-        probabilities use the realised cell counts).
+        Draw a new partition every round (the paper's policy); ``False`` draws it once at
+        round 0, and the exposure probabilities then use the realised cell counts.
     random_state : int, RandomState instance or None, default=None
         Seeds the policy's generator (:func:`~sklearn_icml.utils.check_generator`) at
-        round 0. Per round it draws ``rng.uniform(0, l, 2)`` then
+        round 0. Per round, ``"rrp"`` draws ``rng.integers(0, 2, size=(2, R, R))`` (the
+        strips' and quads' cells, ``R = 2 n_cells - 1`` regions per axis) and
+        ``"shifted_grid"`` draws ``rng.uniform(0, l, 2)`` (the shift); then
         ``rng.choice(k, size=(n_cells_x, n_cells_y), p=p_t)``.
 
     Attributes
@@ -365,25 +389,31 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     %(exp3ix_attributes)s
     cell_size_ : float
         The cell side in use.
+    strip_width_ : int
+        ``"rrp"`` only: the strip width in use.
     n_cells_ : ndarray of shape (n_rounds_,)
-        Number of cells that meet the grid in each round.
+        Number of clusters holding at least one unit in each round.
     exposure_rate_ : ndarray of shape (n_rounds_, n_arms)
         Share of units exposed to each arm in each round.
     shifts_ : ndarray of shape (n_rounds_, 2)
-        The partition's shift in each round.
+        ``"shifted_grid"`` only: the partition's shift in each round.
 
     See Also
     --------
     SwitchbackEXP3IX : the switchback baseline.
     exposure_probability : the probabilities the estimator divides by.
-    InterferenceGridEnv : the environment.
+    InterferenceGridEnv, RandomRewardGridEnv : environments.
 
     Notes
     -----
-    The paper [1]_ leaves the cell side free within its regret bound; the default
-    ``max(2 r + 1, 6 r)`` is this library's choice, large enough that a ball meets at most
-    two cells along each axis (which :func:`exposure_probability` needs) and small enough
-    to leave many cells on a moderate grid.
+    The paper [1]_ leaves the cell side and the strip width free within its regret bound
+    (its ``(l, r)`` parameters of the RRP); the defaults ``l = max(2 r + 1, 6 r)`` and
+    strips of ``2 r`` units are this library's choice: a ball then meets at most one core,
+    two strips and one quad, so it lies in a single cluster with probability at least
+    1/16 and every unit is exposed to arm ``i`` with probability at least ``p_i / 16``,
+    while a moderate grid still has many cells. The shifted grid is
+    kept as an option: its exposure probabilities are closed-form, but a ball straddles a
+    border with probability growing with ``2 r / l`` wherever the unit sits.
 
     %(exp3ix_references_and_examples)s
     >>> from sklearn_icml.bandits import ClusterRandomizedEXP3IX, InterferenceGridEnv
@@ -401,6 +431,8 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         **_BaseInterferenceEXP3IX._parameter_constraints,
         "exposure_radius": [Interval(numbers.Integral, 0, None, closed="left")],
         "cell_size": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "partition": [StrOptions({"rrp", "shifted_grid"})],
+        "strip_width": [Interval(numbers.Integral, 0, None, closed="left"), None],
         "resample_partition": ["boolean"],
     }
 
@@ -415,6 +447,8 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         *,
         exposure_radius=1,
         cell_size=None,
+        partition="rrp",
+        strip_width=None,
         learning_rate=None,
         ix_gamma=None,
         resample_partition=True,
@@ -424,6 +458,8 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         self.horizon = horizon
         self.exposure_radius = exposure_radius
         self.cell_size = cell_size
+        self.partition = partition
+        self.strip_width = strip_width
         self.learning_rate = learning_rate
         self.ix_gamma = ix_gamma
         self.resample_partition = resample_partition
@@ -432,20 +468,31 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     def _start_extra(self):
         r = int(self.exposure_radius)
         default = float(max(2 * r + 1, 6 * r))
-        self.cell_size_ = _check_cell_size(
-            default if self.cell_size is None else self.cell_size, r
-        )
+        cell_size = default if self.cell_size is None else self.cell_size
         L, T = self.grid_side_, self.horizon
-        self._weights = _mixture_weights(L, r, self.cell_size_)
+        if self.partition == "rrp":
+            ell, self.strip_width_ = _check_rrp(cell_size, self.strip_width, r)
+            self.cell_size_ = float(ell)
+            self._layout = _RRPLayout(L, r, ell, self.strip_width_)
+            for name in ("_shifts", "_weights"):
+                self.__dict__.pop(name, None)
+        else:
+            self.cell_size_ = _check_cell_size(cell_size, r)
+            self._weights = _mixture_weights(L, r, self.cell_size_)
+            self._shifts = np.zeros((T, 2))
+            self._shift = None
+            self.__dict__.pop("_layout", None)
+            self.__dict__.pop("strip_width_", None)
         window = _window_indices(L, r)
         self._window = (window, window)
         self._n_cells = np.zeros(T, dtype=np.intp)
         self._exposure = np.zeros((T, self.n_arms))
-        self._shifts = np.zeros((T, 2))
         self._counts = None
-        self._shift = None
+        self._drawn = None
 
     def _assign(self, t, p):
+        if self.partition == "rrp":
+            return self._assign_rrp(t, p)
         L, ell = self.grid_side_, self.cell_size_
         if self.resample_partition or self._shift is None:
             self._shift = self._rng.uniform(0.0, ell, 2)
@@ -461,9 +508,28 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         self._n_cells[t] = n_x * n_y
         return arms[self._cx[:, None], self._cy[None, :]].astype(np.intp)
 
+    def _assign_rrp(self, t, p):
+        layout = self._layout
+        if self.resample_partition or self._drawn is None:
+            cx, cy = layout.draw_cells(self._rng)
+            self._drawn = (cx, cy, layout.n_used_cells(cx, cy))
+            if not self.resample_partition:
+                self._counts = layout.realised_cell_count(cx, cy)
+        cx, cy, n_used = self._drawn
+        n = layout.n_cells
+        arms = self._rng.choice(self.n_arms, size=(n, n), p=p)
+        self._n_cells[t] = n_used
+        return layout.assign(cx, cy, arms).astype(np.intp)
+
     def _loss_estimate(self, t, Z, Y, p):
         exposed = _monochrome_ball(Z, self.exposure_radius, self._window)
-        exposure = _own_arm_exposure(p[Z], self._weights, self._counts)
+        pz = p[Z]
+        if self._counts is not None:
+            exposure = pz**self._counts
+        elif self.partition == "rrp":
+            exposure = self._layout.exposure(pz)
+        else:
+            exposure = _own_arm_exposure(pz, self._weights)
         loss_hat, self._exposure[t] = ht_ix_loss_estimate(
             Z, Y, exposed, exposure, self.ix_gamma_, self.n_arms
         )

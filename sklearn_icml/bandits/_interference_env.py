@@ -50,7 +50,119 @@ def _power_law_kernel(grid_side, beta):
 
 
 @fill_doc
-class InterferenceGridEnv(BaseEnvironment):
+class _GridEnvironment(BaseEnvironment):
+    """Round and assignment checks, ``step`` and the fixed-arm bookkeeping of a grid.
+
+    A subclass has ``grid_side``, ``n_arms`` and ``horizon`` parameters and writes
+    ``_build``, ``_noise_free(t, Z)`` (outcomes of every unit, shape ``(L, L)``),
+    ``_fixed_arm_rewards(t)`` (the ``k`` exact values ``r_t(i * 1)``) and, when it adds
+    observation noise, ``_observe(Y)``.
+    """
+
+    def _observe(self, Y):
+        return Y
+
+    def _check_round(self, method, t):
+        validate_arguments(self, method, {"t": [index_at_least(0)]}, t=t)
+        self._setup()
+        return check_below(t, "t", self.horizon, "a round index below the horizon")
+
+    def _check_assignment(self, Z):
+        Z = np.asarray(Z)
+        L = self.grid_side
+        if Z.shape != (L, L):
+            raise ValueError(
+                f"Z must have shape ({L}, {L}) (one arm per unit). Got shape {Z.shape} instead."
+            )
+        if Z.dtype.kind == "f":
+            if not np.all(np.isfinite(Z)) or not np.all(Z == np.round(Z)):
+                raise ValueError(
+                    f"Z must hold integer arm indices. Got non-integer values in {Z!r} instead."
+                )
+        elif Z.dtype.kind not in "iu":
+            raise ValueError(f"Z must hold integer arm indices. Got dtype {Z.dtype} instead.")
+        if Z.size and (Z.min() < 0 or Z.max() >= self.n_arms):
+            raise ValueError(
+                f"Z must hold arms in [0, {self.n_arms}). Got values in "
+                f"[{Z.min()}, {Z.max()}] instead."
+            )
+        return Z.astype(np.intp, copy=False)
+
+    def outcomes(self, t, Z):
+        """Every unit's outcome in round ``t`` under the assignment ``Z``.
+
+        %(grid_round_args)s
+
+        Returns
+        -------
+        Y : ndarray of shape (grid_side, grid_side)
+            Outcomes in ``[0, 1]`` (observed: with observation noise where the environment
+            has some).
+        """
+        return self.step(t, Z)[0]
+
+    def step(self, t, Z):
+        """Observed outcomes and the noise-free mean reward, computed once.
+
+        %(grid_round_args)s
+
+        Returns
+        -------
+        Y : ndarray of shape (grid_side, grid_side)
+            The observed outcomes, as :meth:`outcomes` returns them.
+        mean_reward : float
+            ``r_t(Z)``, the noise-free average outcome, as :meth:`mean_reward` returns it.
+        """
+        t = self._check_round("step", t)
+        Z = self._check_assignment(Z)
+        Y = self._noise_free(t, Z)
+        return self._observe(Y), float(Y.mean())
+
+    def mean_reward(self, t, Z):
+        """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
+
+        %(grid_round_args)s
+
+        Returns
+        -------
+        reward : float
+        """
+        t = self._check_round("mean_reward", t)
+        Z = self._check_assignment(Z)
+        return float(self._noise_free(t, Z).mean())
+
+    def fixed_arm_rewards(self, t):
+        """Exact rewards ``r_t(i * 1)`` of the assignments giving every unit arm ``i``.
+
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+
+        Returns
+        -------
+        rewards : ndarray of shape (n_arms,)
+        """
+        t = self._check_round("fixed_arm_rewards", t)
+        return np.array(self._fixed_arm_rewards(t), dtype=float)
+
+    def all_fixed_arm_rewards(self):
+        """``fixed_arm_rewards(t)`` of every round, shape ``(horizon, n_arms)``."""
+        self._setup()
+        return np.array([self.fixed_arm_rewards(t) for t in range(self.horizon)])
+
+    def hindsight_best_arm(self):
+        """The arm ``i`` maximising ``sum_t r_t(i * 1)``, the regret's benchmark.
+
+        Returns
+        -------
+        arm : int
+        """
+        return int(np.argmax(self.all_fixed_arm_rewards().sum(axis=0)))
+
+
+@fill_doc
+class InterferenceGridEnv(_GridEnvironment):
     """Units on an ``L x L`` grid whose outcomes depend on the arms around them.
 
     Unit ``u`` at ``(x_u, y_u)`` has, in round ``t`` under the assignment ``Z`` (one arm per
@@ -226,32 +338,6 @@ class InterferenceGridEnv(BaseEnvironment):
         else:
             self._kernel = _power_law_kernel(L, self.beta)
 
-    def _check_round(self, method, t):
-        validate_arguments(self, method, {"t": [index_at_least(0)]}, t=t)
-        self._setup()
-        return check_below(t, "t", self.horizon, "a round index below the horizon")
-
-    def _check_assignment(self, Z):
-        Z = np.asarray(Z)
-        L = self.grid_side
-        if Z.shape != (L, L):
-            raise ValueError(
-                f"Z must have shape ({L}, {L}) (one arm per unit). Got shape {Z.shape} instead."
-            )
-        if Z.dtype.kind == "f":
-            if not np.all(np.isfinite(Z)) or not np.all(Z == np.round(Z)):
-                raise ValueError(
-                    f"Z must hold integer arm indices. Got non-integer values in {Z!r} instead."
-                )
-        elif Z.dtype.kind not in "iu":
-            raise ValueError(f"Z must hold integer arm indices. Got dtype {Z.dtype} instead.")
-        if Z.size and (Z.min() < 0 or Z.max() >= self.n_arms):
-            raise ValueError(
-                f"Z must hold arms in [0, {self.n_arms}). Got values in "
-                f"[{Z.min()}, {Z.max()}] instead."
-            )
-        return Z.astype(np.intp, copy=False)
-
     # ------------------------------------------------------------------ outcome model
     def _base(self, t):
         """``b_t`` for every unit; the last round's is kept (step then fixed_arm_rewards)."""
@@ -282,83 +368,16 @@ class InterferenceGridEnv(BaseEnvironment):
         effect = (self._theta_[t] @ shares.reshape(self.n_arms, -1)).reshape(Z.shape)
         return self._base(t) + effect
 
-    def outcomes(self, t, Z):
-        """Every unit's outcome in round ``t`` under the assignment ``Z``.
-
-        %(grid_round_args)s
-
-        Returns
-        -------
-        Y : ndarray of shape (grid_side, grid_side)
-            Outcomes in ``[0, 1]``; with ``noise_std > 0`` Gaussian noise is added and the
-            result clipped to ``[0, 1]``.
-        """
-        return self.step(t, Z)[0]
-
-    def step(self, t, Z):
-        """Observed outcomes and the noise-free mean reward, computed once.
-
-        %(grid_round_args)s
-
-        Returns
-        -------
-        Y : ndarray of shape (grid_side, grid_side)
-            The observed outcomes, as :meth:`outcomes` returns them.
-        mean_reward : float
-            ``r_t(Z)``, the noise-free average outcome, as :meth:`mean_reward` returns it.
-        """
-        t = self._check_round("step", t)
-        Z = self._check_assignment(Z)
-        Y = self._noise_free(t, Z)
-        mean_reward = float(Y.mean())
+    def _observe(self, Y):
         if self.noise_std > 0:
             Y = np.clip(Y + self._rng.normal(0.0, self.noise_std, size=Y.shape), 0.0, 1.0)
-        return Y, mean_reward
+        return Y
 
-    def mean_reward(self, t, Z):
-        """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
-
-        %(grid_round_args)s
-
-        Returns
-        -------
-        reward : float
-        """
-        t = self._check_round("mean_reward", t)
-        Z = self._check_assignment(Z)
-        return float(self._noise_free(t, Z).mean())
-
-    def fixed_arm_rewards(self, t):
-        """Exact rewards ``r_t(i * 1)`` of the assignments giving every unit arm ``i``.
-
-        Parameters
-        ----------
-        t : int
-            Round index in ``[0, horizon)``.
-
-        Returns
-        -------
-        rewards : ndarray of shape (n_arms,)
-        """
-        t = self._check_round("fixed_arm_rewards", t)
+    def _fixed_arm_rewards(self, t):
         # f_{u,i}(i * 1) = 1 for every unit, in both interference models; computed as the
         # mean of b_t + theta_i so that it equals mean_reward(t, i * 1) exactly
         base = self._base(t)
         if self._last_base[2] is None:
             fixed = np.array([(base + theta).mean() for theta in self._theta_[t]])
             self._last_base = (t, base, fixed)
-        return self._last_base[2].copy()
-
-    def all_fixed_arm_rewards(self):
-        """``fixed_arm_rewards(t)`` of every round, shape ``(horizon, n_arms)``."""
-        self._setup()
-        return np.array([self.fixed_arm_rewards(t) for t in range(self.horizon)])
-
-    def hindsight_best_arm(self):
-        """The arm ``i`` maximising ``sum_t r_t(i * 1)``, the regret's benchmark.
-
-        Returns
-        -------
-        arm : int
-        """
-        return int(np.argmax(self.all_fixed_arm_rewards().sum(axis=0)))
+        return self._last_base[2]

@@ -51,7 +51,7 @@ def test_exposure_probability_matches_enumerated_shifts(L, r, ell):
         for c2 in (1, 2):
             weight = np.outer(share[c1 - 1], share[c2 - 1])
             brute += weight[None] * P3[:, None, None] ** (c1 * c2)
-    exact = exposure_probability(P3, L, r, ell)
+    exact = exposure_probability(P3, L, r, ell, partition="shifted_grid")
     np.testing.assert_allclose(exact, brute, atol=1e-3)
     # corner, edge and interior units are all covered, and they differ when r > 0
     if r > 0 and L > 2 * r + 1:
@@ -61,7 +61,7 @@ def test_exposure_probability_matches_enumerated_shifts(L, r, ell):
 def test_exposure_probability_with_a_fixed_shift_counts_realised_cells():
     L, r, ell = 9, 1, 4.0
     shift = np.array([1.3, 3.9])
-    prob = exposure_probability(P3, L, r, ell, shift=shift)
+    prob = exposure_probability(P3, L, r, ell, partition="shifted_grid", shift=shift)
     for x in range(L):
         for y in range(L):
             xs = range(max(0, x - r), min(L - 1, x + r) + 1)
@@ -100,17 +100,21 @@ def test_monochrome_ball_matches_loops():
         ((P3, 5, -1, 6), "radius"),
         ((P3, 5, 1.5, 6), "radius"),
         ((P3, 5, 1, 2.0), r"cell_size must be > 2"),
-        ((P3, 5, 0, 0.5), "cell_size must be >= 1"),
+        ((P3, 5, 0, 0.5), "cell_size must be a whole number >= 1"),
     ],
 )
 def test_exposure_probability_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         exposure_probability(*args)
+    if "cell_size" in match:
+        match = match.replace(" a whole number", "")
+    with pytest.raises(ValueError, match=match):
+        exposure_probability(*args, partition="shifted_grid")
 
 
 def test_exposure_probability_bad_shift():
     with pytest.raises(ValueError, match="shift"):
-        exposure_probability(P3, 5, 1, 3, shift=[0.0, 3.0])
+        exposure_probability(P3, 5, 1, 3, partition="shifted_grid", shift=[0.0, 3.0])
 
 
 # ---------------------------------------------------------------------------- policies
@@ -180,19 +184,22 @@ def test_ht_ix_is_unbiased_and_ix_shrinks_it():
     # r = kappa = 1: the exposure-mapped loss is exactly the fixed-arm loss
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
 
-    unbiased = ClusterRandomizedEXP3IX(3, 20001, cell_size=6, ix_gamma=0.0, random_state=0)
+    grid = {"partition": "shifted_grid"}  # the RRP has its own test in test_rrp.py
+    unbiased = ClusterRandomizedEXP3IX(3, 20001, cell_size=6, ix_gamma=0.0, random_state=0,
+                                       **grid)
     est = _estimates_at_fixed_p(unbiased, env, P3, 20000)  # 20 000 draws
     se = est.std(axis=0, ddof=1) / np.sqrt(est.shape[0])
     assert np.all(np.abs(est.mean(axis=0) - target) <= 3 * se), (est.mean(axis=0), target, se)
 
     gamma = 0.1
-    shrunk = ClusterRandomizedEXP3IX(3, 3001, cell_size=6, ix_gamma=gamma, random_state=0)
+    shrunk = ClusterRandomizedEXP3IX(3, 3001, cell_size=6, ix_gamma=gamma, random_state=0,
+                                     **grid)
     est_g = _estimates_at_fixed_p(shrunk, env, P3, 3000)
     # same draws as the first 3000 of the unbiased run: smaller draw by draw
     assert np.all(est_g <= est[:3000] + 1e-15)
     assert np.all(est_g.mean(axis=0) < target)
     # and its mean is the exact shrunk expectation sum_u loss_u P_u / (P_u + gamma) / N
-    prob = exposure_probability(P3, 12, 1, 6)
+    prob = exposure_probability(P3, 12, 1, 6, **grid)
     loss_u = np.stack([1.0 - env.outcomes(0, np.full((12, 12), i)) for i in range(3)])
     expected = (loss_u * prob / (prob + gamma)).mean(axis=(1, 2))
     se_g = est_g.std(axis=0, ddof=1) / np.sqrt(est_g.shape[0])
@@ -203,7 +210,8 @@ def test_fixed_partition_is_unbiased_given_its_shift():
     env = _env(L=12, T=1, seed=1)
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
     policy = ClusterRandomizedEXP3IX(
-        3, 2001, cell_size=6, ix_gamma=0.0, resample_partition=False, random_state=2
+        3, 2001, cell_size=6, ix_gamma=0.0, resample_partition=False, random_state=2,
+        partition="shifted_grid",
     )
     est = _estimates_at_fixed_p(policy, env, P3, 2000)
     assert np.all(policy.shifts_ == policy.shifts_[0])  # drawn once
@@ -224,13 +232,14 @@ def test_unit_level_randomisation_is_biased_under_interference():
 
 
 def test_cells_share_one_arm_and_large_cells_are_few():
-    policy = ClusterRandomizedEXP3IX(3, 30, exposure_radius=1, cell_size=5.5, random_state=0)
+    grid = {"partition": "shifted_grid", "exposure_radius": 1}
+    policy = ClusterRandomizedEXP3IX(3, 30, cell_size=5.5, random_state=0, **grid)
     env = _env(L=11, T=30)
     policy.run(env)
     assert policy.n_cells_.shape == (30,)
     L = 11
     # replay the rounds to look at each assignment
-    replay = ClusterRandomizedEXP3IX(3, 30, exposure_radius=1, cell_size=5.5, random_state=0)
+    replay = ClusterRandomizedEXP3IX(3, 30, cell_size=5.5, random_state=0, **grid)
     for t in range(30):
         Z = replay.select(t, L)
         s = replay._shift
@@ -244,10 +253,10 @@ def test_cells_share_one_arm_and_large_cells_are_few():
         assert len(np.unique(cells)) == replay.n_cells_[t]
     np.testing.assert_array_equal(replay.n_cells_, policy.n_cells_)
 
-    big = ClusterRandomizedEXP3IX(3, 50, exposure_radius=1, cell_size=11, random_state=3)
+    big = ClusterRandomizedEXP3IX(3, 50, cell_size=11, random_state=3, **grid)
     big.run(_env(L=11, T=50))
     assert big.n_cells_.max() <= 4 and big.n_cells_.min() >= 1
-    bigger = ClusterRandomizedEXP3IX(3, 50, exposure_radius=1, cell_size=30, random_state=3)
+    bigger = ClusterRandomizedEXP3IX(3, 50, cell_size=30, random_state=3, **grid)
     bigger.run(_env(L=11, T=50))
     assert bigger.n_cells_.max() <= 4
 
@@ -349,6 +358,10 @@ def test_cluster_spread_shrinks_with_n_but_switchback_does_not():
         (SwitchbackEXP3IX, {"learning_rate": 0.0}, "learning_rate"),
         (SwitchbackEXP3IX, {"learning_rate": -1.0}, "learning_rate"),
         (SwitchbackEXP3IX, {"ix_gamma": -0.1}, "ix_gamma"),
+        (SwitchbackEXP3IX, {"ix_gamma": 0.5}, "ix_gamma"),
+        (ClusterRandomizedEXP3IX, {"ix_gamma": 0.7}, "ix_gamma"),
+        (SwitchbackEXP3IX, {"learning_rate": 1.2}, r"ix_gamma must be in \[0, 0.5\)"),
+        (ClusterRandomizedEXP3IX, {"partition": "grid"}, "partition"),
         (ClusterRandomizedEXP3IX, {"exposure_radius": -1}, "exposure_radius"),
         (ClusterRandomizedEXP3IX, {"exposure_radius": 1.5}, "exposure_radius"),
         (ClusterRandomizedEXP3IX, {"exposure_radius": 1, "cell_size": 2.0}, "cell_size"),
