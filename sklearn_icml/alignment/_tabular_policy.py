@@ -11,12 +11,12 @@ from scipy.special import logsumexp, rel_entr
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_array, check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..base import NonTabularInputMixin
 from ..utils import check_random_state
-from ..utils.validation import check_finite
+from ..utils.validation import check_array, check_finite
 from ._base import (
     _PreferenceLossMixin,
     check_policy,

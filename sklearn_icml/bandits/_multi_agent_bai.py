@@ -61,6 +61,29 @@ class _Run:
         self.n_bits += bits
 
 
+def _check_unique_best_arms(env, who):
+    """Refuse an instance whose bandits have tied best arms: no algorithm can tell them
+    apart, so successive elimination would pull until ``max_total_pulls``.
+
+    The check reads the environment's means, as a validation of the problem statement
+    only; the algorithms themselves never use them.
+    """
+    means = env.means_
+    top = means.max(axis=1, keepdims=True)
+    tied = np.flatnonzero((means == top).sum(axis=1) > 1)
+    if tied.size:
+        b = int(tied[0])
+        arms = np.flatnonzero(means[b] == top[b, 0]).tolist()
+        agents = np.flatnonzero(env.assignment_ == b).tolist()
+        raise ValueError(
+            f"env has tied best arms: bandit {b} (agents {agents[:10]}) has arms {arms} with "
+            f"the same largest mean {float(top[b, 0])!r}. {who} identifies a unique best arm "
+            "per agent, which does not exist here (successive elimination would never "
+            "separate the tied arms); make the best mean of every bandit unique. Got "
+            f"means[{b}] = {means[b].tolist()!r} instead."
+        )
+
+
 _ETA = [Interval(numbers.Real, 0, None, closed="neither"), None]
 _ROUND_CONST = [Interval(numbers.Real, 4, None, closed="neither")]
 
@@ -116,6 +139,7 @@ class _BaseMultiAgentBAI(BaseRunner):
                 "part of the problem statement (the learner does not read env.eta_). Got "
                 "None instead."
             )
+        _check_unique_best_arms(env, type(self).__name__)
 
     def score(self, env):
         """Fraction of agents whose ``best_arms_`` is ``env.best_arms_`` (1.0 = all correct).
@@ -227,9 +251,13 @@ class ClBAI(_BaseMultiAgentBAI):
     -----
     With probability at least ``1 - delta`` every agent gets its best arm, provided the
     instance is separable with margin ``eta`` and rewards are 1-sub-Gaussian; on an
-    instance that violates separability (``env.eta_ <= 0``, or an ``eta`` larger than the
-    true margin) the guarantee is void. Splitting a cluster only costs samples; merging
-    two clusters is what breaks correctness, hence the strict ``eta / 2`` rule.
+    instance that violates separability (``env.eta_ <= 0``) the guarantee is void.
+    Splitting a cluster only costs samples; merging two clusters is what breaks
+    correctness, hence the strict ``eta / 2`` rule. An ``eta`` larger than the true margin
+    makes such merges likely, so :meth:`run` refuses ``eta > env.eta_`` (the environment
+    is a simulator that knows its margin; this check is the only place its means are
+    read, besides the tie check that every multi-agent algorithm makes). ``eta`` may be
+    smaller than the margin: that costs samples only.
 
     The paper [1]_ states Cl-BAI's rates (sample complexity of order
     ``N K max(Delta, eta)^-2 + M K Delta^-2``, communication ``O(N K)`` reals) without
@@ -275,6 +303,18 @@ class ClBAI(_BaseMultiAgentBAI):
         self.c_bit = c_bit
         self.max_total_pulls = max_total_pulls
         self.random_state = random_state
+
+    def _check_run_params(self, env):
+        super()._check_run_params(env)
+        margin = float(env.eta_)
+        if 0 < margin < self.eta:
+            raise ValueError(
+                f"eta={self.eta!r} is larger than the separability margin of env "
+                f"(env.eta_ = {margin:.4g}). Cl-BAI links two agents when their means differ "
+                "by at most eta / 2 on every active arm, so an eta above the true margin "
+                "merges clusters with different best arms and gives wrong answers; pass a "
+                f"lower bound of the margin, eta <= {margin:.4g}. Got eta={self.eta!r} instead."
+            )
 
     def _identify(self, env, book, rng):
         n, k = env.n_agents_, env.n_arms_

@@ -6,9 +6,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_feature_names_in
 
 from ..utils import check_generator
+from ..utils.validation import validate_data
 from ._docstrings import fill_doc
 from ._validation import SCAN_GRID_CONSTRAINTS, check_points
 
@@ -19,11 +20,13 @@ START_SYMBOL = 256
 def spherical_coordinates(points):
     """Radial distance, elevation and azimuth (radians) of points around the origin.
 
-    ``theta = atan2(z, sqrt(x^2 + y^2))`` and ``phi = atan2(y, x)`` in ``(-pi, pi]``.
+    ``theta = atan2(z, sqrt(x^2 + y^2))`` and ``phi = atan2(y, x)`` in ``(-pi, pi]``. The
+    norms go through ``hypot``, which does not square its arguments, so coordinates up to
+    the float64 maximum give finite distances (``x * x`` overflows from about 1e154).
     """
     x, y, z = points[:, 0], points[:, 1], points[:, 2]
     horizontal = np.hypot(x, y)
-    rho = np.sqrt(horizontal * horizontal + z * z)
+    rho = np.hypot(horizontal, z)
     return rho, np.arctan2(z, horizontal), np.arctan2(y, x)
 
 
@@ -349,6 +352,25 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
         v, u, rho = self._indices(X)
         n_azimuth = self._resolved()[1]
         return np.column_stack([v, u, rho, v * n_azimuth + u]).astype(np.float64)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the columns of :meth:`transform`: ``v, u, rho, cell``.
+
+        ``cell`` is the raster cell ``v * n_azimuth + u``. With these names
+        ``set_output(transform="pandas")`` gives a DataFrame.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Ignored apart from validation: the output columns do not depend on the names
+            of the input columns.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects of shape (4,)
+        """
+        _check_feature_names_in(self, input_features, generate_names=False)
+        return np.asarray(["v", "u", "rho", "cell"], dtype=object)
 
     def get_order(self, X, ring=None):
         """Permutation that puts the points in scan order.

@@ -15,6 +15,7 @@ from ..base import BaseNeuralEstimator
 from ..utils import check_random_state, draw_seed, optional_import
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
+from ..utils.validation import check_fits_dtype
 from . import _bitstream
 from ._base import _BaseReflectanceCodec
 from ._docstrings import fill_doc
@@ -34,6 +35,13 @@ def _pmf(logits, prob_floor):
     Encoder and decoder call this on bit-identical logits, so they hand the range coder
     bit-identical probabilities.
     """
+    if not np.all(np.isfinite(logits)):
+        raise ValueError(
+            "the model's logits are not finite on these points, so no coding distribution "
+            "exists; the points are far outside the distances the codec was fitted on (or "
+            "the fit diverged). Rescale the geometry or raise rho_scale. Got non-finite "
+            "logits instead."
+        )
     x = logits.astype(np.float64)
     x -= x.max(axis=1, keepdims=True)
     np.exp(x, out=x)
@@ -300,7 +308,12 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     def _scaled_rho(self, w):
         """Distances of the window slots as the network reads them (float32)."""
-        return (w.rho / float(self.rho_scale)).astype(np.float32)
+        scaled = w.rho / float(self.rho_scale)
+        check_fits_dtype(
+            scaled, "points (their distances / rho_scale)", np.float32, estimator=self,
+            advice="Remove or rescale the far points, or raise rho_scale",
+        )
+        return scaled.astype(np.float32)
 
     def _build_module(self):
         return SerLiCNet(

@@ -5,6 +5,8 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils.validation import check_not_complex
+
 #: an integer >= 1 (sizes, counts, lengths)
 POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 #: a real number > 0 (scales, learning rates)
@@ -21,9 +23,10 @@ SCAN_GRID_CONSTRAINTS = {
 def check_points(points, name="points", *, allow_origin=False):
     """Return ``points`` as a new C-contiguous (n, 3) float64 array, or raise ValueError.
 
-    Rejects other shapes, an empty array, non-finite coordinates and (unless
-    ``allow_origin``) points at the sensor origin, whose elevation is undefined.
+    Rejects complex coordinates, other shapes, an empty array, non-finite coordinates and
+    (unless ``allow_origin``) points at the sensor origin, whose elevation is undefined.
     """
+    check_not_complex(points, name)
     try:
         arr = np.array(points, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:

@@ -6,14 +6,20 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_generator, draw_seed
 from ..utils._docstrings import fill_doc
 from ..utils._optional import optional_import
 from ..utils._training import run_epochs, seeded_torch
-from ..utils.validation import check_int_vector
+from ..utils.validation import (
+    check_array,
+    check_finite_outputs,
+    check_fits_dtype,
+    check_int_vector,
+    validate_data,
+)
 from ._flow import (
     TIME_GRIDS,
     TIME_SAMPLERS,
@@ -329,6 +335,12 @@ class CellFlux(BaseEstimator):
         return lookup[key]
 
     def _validate_X(self, X, *, reset):
+        X = self._validate_X_shape(X, reset=reset)
+        # the network computes in float32: a finite 1e300 would become inf, then NaN
+        check_fits_dtype(X, "X" if reset else "X_control", np.float32, estimator=self)
+        return X
+
+    def _validate_X_shape(self, X, *, reset):
         if reset:
             X = validate_data(self, X, allow_nd=True, dtype=np.float64)
             if X.ndim not in (2, 3, 4):
@@ -661,8 +673,10 @@ class CellFlux(BaseEstimator):
         if return_trajectory:
             traj = out[1].cpu().numpy().astype(np.float64)
             traj = np.stack([self._to_data(s, n) for s in traj])
+            check_finite_outputs(traj[-1], X, self, "X_control")
             return traj, np.asarray(grid, dtype=np.float64)
-        return self._to_data(out.cpu().numpy().astype(np.float64), n)
+        samples = self._to_data(out.cpu().numpy().astype(np.float64), n)
+        return check_finite_outputs(samples, X, self, "X_control")
 
     def _to_data(self, Z, n):
         X = self._unstandardize(Z.reshape((n,) + self.feature_shape_))
@@ -687,29 +701,90 @@ class CellFlux(BaseEstimator):
         check_is_fitted(self)
         return self.sample(X_control, perturbation, random_state=self._predict_seed)
 
-    def score(self, X_control, X_treated, perturbation=None):
+    def score(self, X, y, perturbation=None):
         """Negative Fréchet distance between predicted and real treated samples.
+
+        Two forms, told apart by ``y``:
+
+        * ``score(X, y)``, scikit-learn's form (what ``GridSearchCV``, ``cross_val_score``
+          and the default scorer call): ``X`` holds control and treated rows and ``y`` their
+          labels, as in :meth:`fit`. The controls of ``X`` are transported to every
+          perturbation of ``y`` and compared with that perturbation's rows; the score is
+          the mean of ``-FD`` over the perturbations, weighted by their row counts.
+        * ``score(X_control, X_treated, perturbation)``: ``y`` is an array of real treated
+          samples (2-D or more), compared with the transport of ``X`` to ``perturbation``.
 
         Parameters
         ----------
-        X_control : array-like of shape (n, ...)
-            Controls to transport.
-        X_treated : array-like of shape (m, ...)
-            Real treated samples of ``perturbation``.
+        X : array-like of shape (n, n_features) or (n, [C,] H, W)
+            Controls and treated rows (first form), or the controls to transport.
+        y : array-like of shape (n,), or of shape (m, ...) for the second form
+            Labels of the rows of ``X`` (``control_label`` for controls), or real treated
+            samples of ``perturbation``.
         perturbation : label, default=None
+            Only with the second form: the perturbation ``y`` was treated with.
 
         Returns
         -------
         score : float
-            ``-FD(predict(X_control, perturbation), X_treated)`` on flattened features;
-            higher is better.
+            ``-FD`` on flattened features (averaged over perturbations in the first form);
+            higher is better, 0 is a perfect match of means and covariances.
         """
+        check_is_fitted(self)
+        labels = y if hasattr(y, "ndim") or not hasattr(y, "to_numpy") else y.to_numpy()
+        labels = np.asarray(labels)
+        if labels.ndim <= 1:
+            if perturbation is not None:
+                raise ValueError(
+                    "perturbation is only used with score(X_control, X_treated, "
+                    "perturbation); with score(X, y) the perturbations are the labels of y. "
+                    f"Got perturbation={perturbation!r} instead."
+                )
+            return self._score_labelled(X, labels)
+        return self._score_pair(X, y, perturbation)
+
+    def _score_pair(self, X_control, X_treated, perturbation):
         generated = self.predict(X_control, perturbation)
         X_treated = check_array(X_treated, allow_nd=True, dtype=np.float64,
                                 input_name="X_treated")
+        check_fits_dtype(X_treated, "X_treated", np.float32, estimator=self)
         if tuple(X_treated.shape[1:]) != self.feature_shape_:
             raise ValueError(
                 f"X_treated must have samples of shape {self.feature_shape_}. Got "
                 f"{tuple(X_treated.shape[1:])} instead."
             )
+        for name, rows in (("X_control", generated.shape[0]), ("X_treated", X_treated.shape[0])):
+            if rows < 2:
+                raise ValueError(
+                    f"{name} needs at least 2 rows: the Fréchet distance compares means and "
+                    f"covariances. Got {rows} row instead."
+                )
         return -frechet_distance(generated, X_treated)
+
+    def _score_labelled(self, X, y):
+        X = self._validate_X(X, reset=False)
+        if y.shape != (X.shape[0],):
+            raise ValueError(
+                f"y must hold one label per row of X ({X.shape[0]}). Got an array of shape "
+                f"{y.shape} instead."
+            )
+        is_control = np.asarray(y == self.control_label, dtype=bool).reshape(-1)
+        if not is_control.any():
+            raise ValueError(
+                "score(X, y) transports the control rows of X (y == control_label="
+                f"{self.control_label!r}) and y has none; keep controls in every split (e.g. "
+                "a StratifiedKFold on y). Got labels "
+                f"{np.unique(y)[:10].tolist()!r} instead."
+            )
+        treated = np.unique(y[~is_control])
+        if treated.shape[0] == 0:
+            raise ValueError(
+                "score(X, y) compares transported controls with treated rows and y has only "
+                f"controls. Got only {self.control_label!r} instead."
+            )
+        total, weight = 0.0, 0
+        for label in treated:
+            rows = X[y == label]
+            total += rows.shape[0] * self._score_pair(X[is_control], rows, label)
+            weight += rows.shape[0]
+        return total / weight

@@ -11,9 +11,9 @@ import numbers
 import numpy as np
 import scipy.linalg
 from sklearn.utils.extmath import randomized_svd
-from sklearn.utils.validation import check_array
 
 from ..utils import check_generator
+from ..utils.validation import check_array
 
 
 def _to_numpy(x):

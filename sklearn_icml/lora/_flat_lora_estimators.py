@@ -8,11 +8,16 @@ import numbers
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import draw_seed, optional_import
-from ..utils.validation import check_layer_sizes
+from ..utils.validation import (
+    check_finite_outputs,
+    check_fits_dtype,
+    check_layer_sizes,
+    validate_data,
+)
 from ._docstrings import fill_doc
 from ._flat_lora import _PERTURBATION_CONSTRAINTS, FlatLoRACallback
 
@@ -136,6 +141,10 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, **self._target_checks)
+        # the LoRA factors train in float32: a finite 1e300 would become inf, then NaN
+        check_fits_dtype(X, "X", np.float32, estimator=self)
+        if self._target_checks.get("y_numeric"):
+            check_fits_dtype(y, "y", np.float32, estimator=self)
         y_net, n_outputs, criterion = self._encode_target(y)
         return self._fit_flat(X, y_net, n_outputs, criterion)
 
@@ -192,10 +201,13 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
 
         check_is_fitted(self)
         X = np.asarray(validate_data(self, X, reset=False), dtype=np.float64)
-        return float64_outputs(
+        check_fits_dtype(X, "X", np.float32, estimator=self)
+        out = float64_outputs(
             self.module_, X, rows_per_chunk=X.shape[0], empty_shape=(0,),
             device=self.net_.device, n_jobs=self.n_jobs,
         )
+        check_finite_outputs(out, X, self)
+        return out
 
 
 @fill_doc

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
-from ..utils.validation import check_finite, check_int_vector
+from ..utils.validation import check_finite, check_int_vector, check_not_complex
 
 # below this, 1 - c_exp is at the level of rounding error and kappa is meaningless
 _UNDEFINED_MARGIN = 1e-12
@@ -58,6 +58,8 @@ def _as_outputs(proba, name, n_options=None):
         )
     if hasattr(proba, "to_numpy"):  # pandas
         proba = proba.to_numpy()
+    if isinstance(proba, np.ndarray):
+        check_not_complex(proba, name)  # the cast to float64 would drop the imaginary part
 
     if _is_hard_labels(proba):
         if n_options is None:

@@ -8,8 +8,9 @@ from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ..utils.validation import validate_data
 from ._capa import capa_matrix
 
 
@@ -160,6 +161,7 @@ class CAPASimilarity(BaseEstimator):
                 for _, est in self.estimators
             ]
             self.estimators_ = [clone(est).fit(X, y) for _, est in self.estimators]
+        self._check_probas(probas, X)
         self.similarity_ = capa_matrix(y_index, probas, discrete=self.discrete)
         self.accuracy_ = np.array([np.mean(p.argmax(axis=1) == y_index) for p in probas])
         return self
@@ -210,7 +212,23 @@ class CAPASimilarity(BaseEstimator):
             )
         y_index = np.searchsorted(self.classes_, y)
         probas = [self._aligned_proba(est, X) for est in self.estimators_]
+        self._check_probas(probas, X)
         return capa_matrix(y_index, probas, discrete=self.discrete)
+
+    def _check_probas(self, probas, X):
+        """Name the estimator (and the likely cause) when its probabilities are not finite."""
+        for name, proba in zip(self.names_, probas):
+            bad = ~np.all(np.isfinite(proba), axis=1)
+            if np.any(bad):
+                row = int(np.flatnonzero(bad)[0])
+                big = float(np.max(np.abs(X[row]))) if X.shape[1] else 0.0
+                raise ValueError(
+                    f"estimator {name!r} returned NaN or infinite probabilities on "
+                    f"{int(bad.sum())} of the {bad.shape[0]} rows of X (first row {row}, whose "
+                    f"largest value has magnitude {big:.3g}); CAPA needs finite "
+                    "probabilities. Rescale X (e.g. StandardScaler in each estimator's "
+                    "Pipeline) or check that estimator. Got non-finite probabilities instead."
+                )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

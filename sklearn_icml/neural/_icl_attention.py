@@ -14,10 +14,11 @@ import numbers
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils._skorch import float64_outputs
+from ..utils.validation import check_array
 from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,

@@ -8,8 +8,8 @@ gradient descent, the Bayes-optimal ridge), and the large-``L`` population loss
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
-from sklearn.utils.validation import check_array
 
+from ..utils.validation import check_array
 from ._icl_tasks import _split, check_prompts
 from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 

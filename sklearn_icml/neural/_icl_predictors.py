@@ -13,9 +13,10 @@ fits the MSE-optimal step by 1-D least squares). numpy only, float64.
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import NonTabularInputMixin
+from ..utils.validation import check_array
 from ._docstrings import fill_doc
 from ._icl_closed_forms import (
     _head_parameters,

@@ -17,10 +17,10 @@ from sklearn.utils._param_validation import (
     validate_parameter_constraints,
     validate_params,
 )
-from sklearn.utils.validation import check_array
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
+from ..utils.validation import check_array
 from ._docstrings import fill_doc
 from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 

@@ -16,11 +16,12 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import check_generator
 from ..utils._skorch import encode_class_labels, float64_outputs
+from ..utils.validation import check_array, validate_data
 from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
 from ._torch import nn, seed_from_torch, skorch, torch

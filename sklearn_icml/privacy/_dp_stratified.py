@@ -16,10 +16,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..utils import check_random_state
 from ..utils._random import MAX_SEED
+from ..utils.validation import validate_data
 from ._allocation import (
     _Design,
     check_sizes,
@@ -61,13 +62,18 @@ class DPStratifiedSampler(BaseEstimator):
         Values are clipped into ``[lower, upper]`` before summing (with a warning giving
         the count); the width ``upper - lower`` is the sensitivity of a stratum sum.
     allocation : {"optimal", "neyman", "proportional", "equal"}, default="optimal"
-        How ``n`` is split between strata. ``"optimal"`` and ``"neyman"`` need
-        ``stratum_stds``.
+        How ``n`` is split between strata. ``"optimal"`` and ``"neyman"`` use
+        ``stratum_stds`` (a worst-case value when it is None, see below).
     min_per_stratum : int, default=1
         Least sample size of a stratum (2 if within-stratum variances are wanted too).
     stratum_stds : array-like of shape (n_strata,), dict or None, default=None
         Public (prior or pilot) standard deviations of the strata, in the order of
         ``classes_`` or as ``{label: std}``. They are never estimated from the private data.
+        None, with ``allocation="optimal"`` or ``"neyman"``, gives every stratum the
+        largest std a value in ``data_range`` can have, ``(upper - lower) / 2`` (half the
+        units at each end): a worst-case prior that needs no data. With equal stds
+        ``"neyman"`` is ``"proportional"`` and ``"optimal"`` still trades the sampling
+        variance against the noise; pass real priors for a better design.
     random_state : int, RandomState instance or None, default=None
         Drives the samples and the noise. The generator is created in ``fit``/``allocate``
         and then advances, so two releases never reuse a noise draw; refit to replay.
@@ -81,7 +87,8 @@ class DPStratifiedSampler(BaseEstimator):
     stratum_sizes_ : ndarray of int64 of shape (n_strata,)
         ``N_h``.
     stratum_stds_ : ndarray of shape (n_strata,) or None
-        ``S_h`` used for the design (None for proportional/equal without stds).
+        ``S_h`` used for the design: the given ones, the worst-case ``(upper - lower) / 2``
+        for optimal/neyman without them, None for proportional/equal without them.
     weights_ : ndarray of shape (n_strata,)
         ``W_h = N_h / N``.
     total_sample_size_ : int
@@ -221,7 +228,17 @@ class DPStratifiedSampler(BaseEstimator):
         encoder = OrdinalEncoder(
             dtype=np.int64, handle_unknown="use_encoded_value", unknown_value=-1
         )
-        codes = encoder.fit_transform(labels)
+        try:
+            codes = encoder.fit_transform(labels)
+        except TypeError as exc:
+            if "uniformly strings or numbers" not in str(exc):
+                raise
+            kinds = sorted({type(v).__name__ for v in np.asarray(labels, dtype=object).ravel()})
+            raise TypeError(
+                "X (the stratum labels) mixes types in one column, so the strata cannot be "
+                "sorted: the argument must be all strings or all numbers in each column "
+                f"(e.g. X.astype(str)). Got labels of types {kinds!r} instead."
+            ) from None
         categories = encoder.categories_
         class_codes, counts = np.unique(codes, axis=0, return_counts=True)
         self._label_encoder = encoder
@@ -267,14 +284,10 @@ class DPStratifiedSampler(BaseEstimator):
                 )
         n = check_total(total, sizes, n_min)
         if stds is None:
-            if self.allocation in ("optimal", "neyman"):
-                raise ValueError(
-                    f"allocation={self.allocation!r} needs stratum_stds (public prior or "
-                    "pilot standard deviations; they are never estimated from the private "
-                    "data): pass them, or use allocation='proportional' or 'equal'. Got "
-                    "stratum_stds=None instead."
-                )
             std_arr = None
+            if self.allocation in ("optimal", "neyman"):
+                # worst case over all data in [lo, hi]: no private value is looked at
+                std_arr = np.full(sizes.shape[0], (hi - lo) / 2.0)
         else:
             std_arr = self._stds_in_class_order(stds)
 

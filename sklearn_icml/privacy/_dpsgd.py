@@ -5,12 +5,12 @@ import functools
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
-from ..utils.validation import check_layer_sizes
+from ..utils.validation import check_fits_dtype, check_layer_sizes, validate_data
 from ._docstrings import fill_doc
 from ._dpsgd_net import MLP, DPSGDNet
 from ._noise_calibration import find_noise_multiplier
@@ -289,6 +289,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
             )
         hidden = check_layer_sizes(self.hidden_layer_sizes, "hidden_layer_sizes")
         X, y = validate_data(self, X, y)
+        check_fits_dtype(X, "X", np.float32, estimator=self)  # the network is float32
         self.classes_, y_index = encode_class_labels(y)
         binary = self.classes_.shape[0] == 2
         n_outputs = 1 if binary else self.classes_.shape[0]
@@ -350,6 +351,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
+        check_fits_dtype(X, "X", np.float32, estimator=self)
         with torch_threads(self.n_jobs):
             logits = self.net_.forward(features_to_float32(X)).detach().cpu().numpy()
         logits = logits.astype(np.float64)

@@ -14,7 +14,7 @@ from ._partition_rdp import (
     poisson_rdp,
     rdp_to_epsilon,
 )
-from ._rdp_kernels import split_rdp
+from ._rdp_kernels import _sq, split_rdp
 from ._validation import COUNT, POSITIVE
 
 
@@ -192,7 +192,7 @@ class PartitionRDPAccountant(BaseEstimator):
         orders = self._account()
         sigma = float(noise_multiplier)
         params = dict(noise_multiplier=sigma, count=count)
-        return self._add("gaussian", params, count * orders / (2.0 * sigma**2))
+        return self._add("gaussian", params, count * orders / (2.0 * _sq(sigma)))
 
     def get_rdp(self):
         """Total RDP so far, one value per order (a copy)."""

@@ -10,9 +10,11 @@ guarantee, and :func:`poisson_rdp` gives the Poisson-subsampling baseline throug
 import logging
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ..utils.validation import check_not_complex
 from ._docstrings import fill_doc
 from ._rdp_kernels import (
     bis_add,
@@ -76,11 +78,30 @@ def check_steps(num_steps, num_selected):
         )
 
 
+def _orders_array(orders):
+    """``orders`` as a float array, or a TypeError naming what it holds."""
+    if sp.issparse(orders):
+        raise TypeError(
+            "orders must be a 1-D list or array of numbers, not a scipy.sparse matrix; pass "
+            f"orders.toarray().ravel(). Got {type(orders).__name__} instead."
+        )
+    if isinstance(orders, str | bytes):
+        raise TypeError(f"orders must be a 1-D list of numbers. Got {orders!r} instead.")
+    check_not_complex(orders, "orders")
+    try:
+        return np.atleast_1d(np.asarray(orders, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError(
+            "orders must be a 1-D list of real numbers (Renyi orders alpha >= 2). Got "
+            f"{orders!r} instead."
+        ) from None
+
+
 def check_orders(orders, *, integer=False, default="efficient"):
     """RDP orders as a 1-D float array, all finite and >= 2 (integers if ``integer``)."""
     if orders is None:
         return default_orders(default)
-    arr = np.atleast_1d(np.asarray(orders, dtype=float))
+    arr = _orders_array(orders)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(
             f"orders must be a non-empty 1-D list of numbers. Got {orders!r} instead."

@@ -27,6 +27,16 @@ _MAX_EXACT_WORK = 3_000_000  # work budget of the k > 1 exact enumeration
 _MAX_EXACT_SUBSETS = 70  # C(T, k) budget of the k > 1 exact enumeration
 
 
+def _sq(sigma):
+    """``sigma ** 2`` as a float, ``inf`` where it overflows.
+
+    A Python float raises OverflowError on ``1e300 ** 2``; an infinite variance gives the
+    correct limit (RDP 0) in every formula below, where it only ever divides.
+    """
+    sigma = float(sigma)
+    return sigma * sigma  # float multiplication overflows to inf, unlike **
+
+
 def _log_comb(n, k):
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
@@ -36,7 +46,7 @@ def bis_remove_efficient(sigma, num_steps, num_selected, orders):
     T, k = num_steps, num_selected
     i = np.arange(max(0, 2 * k - T), k + 1, dtype=float)  # C(T-k, k-i) = 0 below 2k - T
     log_w = _log_comb(k, i) + _log_comb(T - k, k - i) - _log_comb(T, k)
-    terms = log_w[:, None] + i[:, None] * orders[None, :] / (2.0 * sigma**2)
+    terms = log_w[:, None] + i[:, None] * orders[None, :] / (2.0 * _sq(sigma))
     return logsumexp(terms, axis=0)
 
 
@@ -50,7 +60,7 @@ def _log1p_alpha_expm1(x, alpha):
 
 def bis_add(sigma, num_steps, num_selected, orders):
     """Add-direction bound of Dong, Chen & Ozgur (2025), valid for alpha >= 2."""
-    T, k, a, s2 = float(num_steps), float(num_selected), orders, sigma**2
+    T, k, a, s2 = float(num_steps), float(num_selected), orders, _sq(sigma)
     x = k * (T - k) / (s2 * T**2)
     return (
         a * k**2 / (2 * s2 * T)
@@ -79,7 +89,7 @@ def _split_log_moments(sigma, num_parts, sample_rate, max_order):
     """
     m = np.arange(max_order + 1, dtype=float)
     d, q = num_parts, sample_rate
-    log_f = m * np.log(q / d) + m * (m - 1) / (2.0 * sigma**2) - gammaln(m + 1)
+    log_f = m * np.log(q / d) + m * (m - 1) / (2.0 * _sq(sigma)) - gammaln(m + 1)
     if q < 1.0:
         log_acc = m * np.log1p(-q) - gammaln(m + 1)  # G
     else:
@@ -115,7 +125,7 @@ def split_remove(sigma, num_parts, sample_rate, orders):
     Orders above ``MAX_EXACT_ORDER`` get the unamplified Gaussian bound ``alpha/(2 sigma^2)``
     (joint convexity), which stays valid.
     """
-    out = orders / (2.0 * sigma**2)
+    out = orders / (2.0 * _sq(sigma))
     inside = orders <= MAX_EXACT_ORDER
     if np.any(inside):
         top = int(np.ceil(orders[inside].max()))
@@ -142,7 +152,7 @@ def bis_remove_enumerate(sigma, num_steps, num_selected, orders):
         for state, log_w in states.items():
             counts = np.array(state)
             for s in subsets:
-                gain = counts[s].sum() / sigma**2 - log_n
+                gain = counts[s].sum() / _sq(sigma) - log_n
                 nxt = counts.copy()
                 nxt[s] += 1
                 key = tuple(sorted(nxt))
@@ -155,7 +165,7 @@ def bis_remove_enumerate(sigma, num_steps, num_selected, orders):
 def bis_remove_exact(sigma, num_steps, num_selected, orders):
     T, k = num_steps, num_selected
     if k == T:
-        return orders * k / (2.0 * sigma**2)
+        return orders * k / (2.0 * _sq(sigma))
     if k == 1:
         return split_remove(sigma, T, 1.0, orders)
     top = int(orders.max())

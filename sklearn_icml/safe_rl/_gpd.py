@@ -13,7 +13,9 @@ import numpy as np
 from scipy import optimize, stats
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, validate_params
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from ..utils.validation import validate_data
 
 _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceedances",
               "fit_failed")

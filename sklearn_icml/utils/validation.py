@@ -49,7 +49,8 @@ def check_int_vector(values, name, *, length=None, low=None, high=None):
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D; got an array of shape {arr.shape} instead.")
-    if arr.dtype.kind in "fc":
+    check_not_complex(arr, name)  # a cast to int would drop the imaginary part
+    if arr.dtype.kind == "f":
         check_finite(arr, name)
         if not np.all(arr == np.round(arr)):
             raise ValueError(f"{name} must hold integers; got non-integer values instead.")
@@ -106,3 +107,297 @@ def check_layer_sizes(sizes, name):
             f"Got {sizes!r} instead."
         )
     return tuple(int(s) for s in sizes)
+
+
+# --------------------------------------------------------------------------- array input
+#
+# scikit-learn's ``validate_data`` / ``check_array`` leave three kinds of bad input to numpy,
+# whose messages name neither the argument nor the fix: strings ("could not convert string to
+# float: 'a'"), pandas categorical columns (kept as an object array, which then fails inside
+# the estimator) and complex numbers ("Complex data not supported"). The wrappers below call
+# scikit-learn's and turn those into errors that name the argument, what was given and what
+# to do. Every estimator of the library validates its tables through them.
+
+_ENCODE_HINT = (
+    "encode text or categorical columns as numbers first, e.g. with "
+    "sklearn.preprocessing.OneHotEncoder or OrdinalEncoder in a Pipeline (or a "
+    "ColumnTransformer for some columns)"
+)
+
+
+_RESCALE_HINT = "Rescale it (e.g. sklearn.preprocessing.StandardScaler in a Pipeline)"
+
+
+def _first_non_numeric(array):
+    """``(where, value)`` of the first entry of ``array`` that is not a number, or None.
+
+    ``where`` is "column 'name'" for a DataFrame and "row i, column j" (or "position i")
+    for an array. Only called on the error path.
+    """
+    if hasattr(array, "columns") and hasattr(array, "dtypes"):  # pandas DataFrame
+        for col in array.columns:
+            column = array[col]
+            if column.dtype.kind in "biufc":
+                continue
+            for value in column.to_numpy(dtype=object):
+                if not _is_number(value):
+                    return f"column {col!r}", value
+        return None
+    try:
+        arr = np.asarray(array, dtype=object)
+    except (TypeError, ValueError):  # ragged nested lists: numpy's message is kept
+        return None
+    if arr.ndim == 0:
+        return (None, arr.item()) if not _is_number(arr.item()) else None
+    for index, value in np.ndenumerate(arr):
+        if not _is_number(value):
+            if arr.ndim == 1:
+                return f"position {index[0]}", value
+            if arr.ndim == 2:
+                return "row {}, column {}".format(*index), value
+            return f"index {tuple(int(i) for i in index)}", value
+    return None
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Number | np.number | np.bool_) or value is None
+
+
+def _who(estimator, default):
+    if estimator is None:
+        return default
+    return estimator if isinstance(estimator, str) else type(estimator).__name__
+
+
+class ComplexInputError(TypeError, ValueError):
+    """Complex numbers where real ones are needed: a TypeError (a wrong kind of number),
+    and a ValueError as scikit-learn raises for complex data."""
+
+
+def _complex_error(name, array, estimator=None):
+    return ComplexInputError(
+        f"Complex data not supported: {name} holds complex numbers, which "
+        f"{_who(estimator, 'this function')} does not accept (a cast to float would silently "
+        "drop the imaginary part). Pass real values, e.g. np.real or np.abs of them. Got "
+        f"dtype {np.asarray(array).dtype} instead."
+    )
+
+
+def _string_error(name, array, estimator=None):
+    """ValueError for non-numeric ``array``, or None when no string is found in it."""
+    found = _first_non_numeric(array)
+    if found is None:
+        return None
+    where, value = found
+    who = _who(estimator, "this estimator")
+    at = "" if where is None else f" (first at {where})"
+    return ValueError(
+        f"{name} holds non-numeric values{at}; {who} needs numbers: {_ENCODE_HINT}. "
+        f"Got {value!r} instead."
+    )
+
+
+def check_not_complex(array, name, estimator=None):
+    """Raise :class:`ComplexInputError` (a TypeError and a ValueError) if ``array`` holds
+    complex numbers (numpy would drop the imaginary part with only a ComplexWarning);
+    return ``array`` unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.utils.validation import check_not_complex
+    >>> check_not_complex(np.array([1 + 2j]), "orders")
+    Traceback (most recent call last):
+    ...
+    sklearn_icml.utils.validation.ComplexInputError: Complex data not supported: orders holds ...
+    """
+    dtype = getattr(array, "dtype", None)
+    if dtype is None and not hasattr(array, "dtypes"):
+        try:
+            dtype = np.asarray(array).dtype
+        except (TypeError, ValueError):
+            return array
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise _complex_error(name, array, estimator)
+    if hasattr(array, "dtypes") and any(
+        getattr(d, "kind", "") == "c" for d in np.atleast_1d(array.dtypes)
+    ):
+        raise _complex_error(name, array, estimator)
+    if dtype is not None and np.dtype(dtype).kind == "O":
+        try:
+            values = np.asarray(array, dtype=object).ravel()
+        except (TypeError, ValueError):
+            return array
+        if any(isinstance(v, complex | np.complexfloating) for v in values):
+            raise _complex_error(name, array, estimator)
+    return array
+
+
+def check_fits_dtype(array, name, dtype=np.float32, *, estimator=None, advice=None):
+    """Raise ValueError if a finite value of ``array`` is too large for ``dtype``.
+
+    A model that computes in float32 (every torch network of the library) turns a finite
+    ``1e300`` into infinity on the cast, and then into NaN outputs; such values are refused
+    here, with their size and what to do, instead. ``advice`` replaces the default "rescale
+    it" sentence. Returns ``array`` unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.utils.validation import check_fits_dtype
+    >>> check_fits_dtype(np.array([[1.0, 1e300]]), "X")
+    Traceback (most recent call last):
+    ...
+    ValueError: X has values too large for float32 (the precision this model computes in: ...
+    """
+    arr = np.asarray(array)
+    if arr.dtype.kind not in "fiu" or arr.size == 0:
+        return array
+    limit = float(np.finfo(dtype).max)
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr[np.isfinite(arr)]).max(initial=0.0)
+    if big > limit:
+        who = _who(estimator, "this model")
+        raise ValueError(
+            f"{name} has values too large for {np.dtype(dtype).name} (the precision {who} "
+            f"computes in: magnitudes up to {limit:.3g}), which would overflow to infinity "
+            f"and give NaN. {advice or _RESCALE_HINT}. Got a value of magnitude {big:.3g} "
+            "instead."
+        )
+    return array
+
+
+def _translate(exc, candidates, estimator):
+    """The clear error for ``exc`` raised while validating ``candidates`` (name, value)."""
+    text = str(exc)
+    estimator = "this estimator" if estimator is None else estimator
+    if "Complex data not supported" in text:
+        for name, value in candidates:
+            try:
+                check_not_complex(value, name, estimator)
+            except TypeError as clear:
+                return clear
+    if (
+        "could not convert string to float" in text
+        or "is not compatible with arrays of bytes/strings" in text
+        or "could not convert" in text
+    ):
+        for name, value in candidates:
+            clear = _string_error(name, value, estimator)
+            if clear is not None:
+                return clear
+    return None
+
+
+def _numeric_object(result, name, original, estimator):
+    """scikit-learn keeps a pandas categorical column as an object array under
+    ``dtype="numeric"``; convert it to float64 or raise the clear string error."""
+    if not isinstance(result, np.ndarray) or result.dtype != object:
+        return result
+    try:
+        return result.astype(np.float64)
+    except (TypeError, ValueError):
+        clear = _string_error(name, original, estimator) or _string_error(name, result, estimator)
+        if clear is None:
+            raise
+        raise clear from None
+
+
+def validate_data(_estimator, /, X="no_validation", y="no_validation", **kwargs):
+    """:func:`sklearn.utils.validation.validate_data` with clear errors for strings and
+    complex numbers in ``X`` or ``y``.
+
+    Takes and returns what scikit-learn's function does. A string (or a pandas categorical
+    column) in a numeric input raises a ValueError naming the argument, where the first
+    string is and how to encode it; complex input raises a TypeError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from sklearn_icml.utils.validation import validate_data
+    >>> validate_data(LinearRegression(), np.array([[1.0, "a"]], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: X holds non-numeric values (first at row 0, column 1); LinearRegression needs ...
+    """
+    from sklearn.utils.validation import validate_data as _sk_validate_data
+
+    candidates = [(n, v) for n, v in (("X", X), ("y", y)) if not _is_placeholder(v)]
+    try:
+        out = _sk_validate_data(_estimator, X, y, **kwargs)
+    except (TypeError, ValueError) as exc:
+        clear = _translate(exc, candidates, _estimator)
+        if clear is None:
+            raise
+        raise clear from None
+    if kwargs.get("dtype", "numeric") == "numeric" and not kwargs.get("skip_check_array"):
+        if _is_placeholder(y):
+            return _numeric_object(out, "X", X, _estimator)
+        if _is_placeholder(X):
+            return out
+        X_out, y_out = out
+        return _numeric_object(X_out, "X", X, _estimator), y_out
+    return out
+
+
+def _is_placeholder(value):
+    return value is None or (isinstance(value, str) and value == "no_validation")
+
+
+def check_array(array, *, input_name="", estimator=None, **kwargs):
+    """:func:`sklearn.utils.check_array` with clear errors for strings and complex numbers.
+
+    ``input_name`` names the argument in the messages ("array" when empty).
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils.validation import check_array
+    >>> check_array([[1.0, "b"]], input_name="X_control")
+    Traceback (most recent call last):
+    ...
+    ValueError: X_control holds non-numeric values (first at row 0, column 1); this estimator ...
+    """
+    from sklearn.utils.validation import check_array as _sk_check_array
+
+    name = input_name or "array"
+    try:
+        out = _sk_check_array(array, input_name=input_name, estimator=estimator, **kwargs)
+    except (TypeError, ValueError) as exc:
+        clear = _translate(exc, [(name, array)], estimator)
+        if clear is None:
+            raise
+        raise clear from None
+    if kwargs.get("dtype", "numeric") == "numeric":
+        return _numeric_object(out, name, array, estimator)
+    return out
+
+
+def check_finite_outputs(outputs, X, estimator, name="X"):
+    """Raise ValueError if a model's ``outputs`` on the rows of ``X`` are not all finite.
+
+    The last guard against silent NaN: values that fit the model's dtype can still overflow
+    inside it (a weight times ``1e38``). The message names the first bad row and the size
+    of its largest value. Returns ``outputs`` unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.utils.validation import check_finite_outputs
+    >>> check_finite_outputs(np.array([0.5, np.nan]), np.array([[1.0], [1e38]]), "MyModel")
+    Traceback (most recent call last):
+    ...
+    ValueError: MyModel gave NaN or infinite outputs on 1 of the 2 rows of X (first row 1, ...
+    """
+    out = np.asarray(outputs)
+    if out.size == 0 or np.all(np.isfinite(out)):
+        return outputs
+    rows = ~np.all(np.isfinite(out.reshape(out.shape[0], -1)), axis=1)
+    first = int(np.flatnonzero(rows)[0])
+    big = float(np.max(np.abs(np.asarray(X, dtype=np.float64)[first])))
+    raise ValueError(
+        f"{_who(estimator, 'this model')} gave NaN or infinite outputs on {int(rows.sum())} "
+        f"of the {out.shape[0]} rows of {name} (first row {first}, whose largest value has "
+        f"magnitude {big:.3g}): its values overflow inside the model. Rescale {name} as the "
+        "training data were. Got non-finite outputs instead."
+    )

@@ -8,7 +8,8 @@ from sklearn.utils._param_validation import (
     validate_parameter_constraints,
     validate_params,
 )
-from sklearn.utils.validation import check_array
+
+from ..utils.validation import check_array, check_fits_dtype
 
 #: A frame rate: a positive, finite number of frames per second.
 RATE = [Interval(numbers.Real, 0, None, closed="neither")]
@@ -109,6 +110,8 @@ def check_frame_array(X, ndims, layout, name="X"):
     )
     if X.ndim not in ndims:
         raise ValueError(f"{name} must hold {layout}. Got an array of shape {X.shape} instead.")
+    # the encoder and the networks compute in float32: a finite 1e300 would become inf
+    check_fits_dtype(X, name, np.float32)
     if X.shape[1] == 0:
         raise ValueError(f"{name} holds empty videos (0 frames). Got shape {X.shape} instead.")
     if X.shape[2] == 0 or X.shape[3] == 0:

@@ -5,10 +5,10 @@ import numbers
 import numpy as np
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
+from ..utils.validation import check_array
 from ._bilevel import BilevelStages, BilevelState, DWMNet, PerSampleLoss
 from ._weighting_model import WeightingMLP
 

@@ -5,10 +5,11 @@ import numbers
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
 from ..utils._skorch import torch_threads
+from ..utils.validation import validate_data
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import sequence_nll
 from ._docs import doc_filler

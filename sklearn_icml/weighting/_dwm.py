@@ -4,7 +4,7 @@ import copy
 import functools
 
 import numpy as np
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
@@ -14,7 +14,7 @@ from ..utils._skorch import (
     float64_outputs,
     torch_threads,
 )
-from ..utils.validation import check_layer_sizes
+from ..utils.validation import check_array, check_fits_dtype, check_layer_sizes, validate_data
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
 from ._docs import doc_filler
@@ -110,7 +110,11 @@ class _TabularDWM(_BaseDWM):
             onehot = np.eye(self.classes_.shape[0], dtype=np.float64)[index]
             return index, onehot
         values = np.asarray(y, dtype=np.float64)
-        return values.astype(np.float32), ((values - self._y_mean) / self._y_scale)[:, None]
+        code = (values - self._y_mean) / self._y_scale
+        # the learner fits the standardised target too (mapped back in predict), so the
+        # defaults fit targets of any scale; standardize=False trains on the raw values
+        learner = code if self.standardize else values
+        return learner.astype(np.float32), code[:, None]
 
     def _validate_y(self, y, n, name):
         if self._is_classifier:
@@ -158,6 +162,8 @@ class _TabularDWM(_BaseDWM):
             self.classes_, _ = encode_class_labels(y)
         else:
             y = y.astype(np.float64)
+            # its mean and deviation standardise it: a finite 1e300 would overflow there
+            check_fits_dtype(y, "y", np.float32, estimator=self)
         sf = sample_features_array(sample_features, n)
         if X_val is None:
             if y_val is not None:
@@ -303,8 +309,9 @@ hidden_sizes : tuple of int, default=(64,)
     Hidden layers of the default MLP learner.
 standardize : bool, default=True
     Feed the learner ``X`` standardised with the mean and standard deviation of the
-    training pool (plain SGD with a fixed ``lr`` diverges on badly scaled columns).
-    The DWM always reads standardised ``x``.""",
+    training pool (plain SGD with a fixed ``lr`` diverges on badly scaled columns);
+    for :class:`DWMRegressor` the target too (predictions are mapped back to the
+    scale of ``y``). The DWM always reads standardised ``x`` and ``y``.""",
     own_attributes="""\
 n_features_in_ : int
     Number of features seen in ``fit``.
@@ -387,9 +394,10 @@ class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
     """Regressor trained on data weighted by a bi-level learned Data Weighting Model.
 
     As :class:`DWMClassifier`, with a squared-error learner (one output) and the DWM
-    reading ``log(1 + squared error)`` by default. The target is not rescaled for the
-    learner: scale it beforehand (or use ``TransformedTargetRegressor``) if its range is
-    large.
+    reading ``log(1 + squared error)`` by default. With ``standardize=True`` (the
+    default) the learner fits the target standardised with the training pool's mean and
+    standard deviation, so losses are in units of that deviation, and ``predict`` maps
+    its outputs back to the scale of ``y``.
 
     %(dwm_params)s
 
@@ -418,4 +426,7 @@ class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
     _y_1d = True  # y is always 1-D
 
     def _predict_outputs(self, X):
-        return self._outputs(X)
+        out = self._outputs(X)
+        if self.standardize:
+            out = out * self._y_scale + self._y_mean
+        return out

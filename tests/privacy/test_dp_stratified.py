@@ -687,11 +687,20 @@ def test_length_mismatch_and_unseen_label():
         design_variance([1, 2, 3], [20, 20], [0.1, 0.1], 1.0)
 
 
-def test_fit_refuses_to_guess_stds():
+def test_fit_never_estimates_stds_from_the_data():
+    # without stratum_stds the design uses the worst case (upper - lower) / 2, the same
+    # whatever the private values y are
     g = np.repeat(["a", "b"], 10)
+    rng = np.random.default_rng(0)
     for alloc in ("optimal", "neyman"):
-        with pytest.raises(ValueError, match="stratum_stds"):
-            DPStratifiedSampler(allocation=alloc, total_sample_size=4).fit(g, np.ones(20))
+        designs = [
+            DPStratifiedSampler(allocation=alloc, total_sample_size=4, data_range=(0, 4))
+            .fit(g, y)
+            for y in (np.ones(20), rng.uniform(0, 4, 20))
+        ]
+        for s in designs:
+            np.testing.assert_array_equal(s.stratum_stds_, [2.0, 2.0])
+        np.testing.assert_array_equal(designs[0].sample_sizes_, designs[1].sample_sizes_)
     with pytest.raises(ValueError, match="stratum_stds"):
         DPStratifiedSampler(total_sample_size=4, stratum_stds={"a": 0.1}).fit(g)
 
