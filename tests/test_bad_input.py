@@ -32,14 +32,12 @@ _OTHER_BRANCH = {
     "StumpForestGAMClassifier": "gam",
     "StumpForestGAMRegressor": "gam",
     "PTIBClustering": "cluster",
-    "LwIClassifier": "continual",
 }
 _FAILING_ELSEWHERE = {
     ("StumpForestGAMClassifier", "strings"), ("StumpForestGAMRegressor", "strings"),
-    ("PTIBClustering", "strings"), ("LwIClassifier", "strings"),
+    ("PTIBClustering", "strings"),
     ("StumpForestGAMClassifier", "complex"), ("StumpForestGAMRegressor", "complex"),
-    ("PTIBClustering", "complex"), ("LwIClassifier", "complex"),
-    ("LwIClassifier", "huge_fit"),
+    ("PTIBClustering", "complex"),
 }
 
 
@@ -299,7 +297,6 @@ def test_categorical_column_names_the_column():
     assert est.fit(X, y).predict(X).shape == (40,)
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on the continual branch")
 def test_lwi_fits_a_dataframe_without_warnings():
     pd = pytest.importorskip("pandas")
     pytest.importorskip("torch")

@@ -14,14 +14,14 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils._training import run_epochs, seeded_torch
-from ..utils.validation import check_int_vector
+from ..utils.validation import check_fits_dtype, check_int_vector, validate_data
 from ._docstrings import fill_doc
 from ._fusion import FUSION_CONSTRAINTS, fuse_models
 
@@ -79,17 +79,6 @@ class MultiHeadNet(nn.Module):
             for i, layer in enumerate(self.backbone)
             if isinstance(layer, nn.Linear | nn.Conv2d)
         ]
-
-
-def _check_finite_float32(X, name="X"):
-    """Refuse values that are finite in float64 but overflow float32 (the network's dtype)."""
-    limit = np.finfo(np.float32).max
-    if X.size and np.abs(X).max() > limit:
-        raise ValueError(
-            f"{name} has values of magnitude above {limit:.3g}, the largest float32, which "
-            f"the network computes in; rescale {name} (e.g. StandardScaler). Got "
-            f"max |{name}| = {np.abs(X).max():.3g} instead."
-        )
 
 
 def kd_loss(student_logits, teacher_logits, exponent=0.5):
@@ -476,7 +465,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             self._validate_params()
             self._validate_architecture()
         X, y = validate_data(self, X, y, reset=first, dtype=np.float64)
-        _check_finite_float32(X)
+        check_fits_dtype(X, "X", estimator=self)
         if first:
             self._image_shape = self._check_image_shape(X.shape[1])
         n_done = 0 if first else self.n_tasks_
