@@ -1,17 +1,19 @@
-"""Which multi-agent system should answer this query? MAS-GPT as a fitted estimator.
+"""
+Which multi-agent system should answer this query? MAS-GPT as a fitted estimator
+================================================================================
 
 A multi-agent system (MAS) here is a small Python program whose agents are prompts to an LLM:
 one chain-of-thought call, five votes and a judge (self-consistency), or solve-verify-retry
 (self-refine). MAS-GPT learns from (query, MAS) pairs, chosen consistently for groups of
 similar queries, which MAS to generate for a new query, in one inference. The agent LLM is a
-deterministic mock (spec 6.1): additions are easy, products-minus are noisy (voting helps),
+deterministic mock: additions are easy, products-minus are noisy (voting helps),
 linear equations are hard but checkable (verification helps).
 
 The figure shows accuracy against LLM calls per query: MAS-GPT should sit above and left of
 every fixed MAS. Generated code runs in a locked-down child process; the script also shows
 that a program that imports `os` is refused.
 
-Run: python examples/mas_gpt.py [output.png]
+Run: ``python examples/mas_gpt.py [output.png]``
 """
 
 import sys
