@@ -104,6 +104,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     # every script of examples/ is executed in the full build, not only plot_*.py
     "filename_pattern": r"\.py$",
+    "within_subsection_order": "FileNameSortKey",
     "ignore_pattern": r"(__init__|_harness)\.py$",
     "reset_argv": "example_argv.example_argv",
     "doc_module": ("sklearn_icml",),
