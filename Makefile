@@ -9,7 +9,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # (skorch, peft, opacus) installed before it could resolve torch to a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: venv test test-fast demo bench lint clean
+.PHONY: venv test test-fast demo bench lint docs docs-fast docs-check clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,7 @@ $(BENCH_STAMP): $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15
+	$(MAKE) --no-print-directory docs-fast
 
 # the fast subset, for the edit-test loop; `make test` is what CI runs
 test-fast: $(STAMP)
@@ -40,5 +41,22 @@ bench: $(BENCH_STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check sklearn_icml tests benchmarks examples
 
+# the documentation site, examples executed (a figure per example): docs/_build/html
+SPHINX := $(PY) -m sphinx -j 1 -q
+docs: $(STAMP)
+	$(SPHINX) -b html -W --keep-going docs docs/_build/html
+
+# no example run, a fresh environment (-E, so that every page's warnings are seen), warnings
+# as errors: a broken reference, a missing docstring section or a public name missing from
+# the API reference fails. Part of `make test`.
+docs-fast: $(STAMP)
+	$(SPHINX) -b html -E -W --keep-going -D plot_gallery=0 docs docs/_build/html-fast
+
+# render three pages of docs/_build/html in headless Chromium and save screenshots (not in CI)
+docs-check:
+	test -f docs/_build/html/index.html || $(MAKE) --no-print-directory docs
+	sh docs/check_pages.sh docs/_build/html docs/_build/screenshots
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf docs/_build docs/api/generated docs/auto_examples docs/sg_execution_times.rst

@@ -1,4 +1,6 @@
-"""A/B-testing on a grid where units influence their neighbours: switchback vs clusters.
+"""
+A/B-testing on a grid where units influence their neighbours: switchback vs clusters
+====================================================================================
 
 Each round you pick an arm for every unit of an L x L grid (shops, city blocks, ...); a unit's
 outcome depends on its own arm *and* on its neighbours'. You want the arm that would be best
@@ -12,7 +14,7 @@ expected regret is the same, and its spread shrinks like 1/sqrt(N).
 This script runs both policies on 8 seeds for N = 400, 900, 1600 and plots the regret
 distributions against N (about 30 s on 2 cores).
 
-Run: python examples/bandits_with_interference.py [output.png]
+Run: ``python examples/bandits_with_interference.py [output.png]``
 """
 
 import sys

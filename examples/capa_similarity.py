@@ -1,10 +1,12 @@
-"""How alike are your classifiers? CAPA between five scikit-learn models on digits.
+"""
+How alike are your classifiers? CAPA between five scikit-learn models on digits
+===============================================================================
 
 Two models that are both 95 % accurate agree on most items just because both are right;
 CAPA (chance adjusted probabilistic agreement) subtracts that chance agreement, and compares
 the probability each model puts on every option, so shared *mistakes* count most.
 
-Run: python examples/capa_similarity.py [output.png]
+Run: ``python examples/capa_similarity.py [output.png]``
 """
 
 import sys

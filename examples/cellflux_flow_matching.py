@@ -1,4 +1,6 @@
-"""CellFlux: simulate perturbed "cells" from control cells of the same batch.
+"""
+CellFlux: simulate perturbed "cells" from control cells of the same batch
+=========================================================================
 
 A digits "virtual screen": the 8x8 digits are split into three batches whose pixels carry an
 intensity offset (0, +2, +4), and into controls and treated images; each treated image got
@@ -9,7 +11,7 @@ trained on real treated images should recognise the perturbation, and a batch cl
 the batch. The figure shows, per perturbation, a few controls, their transports, and real
 treated images of the same batches.
 
-Run: python examples/cellflux_flow_matching.py [figure.png]   (about 30-60 s on a CPU)
+Run: ``python examples/cellflux_flow_matching.py [figure.png]`` (about 30-60 s on a CPU)
 """
 
 import sys

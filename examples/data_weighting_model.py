@@ -1,4 +1,6 @@
-"""Data weighting model: learn which training data help, stage by stage.
+"""
+Data weighting model: learn which training data help, stage by stage
+====================================================================
 
 A regression pool mixes four sources: A (the target), B (same signal, much noisier),
 C (opposite signal) and D (no signal); a small validation set comes from A. Uniform
@@ -7,7 +9,7 @@ network by bi-level optimisation (one look-ahead SGD step, hypergradient of the 
 loss) at the start of each stage and lets the learner train on the weighted batches.
 The figure shows the share of the total weight each source received in each stage.
 
-Run: python examples/data_weighting_model.py [figure.png]   (about 20-60 s on a CPU)
+Run: ``python examples/data_weighting_model.py [figure.png]`` (about 20-60 s on a CPU)
 """
 
 import sys

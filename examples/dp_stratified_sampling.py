@@ -1,4 +1,6 @@
-"""Private survey design: how many people to sample in each stratum under differential privacy.
+"""
+Private survey design: how many people to sample in each stratum under differential privacy
+===========================================================================================
 
 A population of 41,000 people in three strata (two large ones, one small; one of the large
 ones almost constant) answers a question in [0, 1]. We want the population mean with
@@ -8,7 +10,7 @@ sampling rate; the privacy-aware optimal design (Chen, Pasupathy & Awan, ICML 20
 units into the low-variance stratum that Neyman allocation starves, whose noise would
 otherwise dominate.
 
-Run: python examples/dp_stratified_sampling.py [output.png]
+Run: ``python examples/dp_stratified_sampling.py [output.png]``
 """
 
 import sys

@@ -1,10 +1,12 @@
-"""EVO in one minute: constrain the 0.99-quantile of the episode cost, not its mean.
+"""
+EVO in one minute: constrain the 0.99-quantile of the episode cost, not its mean
+================================================================================
 
 On RiskyShortcutEnv the shortcut pays more but a 1% gust per step costs 50: its mean
 episode cost (4.8) is below the limit d = 10, its 0.99-quantile (50) is not. The
 expectation-constrained baseline learns to take the shortcut; EVO learns the safe route.
 
-    .venv/bin/python examples/evo_constrained_rl.py [figure.png]
+Run: ``python examples/evo_constrained_rl.py [figure.png]``
 """
 
 import pathlib

@@ -1,4 +1,6 @@
-"""F-16 on rotating-dot videos: why 16 frames per second, and reading a model at lower rates.
+"""
+F-16 on rotating-dot videos: why 16 frames per second, and reading a model at lower rates
+=========================================================================================
 
 A dot circles the frame centre at 1-6 revolutions per second. Its radius is visible in any
 frame; its direction of rotation only at 16 FPS (Bayes accuracy 0.5 at 1 FPS, 0.6 at 2-8 FPS,
@@ -6,7 +8,7 @@ frame; its direction of rotation only at 16 FPS (Bayes accuracy 0.5 at 1 FPS, 0.
 the same model at 8, 4, 2 and 1 FPS (frame repetition, no retraining), and plots the
 accuracies next to the direction task's Bayes limits. About 30 s on a laptop.
 
-Run: python examples/f16_high_frame_rate_video.py [output.png]
+Run: ``python examples/f16_high_frame_rate_video.py [output.png]``
 """
 
 import sys

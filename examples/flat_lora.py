@@ -1,4 +1,6 @@
-"""Flat-LoRA in a minute: fine-tune a pre-trained MLP with LoRA and with Flat-LoRA.
+"""
+Flat-LoRA in a minute: fine-tune a pre-trained MLP with LoRA and with Flat-LoRA
+===============================================================================
 
 A small MLP is pre-trained on clean digits, then only its LoRA factors are trained on
 noisy digits, with plain LoRA (``rho=0``) and with Flat-LoRA (``rho=0.1``: the frozen weights

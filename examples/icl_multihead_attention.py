@@ -1,4 +1,6 @@
-"""A one-layer, two-head softmax attention learns linear regression in context.
+"""
+A one-layer, two-head softmax attention learns linear regression in context
+===========================================================================
 
 We train the attention layer online on fresh linear-regression prompts (each prompt is a new
 task: L pairs (x, y) and a query x), then read what it learned: each head's key-query matrix
@@ -7,7 +9,7 @@ have opposite signs: together they implement *debiased* gradient descent. The fi
 the learned KQ / OV heat maps and the test error against the context length next to the
 closed-form predictors.
 
-Run: python examples/icl_multihead_attention.py [output.png]
+Run: ``python examples/icl_multihead_attention.py [output.png]``
 """
 
 import sys

@@ -1,4 +1,6 @@
-"""Serve a thousand LoRA adapters from one shared basis ("Compress then Serve", ICML 2025).
+"""
+Serve a thousand LoRA adapters from one shared basis ("Compress then Serve", ICML 2025)
+=======================================================================================
 
 A collection of LoRA adapters for the same weight matrix often lives in a few shared
 directions. JointLoRACompressor finds one shared pair of bases (U, V) and a tiny r x r core
@@ -9,7 +11,7 @@ adapters shares two big matrix products. This script
 2. times a layer forward for 1 to 1024 resident adapters along both serving paths, and
 3. plots throughput and resident memory against the number of adapters.
 
-Run: python examples/lora_joint_compression.py [output.png]
+Run: ``python examples/lora_joint_compression.py [output.png]``
 """
 
 import sys

@@ -1,4 +1,6 @@
-"""LwI in a minute: learn 5 split-digits tasks one after another, with and without fusion.
+"""
+LwI in a minute: learn 5 split-digits tasks one after another, with and without fusion
+======================================================================================
 
 Digits arrive as 5 tasks of 2 classes ({0, 1}, {2, 3}, ...). ``LwIClassifier`` learns each
 task with one ``partial_fit`` call: a new head on a shared MLP, LwF distillation from the

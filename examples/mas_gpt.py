@@ -1,4 +1,6 @@
-"""Which multi-agent system should answer this query? MAS-GPT as a fitted estimator.
+"""
+Which multi-agent system should answer this query? MAS-GPT as a fitted estimator
+================================================================================
 
 A multi-agent system (MAS) here is a small Python program whose agents are prompts to an LLM:
 one chain-of-thought call, five votes and a judge (self-consistency), or solve-verify-retry
@@ -11,7 +13,7 @@ The figure shows accuracy against LLM calls per query: MAS-GPT should sit above 
 every fixed MAS. Generated code runs in a locked-down child process; the script also shows
 that a program that imports `os` is refused.
 
-Run: python examples/mas_gpt.py [output.png]
+Run: ``python examples/mas_gpt.py [output.png]``
 """
 
 import sys

@@ -1,4 +1,6 @@
-"""How many pulls does clustering save? Best arm identification for many agents at once.
+"""
+How many pulls does clustering save? Best arm identification for many agents at once
+====================================================================================
 
 N agents each want their best of K = 10 arms, but they come in M = 3 hidden groups that share
 the same arms' rewards. Naive BAI lets every agent find its arm alone; Cl-BAI first clusters
@@ -6,7 +8,7 @@ the agents from a short exploration, BAI-Cl first finds the M best arms on a few
 then only asks every other agent to pick among those M. All three are delta-PC: with
 probability >= 1 - delta every agent gets its best arm.
 
-Run: python examples/multi_agent_bai.py [output.png]
+Run: ``python examples/multi_agent_bai.py [output.png]``
 """
 
 import sys

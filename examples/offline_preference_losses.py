@@ -1,4 +1,6 @@
-"""Offline preference optimisation: how the loss, the normaliser and the labels shape a policy.
+"""
+Offline preference optimisation: how the loss, the normaliser and the labels shape a policy
+===========================================================================================
 
 One prompt, four responses with rewards r = [1, .5, 0, -.5], a reference (SFT) policy
 pi_ref = [.1, .2, .3, .4], and pairs drawn from a data policy mu = [.4, .3, .2, .1] with
@@ -9,7 +11,7 @@ by mu, or not at all, and plot each response's probability against the training 
 better response always wins): DPO's policy keeps collapsing onto the best response, IPO's
 settles.
 
-Run: python examples/offline_preference_losses.py [figure.png]   (a few seconds)
+Run: ``python examples/offline_preference_losses.py [figure.png]`` (a few seconds)
 """
 
 import sys

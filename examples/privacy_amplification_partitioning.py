@@ -1,4 +1,6 @@
-"""Privacy amplification by random partitioning: balanced iteration subsampling for DP-SGD.
+"""
+Privacy amplification by random partitioning: balanced iteration subsampling for DP-SGD
+=======================================================================================
 
 Instead of Poisson subsampling (each sample in each step with probability k/T), balanced
 iteration subsampling puts every sample in exactly k of the T steps, chosen at random and
@@ -10,7 +12,7 @@ This script (1) plots epsilon against the number of steps for both samplers and 
 model splitting against rounds, (2) trains a DP-SGD logistic regression at (8, 1e-5)-DP
 with DPSGDClassifier, and (3) shows the plain torch + opacus route with the sampler.
 
-Run: python examples/privacy_amplification_partitioning.py [output.png]
+Run: ``python examples/privacy_amplification_partitioning.py [output.png]``
 """
 
 import importlib.util

@@ -1,4 +1,6 @@
-"""Multi-view clustering with PTIBClustering: view weights that need no tuning.
+"""
+Multi-view clustering with PTIBClustering: view weights that need no tuning
+===========================================================================
 
 Four views of the same 500 documents (word counts over four vocabularies) are clustered
 together. Views 0-2 carry less and less information about the 5 clusters; view 3 is pure
@@ -6,7 +8,7 @@ noise. PTIBClustering learns one weight per view from peer review (how much of t
 views' information survives the clustering one view proposes) and trust (how well a view's
 own clustering agrees with the consensus), with no weight hyper-parameter.
 
-Run: python examples/ptib_clustering.py [output.png]
+Run: ``python examples/ptib_clustering.py [output.png]``
 """
 
 import sys

@@ -1,4 +1,6 @@
-"""Compress LiDAR reflectance losslessly with SerLiC and compare with classic compressors.
+"""
+Compress LiDAR reflectance losslessly with SerLiC and compare with classic compressors
+======================================================================================
 
 A sensor sweep is a point cloud plus one 8-bit reflectance per point. The geometry is coded
 by another codec, so the decoder already has the points; SerLiC puts them back in the
@@ -7,7 +9,7 @@ seen the previous one. This script trains a codec on a few generated sweeps, cod
 one, checks the round trip, compares the rate with zlib, bz2, lzma and an adaptive order-1
 arithmetic coder, and draws where the bits go.
 
-Run: python examples/serlic_reflectance_compression.py [output.png]
+Run: ``python examples/serlic_reflectance_compression.py [output.png]``
 """
 
 import bz2

@@ -1,10 +1,12 @@
-"""Streaming parity: an RNN trained on short sequences that works at any length.
+"""
+Streaming parity: an RNN trained on short sequences that works at any length
+============================================================================
 
 Train a ReLU RNN on every binary sequence of length 1-10 (target: parity of the number of
 ones), watch the loss sit on a plateau and then drop, check the network on sequences of
 length 10,000, and read the 2-state automaton it implements off its hidden states.
 
-Run: python examples/streaming_parity_rnn.py [figure.png]   (about 20-40 s on a CPU)
+Run: ``python examples/streaming_parity_rnn.py [figure.png]`` (about 20-40 s on a CPU)
 """
 
 import sys

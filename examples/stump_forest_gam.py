@@ -1,10 +1,12 @@
-"""Fit a stump-forest GAM, read its shape functions, and plot them.
+"""
+Fit a stump-forest GAM, read its shape functions, and plot them
+===============================================================
 
 The data are additive with known parts: a step in x0, a sine in x1, a parabola in x2, a step
 in x3 and two pure-noise features. The stump forest recovers each part as a step function
 with a handful of stumps, and the picture shows it.
 
-Run: python examples/stump_forest_gam.py [output.png]
+Run: ``python examples/stump_forest_gam.py [output.png]``
 """
 
 import sys

@@ -188,6 +188,20 @@ def hinge_loss(h, delta=1.0, p=None):
 def exponential_loss(h, beta=0.1, p=None):
     """GPO's exponential loss ``exp(-beta * h)``.
 
+    Parameters
+    ----------
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Inverse temperature; must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        Same shape as ``h`` (elementwise).
+
     Examples
     --------
     >>> import torch
@@ -202,6 +216,20 @@ def exponential_loss(h, beta=0.1, p=None):
 @_loss_params("beta")
 def truncated_quadratic_loss(h, beta=0.1, p=None):
     """GPO's truncated quadratic loss ``max(0, 1 - beta * h)**2``.
+
+    Parameters
+    ----------
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Inverse temperature; must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        Same shape as ``h`` (elementwise).
 
     Examples
     --------
@@ -220,6 +248,20 @@ def savage_loss(h, beta=0.1, p=None):
 
     A proper composite loss with the logistic link: its population minimiser equals the
     logistic loss's.
+
+    Parameters
+    ----------
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Inverse temperature; must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        Same shape as ``h`` (elementwise).
 
     Examples
     --------

@@ -195,6 +195,18 @@ def extract_answer(text):
 def default_answer_checker(pred, gold):
     """True when the last ``ANSWER: v`` of ``pred`` equals ``str(gold)``, both stripped.
 
+    Parameters
+    ----------
+    pred : str or None
+        The text a MAS returned (None when it failed).
+    gold : object
+        The reference answer.
+
+    Returns
+    -------
+    bool
+        Whether the answer of ``pred`` is ``gold``.
+
     Examples
     --------
     >>> from sklearn_icml.mas import default_answer_checker
@@ -339,6 +351,11 @@ def fallback_mas():
 
     It runs in place of a generated MAS that times out (:class:`MASExecutor`) or that
     has no valid code (:class:`MASGPTRouter`).
+
+    Returns
+    -------
+    MASProgram
+        The fallback program.
 
     Examples
     --------

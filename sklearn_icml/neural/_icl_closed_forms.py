@@ -136,6 +136,22 @@ def gd_predict(X, eta, *, debiased=False, allow_query_label=False):
 def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
     """MSE-optimal GD step size on ``(X, y)`` (1-D least squares of ``y`` on the GD feature).
 
+    Parameters
+    ----------
+    X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        Prompts, as for :func:`gd_predict`.
+    y : array-like of shape (n_prompts,)
+        Query labels.
+    debiased : bool, default=False
+        Fit the step of debiased GD (centred context covariates) instead of plain GD.
+    allow_query_label : bool, default=False
+        As in :func:`check_prompts`.
+
+    Returns
+    -------
+    float
+        The step ``eta`` that minimises the mean squared error of :func:`gd_predict`.
+
     Examples
     --------
     >>> from sklearn_icml.neural import LinearICLTaskSampler, fit_gd_eta
@@ -167,6 +183,22 @@ def bayes_ridge_predict(X, noise_var=0.1, prior_var="1/d", *, allow_query_label=
 
     With the default prior ``1/d`` this is ``(X^T X + sigma^2 d I)^{-1} X^T y`` applied to
     ``x_q``, i.e. ``sklearn.linear_model.Ridge(alpha=sigma^2 d, fit_intercept=False)``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_prompts, n_context + 1, n_features + 1)
+        Prompts: context rows ``(x_l, y_l)`` and the query row last.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
+    prior_var : float or "1/d", default="1/d"
+        Prior variance of each task weight; ``"1/d"`` is the sampler's prior.
+    allow_query_label : bool, default=False
+        As in :func:`check_prompts`.
+
+    Returns
+    -------
+    y_pred : ndarray of shape (n_prompts,)
+        The posterior-mean prediction at each prompt's query.
 
     Examples
     --------
@@ -206,6 +238,24 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
     ``Ltilde = 1 + sigma^2 - 2 mu^T omega + mu^T (omega omega^T + (1+sigma^2)/L
     exp(d omega omega^T)) mu`` (``exp`` elementwise), as in the authors' ``utils/funcs.py``.
 
+    Parameters
+    ----------
+    omega : array-like of shape (n_heads,)
+        Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
+    mu : array-like of shape (n_heads,)
+        Per-head output-value weights on the label.
+    n_features : int, default=5
+        Dimension ``d`` of the covariates.
+    n_context : int, default=40
+        Number ``L`` of context pairs in a prompt.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
+
+    Returns
+    -------
+    float
+        The approximate population mean squared error.
+
     Examples
     --------
     >>> from sklearn_icml.neural import approx_icl_loss
@@ -223,6 +273,22 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
 def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
     """Minimiser of ``Ltilde`` over ``mu`` for fixed ``omega``: ``M(omega)^{-1} omega``.
 
+    Parameters
+    ----------
+    omega : array-like of shape (n_heads,)
+        Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
+    n_features : int, default=5
+        Dimension ``d`` of the covariates.
+    n_context : int, default=40
+        Number ``L`` of context pairs in a prompt.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
+
+    Returns
+    -------
+    mu : ndarray of shape (n_heads,)
+        The output-value weights that minimise ``Ltilde`` at this ``omega``.
+
     Examples
     --------
     >>> from sklearn_icml.neural import optimal_mu
@@ -236,6 +302,15 @@ def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
 def single_head_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Exact optimum of ``Ltilde`` for one head: ``omega = 1/sqrt(d)``.
+
+    Parameters
+    ----------
+    n_features : int, default=5
+        Dimension ``d`` of the covariates.
+    n_context : int, default=40
+        Number ``L`` of context pairs in a prompt.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
 
     Returns
     -------
@@ -272,6 +347,15 @@ def _optimal_step_and_risk(k, noise_var):
 def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Two-head limit ``omega -> 0`` of ``Ltilde``: debiased GD with the optimal step.
 
+    Parameters
+    ----------
+    n_features : int, default=5
+        Dimension ``d`` of the covariates.
+    n_context : int, default=40
+        Number ``L`` of context pairs in a prompt.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
+
     Returns
     -------
     eta, loss : float
@@ -290,6 +374,15 @@ def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
 def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
     """Exact finite-``L`` risk of plain GD at its optimal step (Gaussian data, prior 1/d).
+
+    Parameters
+    ----------
+    n_features : int, default=5
+        Dimension ``d`` of the covariates.
+    n_context : int, default=40
+        Number ``L`` of context pairs in a prompt.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
 
     Returns
     -------
@@ -311,6 +404,18 @@ def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
 )
 def bayes_risk_asymptotic(xi, noise_var=0.1):
     """Asymptotic Bayes risk (query noise included) at ``xi = d/L`` (authors' ``ridge_loss``).
+
+    Parameters
+    ----------
+    xi : float
+        Ratio ``d / L`` of the dimension to the context length.
+    noise_var : float, default=0.1
+        Label noise variance ``sigma^2``.
+
+    Returns
+    -------
+    float
+        The Bayes risk in the limit ``d, L -> infinity`` with ``d / L = xi``.
 
     Examples
     --------

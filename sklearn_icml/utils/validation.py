@@ -12,6 +12,18 @@ import numpy as np
 def check_finite(array, name):
     """Raise ValueError if ``array`` holds NaN or infinity.
 
+    Parameters
+    ----------
+    array : ndarray
+        The array to check.
+    name : str
+        Its name in the error message.
+
+    Returns
+    -------
+    ndarray
+        ``array`` itself, when every value is finite.
+
     Examples
     --------
     >>> import numpy as np
@@ -39,6 +51,11 @@ def check_int_vector(values, name, *, length=None, low=None, high=None):
         Required length.
     low, high : int or array-like, default=None
         Inclusive lower bound and exclusive upper bound (scalars or per-element).
+
+    Returns
+    -------
+    ndarray of shape (n_values,), dtype int64
+        The checked values.
 
     Examples
     --------
@@ -75,6 +92,20 @@ def check_int_vector(values, name, *, length=None, low=None, high=None):
 
 def check_positive_int(value, name, *, minimum=1):
     """Return ``value`` as int, raising if it is not an integer >= ``minimum``.
+
+    Parameters
+    ----------
+    value : int
+        The value to check; a bool or a float raises a TypeError.
+    name : str
+        Its name in the error message.
+    minimum : int, default=1
+        The smallest value allowed.
+
+    Returns
+    -------
+    int
+        ``value``.
 
     Examples
     --------

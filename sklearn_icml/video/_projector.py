@@ -17,6 +17,18 @@ F_ = torch.nn.functional
 def make_frame_projector(in_dim, hidden_dim):
     """The per-frame projector ``P(z) = V2 GELU(V1 z + c1) + c2`` (LLaVA's ``mlp2x_gelu``).
 
+    Parameters
+    ----------
+    in_dim : int
+        Size of a frame feature ``z``.
+    hidden_dim : int
+        Size of the hidden layer and of the output.
+
+    Returns
+    -------
+    torch.nn.Sequential
+        ``Linear(in_dim, hidden_dim)``, GELU, ``Linear(hidden_dim, hidden_dim)``.
+
     Examples
     --------
     >>> from sklearn_icml.video import make_frame_projector
