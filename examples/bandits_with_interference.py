@@ -7,7 +7,8 @@ outcome depends on its own arm *and* on its neighbours'. You want the arm that w
 if everyone got it. A switchback policy gives every unit the same arm each round: no
 interference bias, but its regret is that of a single k-armed bandit, so its spread does
 not shrink however many units you have. The cluster-randomised EXP3-IX policy cuts the grid
-into randomly shifted cells, lets each cell draw its arm, and feeds EXP3-IX a
+into cells whose border strips and corner quads join a neighbouring cell at random (the
+paper's robust random partition), lets each cell draw its arm, and feeds EXP3-IX a
 Horvitz-Thompson estimate built from units whose whole neighbourhood got one arm. Its
 expected regret is the same, and its spread shrinks like 1/sqrt(N).
 
