@@ -1,21 +1,26 @@
 """Draw-and-merge kernels of weighted multi-view sequential IB, in numba and in plain numpy.
 
-All views are concatenated into one float64 matrix ``P`` of shape (n, D) whose rows are,
-view by view, conditional distributions p_v(y|x_i); ``offsets`` (V + 1,) marks where each
-view's columns start. Clusters are kept as per-cluster column sums ``S`` (K, D) of the rows
-they hold and their sizes ``counts`` (K,).
+All views are concatenated column-wise into one sparse (CSR) float64 matrix ``P`` of shape
+(n, D) whose rows are, view by view, conditional distributions p_v(y|x_i): ``data``,
+``indices`` and ``indptr`` are its CSR arrays and ``col_view`` (D,) gives the view of each
+column. Dense views (``relevance="features"``) are CSR matrices with every entry stored;
+neighbourhood views (``relevance="neighbors"``) store only each sample's neighbours.
+Clusters are kept as per-cluster column sums ``S`` (K, D) of the rows they hold and their
+sizes ``counts`` (K,).
 
 Costs are returned in units of ``n * Delta``: the merge cost of sequential IB,
 ``Delta(i, t) = sum_v w_v (1 + n_t) / n JS_pi(p_v(.|x_i), p_v(.|t))``, times n. Being a
-common factor, n changes no decision. The numba kernel uses the expansion
+common factor, n changes no decision. The numba kernel uses the expansion, view by view,
 
-    (1 + n_t) JS_pi = sum p log p + sum S log S - n_t log n_t
-                      - sum (p + S) log (p + S) + (1 + n_t) log (1 + n_t)
+    (1 + n_t) JS_pi = sum_y [p log p + S log S - (p + S) log (p + S)]
+                      - n_t log n_t + (1 + n_t) log (1 + n_t)
 
 (with ``pi = (1/(1 + n_t), n_t/(1 + n_t))``, centroid ``q = S / n_t`` and
-``m = (p + S) / (1 + n_t)``), so each (sample, cluster) pair costs one log per feature; the
-numpy reference computes the Jensen-Shannon divergence from its definition instead, and the
-tests check that the two agree.
+``m = (p + S) / (1 + n_t)``). A column where ``p_y = 0`` adds ``S log S - S log S = 0``, so
+only the stored entries of row i are visited: a (sample, cluster) pair costs one log per
+stored entry, with ``S log S`` cached per cluster and column and updated on each move. The
+numpy reference computes the Jensen-Shannon divergence from its definition on the dense
+matrix instead, and the tests check that the two agree.
 """
 
 import numpy as np
@@ -39,40 +44,70 @@ def _xlogx(x):
 
 
 @njit(cache=True)
-def _slogs(S, offsets, t, v):
-    acc = 0.0
-    for y in range(offsets[v], offsets[v + 1]):
-        acc += _xlogx(S[t, y])
-    return acc
+def _row_constant(i, plogp, weights):
+    """``sum_v w_v sum_y p log p`` of row i and ``sum_v w_v``."""
+    const = 0.0
+    wsum = 0.0
+    for v in range(weights.shape[0]):
+        const += weights[v] * plogp[i, v]
+        wsum += weights[v]
+    return const, wsum
 
 
 @njit(cache=True)
-def _cost(P, i, offsets, plogp, weights, S, counts, slogs, t):
-    """n * Delta(i, t) for sample row ``i`` of ``P`` against cluster ``t``."""
+def _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t, const, wsum):
+    """n * Delta(i, t) for row ``i`` against cluster ``t`` (see the module docstring)."""
     n_t = counts[t]
-    size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
-    total = 0.0
-    for v in range(offsets.shape[0] - 1):
-        w = weights[v]
+    total = const + wsum * (_xlogx(n_t + 1.0) - _xlogx(float(n_t)))
+    for e in range(indptr[i], indptr[i + 1]):
+        y = indices[e]
+        w = weights[col_view[y]]
         if w == 0.0:
             continue
-        mix = 0.0
-        for y in range(offsets[v], offsets[v + 1]):
-            mix += _xlogx(P[i, y] + S[t, y])
-        total += w * (plogp[i, v] + slogs[t, v] + size_term - mix)
+        total += w * (SlogS[t, y] - _xlogx(data[e] + S[t, y]))
     return total
 
 
 @njit(cache=True)
-def sib_sweeps(P, offsets, plogp, weights, labels, orders, n_clusters):
+def _add_row(data, indices, indptr, i, S, SlogS, t, sign):
+    """Add (``sign=1``) or take out (``sign=-1``) row i from cluster t's sums.
+
+    Taking out can leave a rounding residue below 0 where the row was the only
+    contribution: sums are clipped at 0, as in the numpy reference.
+    """
+    for e in range(indptr[i], indptr[i + 1]):
+        y = indices[e]
+        S[t, y] = max(S[t, y] + sign * data[e], 0.0)
+        SlogS[t, y] = _xlogx(S[t, y])
+
+
+@njit(cache=True)
+def _cluster_state(data, indices, indptr, labels, n_clusters, n_columns):
+    n = indptr.shape[0] - 1
+    S = np.zeros((n_clusters, n_columns))
+    counts = np.zeros(n_clusters, dtype=np.int64)
+    for i in range(n):
+        t = labels[i]
+        counts[t] += 1
+        for e in range(indptr[i], indptr[i + 1]):
+            S[t, indices[e]] += data[e]
+    SlogS = np.zeros((n_clusters, n_columns))
+    for t in range(n_clusters):
+        for y in range(n_columns):
+            SlogS[t, y] = _xlogx(S[t, y])
+    return S, SlogS, counts
+
+
+@njit(cache=True)
+def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, n_clusters):
     """Draw-and-merge sweeps of weighted sIB, in place on ``labels``.
 
     Parameters
     ----------
-    P : ndarray of shape (n, D)
-        Concatenated per-view conditional distributions.
-    offsets : int64 ndarray of shape (V + 1,)
-        Start column of each view, then D.
+    data, indices, indptr : ndarray
+        CSR arrays of the concatenated per-view conditional distributions ``P`` (n, D).
+    col_view : int64 ndarray of shape (D,)
+        View of each column.
     plogp : ndarray of shape (n, V)
         ``sum_y p log p`` of each sample in each view.
     weights : ndarray of shape (V,)
@@ -91,22 +126,9 @@ def sib_sweeps(P, offsets, plogp, weights, labels, orders, n_clusters):
     n_moves : int
         Samples moved in all sweeps together.
     """
-    n, D = P.shape
-    V = offsets.shape[0] - 1
+    n = indptr.shape[0] - 1
     K = n_clusters
-    S = np.zeros((K, D))
-    counts = np.zeros(K, dtype=np.int64)
-    for i in range(n):
-        t = labels[i]
-        counts[t] += 1
-        for y in range(D):
-            S[t, y] += P[i, y]
-    slogs = np.zeros((K, V))
-    for t in range(K):
-        for v in range(V):
-            if weights[v] != 0.0:
-                slogs[t, v] = _slogs(S, offsets, t, v)
-
+    S, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
     n_sweeps = 0
     n_moves = 0
     for s in range(orders.shape[0]):
@@ -117,27 +139,22 @@ def sib_sweeps(P, offsets, plogp, weights, labels, orders, n_clusters):
             c = labels[i]
             if counts[c] == 1:
                 continue  # never empty a cluster
-            for y in range(D):
-                S[c, y] -= P[i, y]
+            _add_row(data, indices, indptr, i, S, SlogS, c, -1.0)
             counts[c] -= 1
-            for v in range(V):
-                if weights[v] != 0.0:
-                    slogs[c, v] = _slogs(S, offsets, c, v)
+            const, wsum = _row_constant(i, plogp, weights)
             best_t = c
-            best = _cost(P, i, offsets, plogp, weights, S, counts, slogs, c)
+            best = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, c,
+                         const, wsum)
             for t in range(K):
                 if t == c:
                     continue
-                cost = _cost(P, i, offsets, plogp, weights, S, counts, slogs, t)
+                cost = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t,
+                             const, wsum)
                 if cost < best - TIE_TOL:
                     best = cost
                     best_t = t
-            for y in range(D):
-                S[best_t, y] += P[i, y]
+            _add_row(data, indices, indptr, i, S, SlogS, best_t, 1.0)
             counts[best_t] += 1
-            for v in range(V):
-                if weights[v] != 0.0:
-                    slogs[best_t, v] = _slogs(S, offsets, best_t, v)
             if best_t != c:
                 labels[i] = best_t
                 moved += 1
@@ -148,40 +165,48 @@ def sib_sweeps(P, offsets, plogp, weights, labels, orders, n_clusters):
 
 
 @njit(cache=True)
-def merge_costs(P, offsets, plogp, weights, S, counts):
+def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
     """``n * Delta(i, t)`` of every row of ``P`` against every cluster, shape (m, K)."""
-    m = P.shape[0]
-    V = offsets.shape[0] - 1
+    m = indptr.shape[0] - 1
     K = S.shape[0]
-    slogs = np.zeros((K, V))
+    SlogS = np.empty_like(S)
     for t in range(K):
-        for v in range(V):
-            if weights[v] != 0.0:
-                slogs[t, v] = _slogs(S, offsets, t, v)
+        for y in range(S.shape[1]):
+            SlogS[t, y] = _xlogx(S[t, y])
     out = np.empty((m, K))
     for i in range(m):
+        const, wsum = _row_constant(i, plogp, weights)
         for t in range(K):
-            out[i, t] = _cost(P, i, offsets, plogp, weights, S, counts, slogs, t)
+            out[i, t] = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t,
+                              const, wsum)
     return out
 
 
 # --------------------------------------------------------------------------------------
 # numpy reference (the prototype the numba kernel is checked against)
 # --------------------------------------------------------------------------------------
-def merge_costs_numpy(P, offsets, plogp, weights, S, counts):
-    """Reference of :func:`merge_costs`: JS divergence from its definition.
+def _dense(data, indices, indptr, n_columns):
+    n = indptr.shape[0] - 1
+    P = np.zeros((n, n_columns))
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    P[rows, indices] = data
+    return P
+
+
+def merge_costs_numpy(data, indices, indptr, col_view, plogp, weights, S, counts):
+    """Reference of :func:`merge_costs`: JS divergence from its definition, dense.
 
     ``plogp`` is accepted for a common signature and not used.
     """
-    P = np.atleast_2d(P)
+    P = _dense(data, indices, indptr, col_view.shape[0])
     counts = np.asarray(counts, dtype=np.float64)
     pi1 = 1.0 / (1.0 + counts)  # (K,)
     pi2 = counts / (1.0 + counts)
     out = np.zeros((P.shape[0], S.shape[0]))
-    for v in range(offsets.shape[0] - 1):
+    for v in range(weights.shape[0]):
         if weights[v] == 0.0:
             continue
-        cols = slice(offsets[v], offsets[v + 1])
+        cols = col_view == v
         p = P[:, None, cols]  # (m, 1, d)
         q = (S[:, cols] / np.maximum(counts, 1.0)[:, None])[None]  # (1, K, d)
         mix = pi1[None, :, None] * p + pi2[None, :, None] * q
@@ -192,14 +217,19 @@ def merge_costs_numpy(P, offsets, plogp, weights, S, counts):
     return out
 
 
-def sib_sweeps_numpy(P, offsets, plogp, weights, labels, orders, n_clusters, trace=None):
+def sib_sweeps_numpy(
+    data, indices, indptr, col_view, plogp, weights, labels, orders, n_clusters, trace=None
+):
     """Reference of :func:`sib_sweeps` in plain numpy (same rule, same tie breaking).
 
-    If ``trace`` is a list, the callable objective is not known here, so the labels after
-    every visited sample are appended to it (a copy each time); tests use it to check that
-    the objective never decreases within a sweep.
+    If ``trace`` is a list, the labels after every visited sample are appended to it (a copy
+    each time); tests use it to check that the objective never decreases within a sweep.
     """
     K = n_clusters
+    P = _dense(data, indices, indptr, col_view.shape[0])
+    one = np.arange(1, dtype=np.int64)
+    dense_indices = np.arange(P.shape[1], dtype=np.int64)
+    dense_indptr = np.array([0, P.shape[1]], dtype=np.int64)
     S = np.zeros((K, P.shape[1]))
     np.add.at(S, labels, P)
     counts = np.bincount(labels, minlength=K).astype(np.int64)
@@ -212,9 +242,10 @@ def sib_sweeps_numpy(P, offsets, plogp, weights, labels, orders, n_clusters, tra
             c = labels[i]
             if counts[c] == 1:
                 continue
-            S[c] -= P[i]
+            S[c] = np.maximum(S[c] - P[i], 0.0)  # no rounding residue below 0
             counts[c] -= 1
-            cost = merge_costs_numpy(P[i], offsets, plogp, weights, S, counts)[0]
+            cost = merge_costs_numpy(P[i], dense_indices, dense_indptr, col_view, plogp[i + one],
+                                     weights, S, counts)[0]
             best_t = c
             for t in range(K):
                 if t != c and cost[t] < cost[best_t] - TIE_TOL:

@@ -9,8 +9,6 @@ from . import register_demo
     budget_s=20,
 )
 def demo():
-    import warnings
-
     from sklearn.metrics import normalized_mutual_info_score
 
     from sklearn_icml.cluster import PTIBClustering
@@ -18,13 +16,15 @@ def demo():
     from sklearn_icml.datasets import make_multiview_counts
 
     Xs, y = make_multiview_counts(random_state=0)
-    model = PTIBClustering(n_clusters=5, random_state=0).fit(Xs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # one view: plain sIB
-        single = [
-            clustering_accuracy(y, PTIBClustering(n_clusters=5, random_state=0).fit([X]).labels_)
-            for X in Xs
-        ]
+    # count views: the relevant variable of the information bottleneck is the word
+    model = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit(Xs)
+    single = [
+        clustering_accuracy(
+            y, PTIBClustering(n_clusters=5, relevance="features", random_state=0)
+            .fit([X]).labels_
+        )
+        for X in Xs
+    ]
     weights = "/".join(f"{w:.2f}" for w in model.view_weights_)
     return {
         "ACC": clustering_accuracy(y, model.labels_),

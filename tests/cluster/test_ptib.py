@@ -19,6 +19,8 @@ from sklearn_icml.cluster._ptib import (
     _review_matrix,
     _row_distributions,
     _sib_best_of,
+    _split_merge,
+    _subset,
     _sweep_orders,
     _trust_score,
 )
@@ -61,11 +63,11 @@ def test_merge_costs_numba_matches_numpy(weights):
     views = _random_views(rng, 30, (5, 8, 3))
     labels = _random_partition(30, 4, check_random_state(0))
     S = np.zeros((4, views.P.shape[1]))
-    np.add.at(S, labels, views.P)
+    np.add.at(S, labels, views.P.toarray())
     counts = np.bincount(labels, minlength=4).astype(np.int64)
     w = np.array(weights)
-    fast = merge_costs(views.P, views.offsets, views.plogp, w, S, counts)
-    ref = merge_costs_numpy(views.P, views.offsets, views.plogp, w, S, counts)
+    fast = merge_costs(*views.kernel_args(), views.plogp, w, S, counts)
+    ref = merge_costs_numpy(*views.kernel_args(), views.plogp, w, S, counts)
     assert fast.shape == (30, 4)
     np.testing.assert_allclose(fast, ref, rtol=1e-9, atol=1e-12)
     assert np.all(ref > 0)
@@ -81,8 +83,8 @@ def test_sweeps_numba_match_numpy_reference(seed, weights):
     orders = _sweep_orders(n, 8, check_random_state(seed + 10))
     w = np.array(weights)
     fast, ref = start.copy(), start.copy()
-    out_fast = sib_sweeps(views.P, views.offsets, views.plogp, w, fast, orders, K)
-    out_ref = sib_sweeps_numpy(views.P, views.offsets, views.plogp, w, ref, orders, K)
+    out_fast = sib_sweeps(*views.kernel_args(), views.plogp, w, fast, orders, K)
+    out_ref = sib_sweeps_numpy(*views.kernel_args(), views.plogp, w, ref, orders, K)
     assert out_fast[1] > 0  # the sweeps did move samples
     assert tuple(out_fast) == tuple(out_ref)
     np.testing.assert_array_equal(fast, ref)
@@ -99,12 +101,10 @@ def test_merge_cost_is_exact_loss_of_objective():
     for i in range(n):
         rest = np.delete(np.arange(n), i)
         S = np.zeros((K, 7))
-        np.add.at(S, labels[rest], views.P[rest])
+        np.add.at(S, labels[rest], views.P.toarray()[rest])
         counts = np.bincount(labels[rest], minlength=K).astype(np.int64)
-        delta = (
-            merge_costs(views.P[i : i + 1], views.offsets, views.plogp[i : i + 1], w, S, counts)[0]
-            / n
-        )
+        row = _subset(views, [i])
+        delta = merge_costs(*row.kernel_args(), row.plogp, w, S, counts)[0] / n
         alone = labels.copy()
         alone[i] = K  # i as its own extra cluster
         base = _relevant_information(views, alone, K + 1)[0]
@@ -133,7 +133,7 @@ def test_objective_never_decreases_within_a_sweep():
     orders = _sweep_orders(n, 5, check_random_state(2))
     trace = []
     _, n_moves = sib_sweeps_numpy(
-        views.P, views.offsets, views.plogp, w, start.copy(), orders, K, trace=trace
+        *views.kernel_args(), views.plogp, w, start.copy(), orders, K, trace=trace
     )
     assert n_moves > 0
     values = [w @ _relevant_information(views, start, K)]
@@ -229,11 +229,12 @@ def test_permuting_views_permutes_weights():
 @pytest.mark.slow
 def test_e1_acceptance_and_noise_view_weight(e1_seed0):
     Xs, y = e1_seed0
-    model = PTIBClustering(n_clusters=5, random_state=0).fit(Xs)
+    # count views: the relevant variable is the word (relevance="features")
+    model = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit(Xs)
     acc = clustering_accuracy(y, model.labels_)
     single = [
         clustering_accuracy(
-            y, _fit_quiet(PTIBClustering(n_clusters=5, random_state=0), [X]).labels_
+            y, PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit([X]).labels_
         )
         for X in Xs
     ]
@@ -254,8 +255,10 @@ def test_e1_acceptance_and_noise_view_weight(e1_seed0):
 )
 def test_duplicating_a_view_does_not_hurt(e1_seed0):
     Xs, y = e1_seed0
-    two = PTIBClustering(n_clusters=5, random_state=0).fit([Xs[0], Xs[1]])
-    three = PTIBClustering(n_clusters=5, random_state=0).fit([Xs[0], Xs[1], Xs[0].copy()])
+    two = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit([Xs[0], Xs[1]])
+    three = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit(
+        [Xs[0], Xs[1], Xs[0].copy()]
+    )
     acc_two = clustering_accuracy(y, two.labels_)
     acc_three = clustering_accuracy(y, three.labels_)
     assert acc_three >= acc_two - 0.01
@@ -280,8 +283,11 @@ def test_noise_view_gets_small_weight_on_easy_data():
 # ------------------------------------------------------------------ spec 7.7: V = 1
 def test_single_view_is_plain_sib_with_the_same_seed():
     Xs, _ = _easy_views()
-    with pytest.warns(UserWarning, match="single view"):
-        model = PTIBClustering(n_clusters=3, n_init=3, max_sweeps=10, random_state=4).fit([Xs[0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one view is a documented input, not a warning
+        model = PTIBClustering(
+            n_clusters=3, n_init=3, max_sweeps=10, relevance="features", random_state=4
+        ).fit([Xs[0]])
     views = _as_views([_row_distributions(Xs[0] / Xs[0].max(axis=0))])
     labels, value = _sib_best_of(views, np.ones(1), 3, 3, 10, check_random_state(4))
     np.testing.assert_array_equal(model.labels_, labels)
@@ -293,7 +299,8 @@ def test_single_view_is_plain_sib_with_the_same_seed():
 def test_single_array_is_one_view_and_view_slices_split_it():
     Xs, _ = _easy_views()
     X = np.hstack(Xs)
-    with pytest.warns(UserWarning, match="single view"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         one = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(X)
     assert one.n_views_ == 1 and one.n_features_in_ == X.shape[1]
     slices = [slice(0, 30), np.arange(30, 50), slice(50, None)]
@@ -324,7 +331,8 @@ def test_weights_on_simplex_and_history_shapes():
     off = model.review_matrix_[~np.eye(3, dtype=bool)]
     assert np.all((off >= 0) & (off <= 1))
     assert len(model.view_labels_) == 3
-    assert [c.shape for c in model.cluster_distributions_] == [(3, 30), (3, 20), (3, 25)]
+    # neighbourhood relevance: the relevant variable of every view is the training sample
+    assert [c.shape for c in model.cluster_distributions_] == [(3, 120)] * 3
     for c in model.cluster_distributions_:
         np.testing.assert_allclose(c.sum(axis=1), 1.0)
     assert model.cluster_sizes_.sum() == 120
@@ -444,12 +452,15 @@ def test_bad_X_raises(X, match):
 def test_negative_or_zero_rows_rejected_without_transform():
     Xs = _small()
     neg = [Xs[0] - 1.0, Xs[1]]
+    raw = {"input_transform": "none", "relevance": "features"}
     with pytest.raises(ValueError, match="view 0 has negative entries"):
-        PTIBClustering(n_clusters=2, input_transform="none").fit(neg)
+        PTIBClustering(n_clusters=2, **raw).fit(neg)
     zero = [Xs[0].copy(), Xs[1]]
     zero[0][3] = 0.0
     with pytest.raises(ValueError, match="view 0 row 3 sums to 0"):
-        PTIBClustering(n_clusters=2, input_transform="none").fit(zero)
+        PTIBClustering(n_clusters=2, **raw).fit(zero)
+    # neighbourhood relevance only needs distances: negative features are fine
+    PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1, input_transform="none").fit(neg)
     # the same data are fine with the default min-max transform
     PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1).fit(neg)
 
@@ -504,3 +515,129 @@ def test_predict_rejects_other_views_or_dimensions():
         single.predict(Xs)
     with pytest.raises(ValueError, match="X has 4 features, but PTIBClustering is expecting 7"):
         single.predict(Xs[0])
+
+
+# ------------------------------------------------------------------ neighbourhood relevance
+def _blob_views(n_per=30, seed=0, noise=False):
+    """Three real-valued views of 3 well-separated Gaussian clusters, optionally + noise."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), n_per)
+    views = []
+    for d, spread in ((5, 0.3), (4, 0.5), (6, 0.8)):
+        centres = rng.normal(scale=2.0, size=(3, d))
+        views.append(centres[y] + spread * rng.standard_normal((y.size, d)))
+    if noise:
+        views.append(rng.standard_normal((y.size, 8)))
+    return views, y
+
+
+def _neighbor_views(Xs, n_neighbors=5, n_steps=2):
+    from sklearn_icml.cluster._ptib_neighbors import NeighborRelevance
+
+    return _as_views(
+        [NeighborRelevance.fit(X, n_neighbors, n_steps).training_distributions() for X in Xs]
+    )
+
+
+@pytest.mark.parametrize("n_steps", [1, 2])
+def test_sparse_kernels_match_numpy_reference_on_neighbor_views(n_steps):
+    Xs, _ = _blob_views(15)
+    views = _neighbor_views(Xs, 4, n_steps)
+    assert views.P.nnz < views.P.shape[0] * views.P.shape[1]  # really sparse
+    K, n = 3, views.P.shape[0]
+    w = np.array([0.5, 0.3, 0.2])
+    start = _random_partition(n, K, check_random_state(0))
+    orders = _sweep_orders(n, 6, check_random_state(1))
+    fast, ref = start.copy(), start.copy()
+    out_fast = sib_sweeps(*views.kernel_args(), views.plogp, w, fast, orders, K)
+    out_ref = sib_sweeps_numpy(*views.kernel_args(), views.plogp, w, ref, orders, K)
+    assert out_fast[1] > 0 and tuple(out_fast) == tuple(out_ref)
+    np.testing.assert_array_equal(fast, ref)
+    S = np.zeros((K, views.P.shape[1]))
+    np.add.at(S, fast, views.P.toarray())
+    counts = np.bincount(fast, minlength=K).astype(np.int64)
+    np.testing.assert_allclose(
+        merge_costs(*views.kernel_args(), views.plogp, w, S, counts),
+        merge_costs_numpy(*views.kernel_args(), views.plogp, w, S, counts),
+        rtol=1e-9, atol=1e-12,
+    )
+
+
+def test_neighbor_relevance_rows_and_bandwidth():
+    from sklearn_icml.cluster._ptib_neighbors import NeighborRelevance
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((40, 3))
+    model = NeighborRelevance.fit(Z, 5, 1)
+    P = model.training_distributions().toarray()
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert np.all(np.diag(P) == 0)  # one step never stays put
+    assert np.all((P > 0).sum(axis=1) == 5)
+    # the bandwidth is the distance to the 5th neighbour, and the kernel matches its formula
+    d = np.linalg.norm(Z[:, None] - Z[None], axis=2)
+    sigma = np.sort(d, axis=1)[:, 5]
+    np.testing.assert_allclose(model.scale, sigma)
+    i = 7
+    nbrs = np.flatnonzero(P[i])
+    w = np.exp(-d[i, nbrs] ** 2 / (sigma[i] * sigma[nbrs]))
+    np.testing.assert_allclose(P[i, nbrs], w / w.sum())
+    # two steps are the square of the one-step matrix
+    two = NeighborRelevance.fit(Z, 5, 2).training_distributions().toarray()
+    np.testing.assert_allclose(two, P @ P, atol=1e-12)
+    # duplicates (zero distances) give finite rows
+    dup = NeighborRelevance.fit(np.zeros((6, 2)), 3, 2).training_distributions().toarray()
+    assert np.all(np.isfinite(dup)) and np.allclose(dup.sum(axis=1), 1.0)
+
+
+def test_neighbors_cluster_real_valued_views_and_suppress_noise():
+    Xs, y = _blob_views(30, noise=True)
+    model = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(Xs)
+    assert clustering_accuracy(y, model.labels_) == 1.0
+    assert model.view_weights_[3] < 0.05
+    assert model.trust_scores_[3] < model.trust_scores_[:3].min()
+    # held-out samples are assigned like their classes
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(y.size)
+    train, test = perm[:60], perm[60:]
+    part = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit([X[train] for X in Xs])
+    pred = part.predict([X[test] for X in Xs])
+    assert adjusted_rand_score(y[test], pred) == 1.0
+
+
+def test_split_merge_fixes_two_mixed_clusters_and_never_lowers_the_objective():
+    Xs, y = _blob_views(30)
+    views = _neighbor_views(Xs, 5, 2)
+    w = np.full(3, 1 / 3)
+    # start: class 0 alone, and two clusters each holding half of classes 1 and 2
+    half = np.arange(y.size) % 2
+    mixed = np.where(y == 0, 0, 1 + half)
+    value = _relevant_information(views, mixed, 3) @ w
+    refined, refined_value = _split_merge(views, w, mixed, 3, 30, check_random_state(0))
+    assert refined_value >= value
+    assert adjusted_rand_score(y, refined) == 1.0
+    # plain sweeps alone may stay stuck; the refinement must not be worse than them
+    swept = _sib_best_of(views, w, 3, 1, 30, check_random_state(0), refine=False)[1]
+    assert refined_value >= swept - 1e-12
+
+
+# ------------------------------------------------------------------ one 2-D X (issue 26)
+def test_single_array_fits_without_warnings_in_grid_search():
+    from sklearn.metrics import normalized_mutual_info_score
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    Xs, y = _blob_views(20)
+    X = np.hstack(Xs)
+
+    def nmi(est, X, y):
+        return normalized_mutual_info_score(y, est.predict(X))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PTIBClustering(n_clusters=3, n_init=1, random_state=0).fit(X)  # one view
+        search = GridSearchCV(
+            PTIBClustering(n_clusters=3, n_init=1, n_outer_iter=2, random_state=0,
+                           view_slices=[slice(0, 5), slice(5, 9), slice(9, 15)]),
+            {"n_neighbors": [4, 6]}, scoring=nmi, cv=KFold(2, shuffle=True, random_state=0),
+        ).fit(X, y)
+    assert search.best_estimator_.n_views_ == 3
+    assert search.best_score_ > 0.9
