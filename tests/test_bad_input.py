@@ -31,13 +31,10 @@ TABULAR = [(name, cls) for name, cls in ALL if get_tags(cls(**TEST_PARAMS.get(na
 _OTHER_BRANCH = {
     "StumpForestGAMClassifier": "gam",
     "StumpForestGAMRegressor": "gam",
-    "PTIBClustering": "cluster",
 }
 _FAILING_ELSEWHERE = {
     ("StumpForestGAMClassifier", "strings"), ("StumpForestGAMRegressor", "strings"),
-    ("PTIBClustering", "strings"),
     ("StumpForestGAMClassifier", "complex"), ("StumpForestGAMRegressor", "complex"),
-    ("PTIBClustering", "complex"),
 }
 
 
@@ -309,7 +306,6 @@ def test_lwi_fits_a_dataframe_without_warnings():
         LwIClassifier(**TEST_PARAMS["LwIClassifier"]).fit(X, y).predict(X)
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on the cluster branch")
 def test_ptib_fits_one_2d_view_without_warnings():
     from sklearn_icml.cluster import PTIBClustering
 

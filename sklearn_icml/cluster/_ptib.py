@@ -8,11 +8,11 @@ import numpy as np
 from scipy import sparse
 from scipy.special import xlogy
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
+from ..utils.validation import check_array, validate_data
 from ._ptib_kernels import merge_costs, sib_sweeps
 from ._ptib_neighbors import NeighborRelevance
 
@@ -732,7 +732,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                     "instead."
                 )
             views = [
-                check_array(view, dtype=np.float64, input_name=f"X[{v}]")
+                check_array(view, dtype=np.float64, input_name=f"X[{v}]", estimator=self)
                 for v, view in enumerate(X)
             ]
             sizes = [view.shape[0] for view in views]
