@@ -203,7 +203,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         The classes of each task, in training order.
     n_tasks_ : int
     model_ : torch.nn.Module
-        The fused :class:`MultiHeadNet` (on the CPU when ``device="cpu"``).
+        The fused ``MultiHeadNet`` torch module (on the CPU when ``device="cpu"``).
     teacher_ : torch.nn.Module
         The frozen teacher for the next task.
     permutations_ : list of list of ndarray
