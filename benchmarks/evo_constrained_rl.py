@@ -14,9 +14,9 @@ import pathlib
 import pickle
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy import stats
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -183,7 +183,9 @@ def jobs_of(quick):
 
 
 def run_all(quick, n_jobs=2):
-    """All E2 / E3 training runs, two at a time (each single-threaded).
+    """All E2 / E3 training runs, two at a time (each single-threaded), through joblib.
+
+    Under ``joblib.parallel_config(backend="dask")`` the runs go to a dask cluster.
 
     With ``EVO_BENCH_ASSEMBLE`` set, only the runs already in ``EVO_BENCH_CACHE`` are
     used, and the cells of the others read "not finished".
@@ -191,8 +193,7 @@ def run_all(quick, n_jobs=2):
     if os.environ.get("EVO_BENCH_ASSEMBLE"):
         out = {j: r for j in jobs_of(quick) if (r := _assemble(j)) is not None}
     else:
-        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
-            out = dict(pool.map(_train, jobs_of(quick)))
+        out = dict(Parallel(n_jobs=n_jobs)(delayed(_train)(job) for job in jobs_of(quick)))
     return {j[:5]: r for j, r in out.items()}
 
 
