@@ -310,7 +310,7 @@ def _should_stop(scores, n_iter_no_change, tol):
 def fit_stump_forest(
     xb, n_edges, y, w, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
     n_jobs, rng, verbose=0, name="StumpForestGAM", categorical=None, monotone=None,
-    missing_bin=None, validation=None, n_iter_no_change=10,
+    missing_bin=None, validation=None, n_iter_no_change=10, warm_start=None,
 ):
     """Initialise the stumps, then sweep (stump steps, then a leaf step) until it stops.
 
@@ -342,6 +342,9 @@ def fit_stump_forest(
         of the best sweep. Without them, the fit stops at the first sweep that lowers the
         objective per unit weight by at most ``tol``.
 
+    warm_start : tuple (features, left, leaves, intercept) or None
+        Start from these stumps (a fixed size ``len(features)``) instead of initialising.
+
     Returns
     -------
     problem : StumpForestProblem
@@ -360,16 +363,24 @@ def fit_stump_forest(
     start = time.perf_counter()
     with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
         problem = StumpForestProblem(
-            xb, n_edges, y, w, loss, n_stumps=0 if auto else n_stumps, l2_reg=l2_reg,
+            xb, n_edges, y, w, loss,
+            n_stumps=0 if auto else (n_stumps if warm_start is None else len(warm_start[0])),
+            l2_reg=l2_reg,
             min_samples_leaf=min_samples_leaf,
             parallel=n_jobs != 1 and xb.size >= PARALLEL_MIN_CELLS,
             categorical=categorical, monotone=monotone, missing_bin=missing_bin,
         )
-        for t in range(problem.n_stumps):
-            if init == "greedy":
-                problem.stump_step(t)
-            else:
-                problem.random_stump(t, rng)
+        if warm_start is not None:
+            problem.features, problem.left, problem.leaves, problem.intercept = (
+                np.array(a, copy=True) for a in warm_start
+            )
+            problem.F = problem.raw_scores(xb)
+        else:
+            for t in range(problem.n_stumps):
+                if init == "greedy":
+                    problem.stump_step(t)
+                else:
+                    problem.random_stump(t, rng)
         weight = float(w.sum())
 
         def score():

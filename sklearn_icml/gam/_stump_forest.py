@@ -70,7 +70,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         *,
         n_stumps="auto",
         max_iter=100,
-        l2_reg=10.0,
+        l2_reg=100.0,
         min_samples_leaf=20,
         max_bins=255,
         categorical_features="from_dtype",
@@ -195,7 +195,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         self.do_early_stopping_ = (
             (self.n_stumps == "auto") if early == "auto" else bool(early)
         ) and X.shape[0] >= 2
-        validation = None
+        validation, xb_all, y_all, w_all = None, xb, y, w
         if self.do_early_stopping_:
             rows = np.arange(X.shape[0])
             seed = draw_seed(rng)
@@ -211,14 +211,27 @@ class _BaseStumpForestGAM(BaseEstimator):
             train, val = np.sort(train), np.sort(val)
             validation = (np.ascontiguousarray(xb[:, val]), y[val], w[val])
             xb, y, w = np.ascontiguousarray(xb[:, train]), y[train], w[train]
-        problem, info = fit_stump_forest(
-            xb, n_edges, y, w, loss, n_stumps=self.n_stumps, max_iter=self.max_iter,
-            l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf, tol=self.tol,
-            init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
+        common = dict(
+            max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
+            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
             name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
-            missing_bin=self.max_bins, validation=validation,
-            n_iter_no_change=self.n_iter_no_change,
+            missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
         )
+        problem, info = fit_stump_forest(
+            xb, n_edges, y, w, loss, n_stumps=self.n_stumps, validation=validation, **common
+        )
+        self.n_iter_ = info["n_iter"]
+        if self.do_early_stopping_:
+            self.validation_score_ = info["validation_score"]
+            if info["converged"]:
+                # the size of the best sweep, fitted afresh on all rows (the validation
+                # rows too) until the objective settles
+                problem, info = fit_stump_forest(
+                    xb_all, n_edges, y_all, w_all, loss, n_stumps=max(problem.n_stumps, 1),
+                    **common,
+                )
+                self.n_iter_ += info["n_iter"]
+                xb, w = xb_all, w_all
         if not info["converged"]:
             what = (
                 "the validation loss was still improving"
@@ -232,9 +245,6 @@ class _BaseStumpForestGAM(BaseEstimator):
                 stacklevel=2,
             )
         self.objective_history_ = info["history"]
-        self.n_iter_ = info["n_iter"]
-        if self.do_early_stopping_:
-            self.validation_score_ = info["validation_score"]
         self._store_forest(problem, loss, xb, w)
         return self
 
@@ -415,17 +425,19 @@ class _BaseStumpForestGAM(BaseEstimator):
 _PARAMS_DOC = """
     n_stumps : int or "auto", default="auto"
         Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
-        adds 10 stumps (each the best stump on the current residual), and early stopping
-        on a validation split ends the growth and keeps the forest of the best sweep. An
-        integer fixes T; the model has at most ``3 T + 1`` parameters (a threshold or
+        adds 10 stumps (each the best stump on the current residual), early stopping on a
+        validation split ends the growth, and a forest of the size of the best sweep is
+        then fitted on all rows (the validation rows too). An integer fixes T; the model has at most ``3 T + 1`` parameters (a threshold or
         category set and two leaf values per stump, plus the intercept).
     max_iter : int, default=100
         Most sweeps (a stump step on every stump, then one leaf step; with
         ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
         when the fit ends here with the objective (or the validation loss) still falling.
-    l2_reg : float, default=10.0
+    l2_reg : float, default=100.0
         L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
-        is not penalised). 0 is allowed; larger values shrink the shape functions.
+        is not penalised). 0 is allowed; larger values shrink each stump, so that
+        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
+        boosting).
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
@@ -452,8 +464,9 @@ _PARAMS_DOC = """
     early_stopping : "auto" or bool, default="auto"
         Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
         when their mean loss has not improved by more than ``tol`` in
-        ``n_iter_no_change`` sweeps; the forest of the best sweep is kept. ``"auto"`` is
-        on when ``n_stumps="auto"``. Without it, the fit stops at the first sweep that
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
+        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
+        forest of the best sweep is kept. ``"auto"`` is on when ``n_stumps="auto"``. Without it, the fit stops at the first sweep that
         lowers the objective per unit of sample weight by at most ``tol``.
     validation_fraction : float, default=0.1
         Share of the rows held out for early stopping.
@@ -500,15 +513,16 @@ _ATTRIBUTES_DOC = """
         Candidate thresholds of each feature (for a categorical one, midpoints between
         its category codes).
     objective_history_ : list of float
-        Objective ``E`` on the training rows after the initialisation (element 0) and
-        after each sweep up to the one kept; non-increasing.
+        Objective ``E`` of the final fit after the initialisation (element 0) and after
+        each sweep up to the one kept; non-increasing.
     validation_score_ : ndarray
-        Negative mean validation loss after the initialisation and each sweep (only with
-        early stopping).
+        Negative mean validation loss after the initialisation and each sweep of the
+        early-stopped fit (only with early stopping).
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
-        Sweeps run.
+        Sweeps run (those of the size search and of the final fit, with
+        ``n_stumps="auto"``).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
