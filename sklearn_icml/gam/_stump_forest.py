@@ -427,8 +427,9 @@ _PARAMS_DOC = """
         Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
         adds 10 stumps (each the best stump on the current residual), early stopping on a
         validation split ends the growth, and a forest of the size of the best sweep is
-        then fitted on all rows (the validation rows too). An integer fixes T; the model has at most ``3 T + 1`` parameters (a threshold or
-        category set and two leaf values per stump, plus the intercept).
+        then fitted on all rows (the validation rows too). An integer fixes T. The model
+        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
+        values per stump, plus the intercept).
     max_iter : int, default=100
         Most sweeps (a stump step on every stump, then one leaf step; with
         ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
@@ -466,8 +467,9 @@ _PARAMS_DOC = """
         when their mean loss has not improved by more than ``tol`` in
         ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
         the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
-        forest of the best sweep is kept. ``"auto"`` is on when ``n_stumps="auto"``. Without it, the fit stops at the first sweep that
-        lowers the objective per unit of sample weight by at most ``tol``.
+        forest of the best sweep is kept. ``"auto"`` is on when ``n_stumps="auto"``.
+        Without early stopping, the fit stops at the first sweep that lowers the
+        objective per unit of sample weight by at most ``tol``.
     validation_fraction : float, default=0.1
         Share of the rows held out for early stopping.
     n_iter_no_change : int, default=10
@@ -548,8 +550,10 @@ _NOTES_DOC = """
     ordering; for multiclass models the best over one ordering per class, a heuristic);
     the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
     are held by ordering the two leaves of every constrained stump, which allows every
-    monotone shape on the chosen thresholds. [1]_'s total-variation smoothness penalty is
-    not implemented.
+    monotone shape on the chosen thresholds. A feature without missing values in ``fit``
+    sends missing values at predict time to the leaf with more training rows, stump by
+    stump (HistGradientBoosting's rule). [1]_'s total-variation smoothness penalty is not
+    implemented.
 """
 
 _REFERENCES_DOC = """

@@ -16,7 +16,9 @@ from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, 
 FAST = {"n_stumps": 12, "max_iter": 4, "min_samples_leaf": 10, "random_state": 0}
 
 # FAST fits end at max_iter on purpose; the warning that says so is tested on its own
-pytestmark = pytest.mark.filterwarnings("ignore:.*stopped at max_iter:sklearn.exceptions.ConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*stopped at max_iter:sklearn.exceptions.ConvergenceWarning"
+)
 
 
 @pytest.fixture(scope="module")
