@@ -14,6 +14,7 @@ import resource
 import time
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 from _harness import Report, Target, median_time, parse_args, timed_fit
@@ -552,6 +553,7 @@ def real_scale(report, quick):
     sizes = [10_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
     ebm_max = 30_000 if quick else 100_000
     rows, ratio_1e5 = [], None
+    cache_path, cache = _peer_cache()
     for n in sizes:
         X, y, f = make_additive_regression(int(n / 0.7) + 1, 20, random_state=0)
         X_tr, X_te, y_tr, _, _, f_te = train_test_split(X, y, f, test_size=0.3, random_state=0)
@@ -559,9 +561,14 @@ def real_scale(report, quick):
         sf_err = rmse(sf.predict(X_te), f_te)
         row = [X_tr.shape[0], sf_err, sf_seconds, sf_params(sf)]
         if n <= ebm_max:
-            ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
-            ebm_err = rmse(ebm.predict(X_te), f_te)
-            row += [ebm_err, ebm_seconds, ebm_params(ebm), sf_err / ebm_err]
+            key = f"scale/{n}/EBM/{'quick' if quick else 'full'}"
+            if key not in cache:
+                ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
+                cache[key] = [rmse(ebm.predict(X_te), f_te), ebm_seconds, ebm_params(ebm)]
+                if cache_path:
+                    json.dump(cache, open(cache_path, "w"))
+            ebm_err, ebm_seconds, ebm_count = cache[key]
+            row += [ebm_err, ebm_seconds, ebm_count, sf_err / ebm_err]
             if n == 100_000 or (quick and n == sizes[-1]):
                 ratio_1e5 = sf_err / ebm_err
         else:
@@ -602,18 +609,45 @@ def main(argv=None):
         "`interactions=0`. Fit times: median of 3 fits (1 with --quick).",
     )
 
+    sections = {"e1": e1, "e2": e2, "e3": e3, "scale": scale, "real_data": real_data,
+                "real_scale": real_scale}
+    # SF_BENCH_SECTIONS=real_data,real_scale reruns some sections and keeps the others of
+    # the results file as they were (the file then says which run each section is from)
+    only = [name for name in os.environ.get("SF_BENCH_SECTIONS", "").split(",") if name]
+    for name in only:
+        if name not in sections:
+            raise SystemExit(f"SF_BENCH_SECTIONS: unknown section {name!r}; known: "
+                             f"{sorted(sections)}")
+
     def run_all():
-        e1(report, args.quick)
-        e2(report, args.quick)
-        e3(report, args.quick)
-        scale(report, args.quick)
-        real_data(report, args.quick)
-        real_scale(report, args.quick)
+        for name, section in sections.items():
+            if not only or name in only:
+                section(report, args.quick)
 
     seconds, _ = median_time(run_all, repeat=1, warmup=0)
     report.add("Run time", f"{seconds:.0f} s in all (the machine line gives the load average "
                "at the start).")
+    if only:
+        merge_into_results(report, only)
     report.write()
+
+
+def merge_into_results(report, only):
+    """Put the sections of the previous results file that this run did not redo in front
+    of the new ones, and say so."""
+    path = Path(__file__).parent / "results" / f"{report.name}{'.quick' if report.quick else ''}.md"
+    if not path.exists():
+        return
+    old = path.read_text().split("\n## ")
+    machine = next((line for line in old[0].splitlines() if line.startswith("Machine:")), "")
+    new_headings = {report.sections[i][3:] for i in range(len(report.sections))
+                    if report.sections[i].startswith("## ")}
+    kept = [chunk for chunk in old[1:] if chunk.split("\n", 1)[0] not in new_headings]
+    head, body = report.sections[:4], report.sections[4:]
+    note = (f"Sections rerun in this run: {', '.join(only)} (machine line above). The other "
+            f"sections are from the previous run of this script ({machine or 'unknown'}), "
+            "with the code of that time.")
+    report.sections = head + [note, ""] + [f"## {chunk}" for chunk in kept] + body
 
 
 if __name__ == "__main__":
