@@ -468,8 +468,9 @@ _PARAMS_DOC = """
         ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
         the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
         forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
-        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the fit stops at the first sweep that lowers the
-        objective per unit of sample weight by at most ``tol``.
+        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
+        fit stops at the first sweep that lowers the objective per unit of sample weight
+        by at most ``tol``.
     validation_fraction : float, default=0.1
         Share of the rows held out for early stopping.
     n_iter_no_change : int, default=10
