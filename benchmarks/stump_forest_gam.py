@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_icml.datasets import make_additive_classification, make_additive_regression
 from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor
 
-PACKAGES = ("numpy", "scipy", "scikit-learn", "numba", "interpret", "pygam")
+PACKAGES = ("numpy", "scipy", "scikit-learn", "numba", "interpret", "interpret-core", "pygam")
 
 
 # ---------------------------------------------------------------------------------------
