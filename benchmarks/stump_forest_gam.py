@@ -583,7 +583,7 @@ def real_scale(report, quick):
             "make_additive_regression(n, 20): a step, a sine, a parabola and a step in the "
             "first four features, 16 noise features, noise sd 0.5; 70/30 split. "
             f"StumpForestGAMRegressor() at defaults (n_stumps='auto'); EBM interactions=0. "
-            f"EBM runs up to {ebm_max:,} rows only (its fit at 10^6 rows takes hours here)."
+            f"EBM runs up to {ebm_max:,} rows only (to keep the run within its time budget)."
         ),
     )
     if ratio_1e5 is not None:
