@@ -3,9 +3,9 @@
 All kernels take the binned data ``xb`` of shape (n_features, n_samples) (uint8 or uint16,
 one row per feature, so a feature's column is contiguous). Each kernel has a serial and a
 parallel driver around the same per-feature (or per-feature-pair, per-row-chunk) function,
-both compiled from one driver body by :func:`_compile_drivers`; the parallel one spreads those units over threads
-(``prange``). Every output cell is accumulated by one unit in row order, so both drivers give
-bit-identical results whatever the number of threads.
+both compiled from one driver body by :func:`_compile_drivers`; the parallel one spreads
+those units over threads (``prange``). Every output cell is accumulated by one unit in row
+order, so both drivers give bit-identical results whatever the number of threads.
 """
 
 import contextlib
