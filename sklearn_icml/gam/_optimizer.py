@@ -67,27 +67,37 @@ class StumpForestProblem:
         self.l2_reg = float(l2_reg)
         self.msl = int(min_samples_leaf)
         self.n_bins = int(n_edges.max()) + 1
-        self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
-        for j in range(xb.shape[0]):
-            self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
         m = loss.n_values
         self.features = np.full(n_stumps, -1, dtype=np.int64)
         self.bins = np.full(n_stumps, -1, dtype=np.int64)
         self.leaves = np.zeros((n_stumps, 2, m))
+        self.initial_state()
+
+    def initial_state(self):
+        """Intercept-only ``F`` and the statistics fixed for the whole fit (counts, pairs)."""
+        xb, y, w, loss, parallel = self.xb, self.y, self.w, self.loss, self.parallel
+        self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
+        for j in range(xb.shape[0]):
+            self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
         self.intercept = loss.intercept(y, w)
         self.F = np.tile(self.intercept, (xb.shape[1], 1))
         self.hist_h = None  # Hessian histogram when the loss's Hessian is the constant w
         if loss.exact_stump_step:
             self.hist_h = K.bin_histograms(xb, w[:, None], self.n_bins, parallel)
         self.pairs = None  # pair counts, when the stump step updates histograms from them
-        n_features, n_samples = xb.shape
-        table_bytes = 4 * n_features * (n_features - 1) // 2 * self.n_bins**2
-        if (
-            loss.exact_stump_step and m == 1 and n_features > 1 and n_samples > 0
-            and np.all(w == w[0])
-            and table_bytes <= PAIR_TABLE_MAX_FRACTION * 8 * n_samples * n_features
-        ):
+        if self.use_pairs(xb.shape, loss, np.all(w == w[0])):
             self.pairs = K.pair_counts(xb, self.n_bins, parallel)
+            self.weight = float(w[0])  # the constant weight of every row
+
+    def use_pairs(self, shape, loss, constant_weights):
+        """Whether the stump step works from pair counts (see ``PAIR_TABLE_MAX_FRACTION``)."""
+        n_features, n_samples = shape
+        table_bytes = 4 * n_features * (n_features - 1) // 2 * self.n_bins**2
+        return bool(
+            loss.exact_stump_step and loss.n_values == 1 and n_features > 1 and n_samples > 0
+            and constant_weights
+            and table_bytes <= PAIR_TABLE_MAX_FRACTION * 8 * n_samples * n_features
+        )
 
     # -- F and the gradient histogram of the pair-count stump step ---------------------------
     # With pair counts the stump step keeps ``hist_g`` (the gradient histogram of the current
@@ -108,9 +118,14 @@ class StumpForestProblem:
         self._F_stale = False
         self.hist_g = None
 
+    def gradient_histogram(self):
+        """Histogram of the gradient of the current forest: one pass over the rows."""
+        g, _ = self.loss.grad_hess(self.y, self.F, self.w)
+        return K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
+
     def _pair_update(self, feature, k, leaves, scale):
         """``hist_g`` after adding ``scale`` times the stump to the forest (pair counts)."""
-        w0 = float(self.w[0])
+        w0 = self.weight
         K.pair_update(
             self.hist_g, self.pairs, self.counts, int(feature), int(k),
             w0 * scale * float(leaves[0, 0]), w0 * scale * float(leaves[1, 0]),
@@ -135,8 +150,7 @@ class StumpForestProblem:
         old_leaves = self.leaves[t].copy()
         if self.pairs is not None:
             if self.hist_g is None:  # one pass over the rows per sweep, at its start
-                g, _ = self.loss.grad_hess(self.y, self.F, self.w)
-                self.hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
+                self.hist_g = self.gradient_histogram()
             if old_feature >= 0:
                 self._pair_update(old_feature, old_k, old_leaves, -1.0)
             hist_g, h = self.hist_g, None
@@ -188,7 +202,7 @@ class StumpForestProblem:
     def random_stump(self, t, rng):
         """Give stump ``t`` a random feature and valid threshold, leaves left at 0."""
         valid = []
-        for j in range(self.xb.shape[0]):
+        for j in range(self.counts.shape[0]):
             cum = np.cumsum(self.counts[j, : self.n_edges[j]])
             total = self.counts[j].sum()
             ks = np.flatnonzero((cum >= self.msl) & (total - cum >= self.msl))
@@ -268,7 +282,7 @@ class StumpForestProblem:
 
 def fit_stump_forest(
     xb, n_edges, y, w, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
-    n_jobs, rng, verbose=0, name="StumpForestGAM",
+    n_jobs, rng, verbose=0, name="StumpForestGAM", problem_class=None,
 ):
     """Initialise the stumps, then alternate stump steps and leaf steps until ``E`` settles.
 
@@ -287,6 +301,9 @@ def fit_stump_forest(
         Draws the random init and the order in which stumps are visited.
     name : str
         Prefix of the verbose lines.
+    problem_class : type, default=None
+        :class:`StumpForestProblem` or a subclass keeping the rows elsewhere (the dask
+        problem of :mod:`._dask`, whose ``xb`` describes the partitions).
 
     Returns
     -------
@@ -298,7 +315,7 @@ def fit_stump_forest(
         Iterations run.
     """
     with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
-        problem = StumpForestProblem(
+        problem = (problem_class or StumpForestProblem)(
             xb, n_edges, y, w, loss, n_stumps=n_stumps, l2_reg=l2_reg,
             min_samples_leaf=min_samples_leaf,
             parallel=n_jobs != 1 and xb.size >= PARALLEL_MIN_CELLS,

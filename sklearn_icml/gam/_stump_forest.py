@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..utils import check_random_state
+from . import _dask
 from ._binning import bin_data, bin_edges
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
@@ -91,6 +92,8 @@ class _BaseStumpForestGAM(BaseEstimator):
         self : object
             The fitted model.
         """
+        if _dask.is_dask_collection(X):  # dask array or DataFrame: rows stay on the workers
+            return _dask.fit(self, X, y, sample_weight)
         X, y, loss = self._encode_target(X, y)
         w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not w.sum() > 0:
@@ -355,6 +358,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
+        if _dask.is_dask_collection(X):  # a dask array of the predictions, chunk by chunk
+            check_is_fitted(self)
+            return _dask.predict(self, X)
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
