@@ -88,15 +88,41 @@ def _bin_partition(X, y, edges, max_bins):
     return bin_data(X, edges, max_bins), y, n_bad, n_bad_y
 
 
-def _statistics(part, n_bins, weight, count_dtype):
+def _statistics(part, n_bins, weight):
     xb, y = part[0], part[1]
+    w = np.full(y.shape[0], weight)
+    return K.bin_histograms(xb, w[:, None], n_bins), np.array([w.sum(), np.dot(w, y)])
+
+
+def _add_counts(total, part, n_bins, count_dtype):
+    # the integer statistics of one more partition added into ``total`` inside one task, so
+    # that a worker holds one pair table of a partition at a time, not one per partition
+    xb = part[0]
     counts = np.stack(
         [np.bincount(row, minlength=n_bins)[:n_bins] for row in xb]
     ).astype(np.int64)
-    w = np.full(y.shape[0], weight)
-    hist_h = K.bin_histograms(xb, w[:, None], n_bins)
-    pairs = K.pair_counts(xb, n_bins).astype(count_dtype, copy=False)
-    return counts, hist_h, pairs, np.array([w.sum(), np.dot(w, y)]), np.array(part[2:])
+    pairs = K.pair_counts(xb, n_bins)
+    if total is None:
+        return counts, pairs.astype(count_dtype, copy=False)
+    total_counts, total_pairs = total  # only this task uses total: added in place
+    total_counts += counts
+    total_pairs += pairs
+    return total_counts, total_pairs
+
+
+def _worker_chains(parts):
+    """The partitions grouped by the worker that holds them (one group without distributed)."""
+    try:
+        from distributed import default_client
+
+        who_has = default_client().who_has(parts)
+    except (ImportError, ValueError):
+        return [parts]
+    chains = {}
+    for p in parts:
+        workers = who_has.get(p.key) or who_has.get(str(p.key)) or ("",)
+        chains.setdefault(sorted(workers)[0], []).append(p)
+    return [chains[w] for w in sorted(chains)]
 
 
 def _scores(xb, forest):
@@ -162,11 +188,19 @@ class _DaskProblem(StumpForestProblem):
     """
 
     def initial_state(self):
-        rows = self.xb
+        rows, dask = self.xb, self.xb.dask
         count_dtype = np.int32 if rows.shape[1] < 2**31 else np.int64
-        self.counts, self.hist_h, self.pairs, totals, _ = rows.map_sum(
-            _statistics, self.n_bins, rows.weight, count_dtype
-        )
+        # counts and pair counts are integers, so any order of summing gives the same total:
+        # one chain per worker keeps a single pair table per worker alive at a time
+        chains = []
+        for chain in _worker_chains(rows.parts):
+            total = None
+            for p in chain:
+                total = dask.delayed(_add_counts)(total, p, self.n_bins, count_dtype)
+            chains.append(total)
+        self.counts, self.pairs = _tree_sum(chains, dask)
+        # the float sums in the fixed partition order (as every other sum of the fit)
+        self.hist_h, totals = rows.map_sum(_statistics, self.n_bins, rows.weight)
         self.sw, self.swy = float(totals[0]), float(totals[1])
         self.weight = rows.weight
         self.intercept = np.array([self.swy / self.sw])
