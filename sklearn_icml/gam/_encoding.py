@@ -191,7 +191,7 @@ def mark_missing(xb, X, missing_code):
 
 def bin_features(X, edges, missing_code):
     """Bin codes of ``X`` (shape (n_features, n_samples)), NaN -> ``missing_code``."""
-    return mark_missing(bin_data(X, edges), X, missing_code)
+    return mark_missing(bin_data(X, edges, missing_code), X, missing_code)
 
 
 def check_monotonic_cst(monotonic_cst, n_features, categorical, feature_names, n_values):

@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..utils import check_random_state, draw_seed
+from . import _dask
 from ._encoding import (
     bin_features,
     categorical_mask,
@@ -171,6 +172,8 @@ class _BaseStumpForestGAM(BaseEstimator):
         self : object
             The fitted model.
         """
+        if _dask.is_dask_collection(X):  # dask array or DataFrame: rows stay on the workers
+            return _dask.fit(self, X, y, sample_weight)
         X, y, loss = self._encode_target(self._code_categories_fit(X), y)
         names = list(getattr(self, "feature_names_in_", self._names(X)))
         n_features = X.shape[1]
@@ -232,6 +235,18 @@ class _BaseStumpForestGAM(BaseEstimator):
                 )
                 self.n_iter_ += info["n_iter"]
                 xb, w = xb_all, w_all
+        n_bins = self.max_bins + 1
+        bin_weight = np.stack(
+            [np.bincount(xb[j], weights=w, minlength=n_bins)[:n_bins] for j in range(xb.shape[0])]
+        )
+        self._finish_fit(problem, info, loss, bin_weight)
+        return self
+
+    def _finish_fit(self, problem, info, loss, bin_weight):
+        """Warn when ``max_iter`` ended the fit, then store the forest (also the dask fit's).
+
+        ``bin_weight[j, b]``: the training weight in bin ``b`` of feature ``j``.
+        """
         if not info["converged"]:
             what = (
                 "the validation loss was still improving"
@@ -242,13 +257,12 @@ class _BaseStumpForestGAM(BaseEstimator):
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.objective_history_ = info["history"]
-        self._store_forest(problem, loss, xb, w)
-        return self
+        self._store_forest(problem, loss, bin_weight)
 
-    def _store_forest(self, problem, loss, xb, w):
+    def _store_forest(self, problem, loss, bin_weight):
         self._loss = loss
         self._leaves = problem.leaves
         self._intercept = problem.intercept
@@ -279,9 +293,7 @@ class _BaseStumpForestGAM(BaseEstimator):
             goes = problem.left[t][:, None]
             table[self.features_[t]] += np.where(goes, self._leaves[t, 0], self._leaves[t, 1])
         self._table = table
-        self._bin_weight = np.stack(
-            [np.bincount(xb[j], weights=w, minlength=n_bins)[:n_bins] for j in range(xb.shape[0])]
-        )
+        self._bin_weight = bin_weight
         if loss.n_values == 1:
             self.intercept_ = float(self._intercept[0])
             self.leaf_values_ = self._leaves[:, :, 0].copy()
@@ -639,6 +651,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
+        if _dask.is_dask_collection(X):  # a dask array of the predictions, chunk by chunk
+            check_is_fitted(self)
+            return _dask.predict(self, X)
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 

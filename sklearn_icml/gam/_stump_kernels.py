@@ -1,11 +1,11 @@
 """numba kernels of the stump forest, each next to the plain-numpy reference the tests use.
 
-All kernels take the binned data ``xb`` of shape (n_features, n_samples) (uint16, one row per
-feature, so a feature's column is contiguous). Each kernel has a serial and a parallel driver
-around the same per-feature (or per-feature-pair, per-row-chunk) function, both compiled from
-one driver body by :func:`_compile_drivers`; the parallel one spreads those units over threads
-(``prange``). Every output cell is accumulated by one unit in row order, so both drivers give
-bit-identical results whatever the number of threads.
+All kernels take the binned data ``xb`` of shape (n_features, n_samples) (uint8 or uint16,
+one row per feature, so a feature's column is contiguous). Each kernel has a serial and a
+parallel driver around the same per-feature (or per-feature-pair, per-row-chunk) function,
+both compiled from one driver body by :func:`_compile_drivers`; the parallel one spreads
+those units over threads (``prange``). Every output cell is accumulated by one unit in row
+order, so both drivers give bit-identical results whatever the number of threads.
 """
 
 import contextlib
@@ -58,11 +58,15 @@ def _compile_drivers(driver):
 # (i) per-feature histograms of per-row values over bins
 
 
-@njit(cache=True)
+@njit(cache=True, boundscheck=False)
 def _histogram_one(xb_j, values, out_j):
     n_values = values.shape[1]
+    if n_values == 1:  # the common case (one score): a flat loop the compiler keeps tight
+        for i in range(xb_j.shape[0]):
+            out_j[np.intp(xb_j[i]), 0] += values[i, 0]
+        return
     for i in range(xb_j.shape[0]):
-        b = xb_j[i]
+        b = np.intp(xb_j[i])
         for c in range(n_values):
             out_j[b, c] += values[i, c]
 
@@ -81,7 +85,13 @@ _bin_histograms_serial, _bin_histograms_parallel = _compile_drivers(_bin_histogr
 
 
 def bin_histograms(xb, values, n_bins, parallel=False):
-    """``out[j, b, c] = sum of values[i, c] over rows i with xb[j, i] == b``."""
+    """``out[j, b, c] = sum of values[i, c] over rows i with xb[j, i] == b``.
+
+    One pass over each feature's contiguous row of ``xb`` (uint8 or uint16) per call, the
+    per-row ``values`` (the gradients of a stump step, computed once) shared by all
+    features; each cell is summed in row order, so the result does not depend on the
+    number of threads.
+    """
     kernel = _bin_histograms_parallel if parallel else _bin_histograms_serial
     return kernel(xb, _f64(values), n_bins)
 
@@ -92,6 +102,123 @@ def bin_histograms_reference(xb, values, n_bins):
         for c in range(values.shape[1]):
             out[j, :, c] = np.bincount(xb[j], weights=values[:, c], minlength=n_bins)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# (i-b) pair counts: the squared-loss stump step without a pass over the rows. With a
+# constant weight w, removing or adding a stump (feature j, left bins ``goes_left``, leaves
+# a | c) changes every gradient w (F_i - y_i) by w a on the rows whose bin of j goes left
+# and by w c on the others, so each feature's gradient histogram changes by
+# w (a L + c (counts - L)) with ``L[j', b'] = sum over bins b of j with goes_left[b] of
+# #{i : xb[j, i] = b, xb[j', i] = b'}``: a sum of rows (or columns) of the 2-D count table
+# of the pair (j, j'), read in O(n_bins^2) instead of a pass over the n rows. The tables
+# cover every bin code, the missing bin included, so thresholds, category sets and the
+# side of the missing bin are all the same update.
+
+
+def pair_index(a, b, n_features):
+    """Position of the pair ``a < b`` in the table of :func:`pair_counts`."""
+    return a * n_features - a * (a + 1) // 2 + (b - a - 1)
+
+
+@njit(cache=True, boundscheck=False)
+def _pair_counts_one(xa, xb_, out_p):
+    for i in range(xa.shape[0]):
+        out_p[np.intp(xa[i]), np.intp(xb_[i])] += 1
+
+
+def _pair_counts_driver(loop):
+    def pair_counts(xb, n_bins, pair_a, pair_b, out):
+        for p in loop(pair_a.shape[0]):  # each pair owns its own block of out
+            _pair_counts_one(xb[pair_a[p]], xb[pair_b[p]], out[p])
+        return out
+
+    return pair_counts
+
+
+_pair_counts_serial, _pair_counts_parallel = _compile_drivers(_pair_counts_driver)
+
+
+def pair_counts(xb, n_bins, parallel=False):
+    """``out[pair_index(a, b), u, v] = #{i : xb[a, i] = u, xb[b, i] = v}`` for ``a < b``.
+
+    int32 counts (int64 from 2^31 rows); ``n_features (n_features - 1) / 2 * n_bins^2``
+    cells, independent of the number of rows.
+    """
+    n_features = xb.shape[0]
+    pair_a, pair_b = (p.astype(np.int64) for p in np.triu_indices(n_features, 1))
+    dtype = np.int32 if xb.shape[1] < 2**31 else np.int64
+    out = np.zeros((pair_a.shape[0], n_bins, n_bins), dtype=dtype)
+    kernel = _pair_counts_parallel if parallel else _pair_counts_serial
+    return kernel(xb, n_bins, pair_a, pair_b, out)
+
+
+def pair_counts_reference(xb, n_bins):
+    n_features = xb.shape[0]
+    out = []
+    for a, b in zip(*np.triu_indices(n_features, 1)):
+        flat = np.bincount(xb[a].astype(np.int64) * n_bins + xb[b], minlength=n_bins * n_bins)
+        out.append(flat.reshape(n_bins, n_bins))
+    return np.array(out).reshape(-1, n_bins, n_bins)
+
+
+@njit(cache=True, boundscheck=False)
+def _left_counts(pairs, counts, j, goes_left, n_features, left):
+    # left[j', b'] = #{i : xb[j', i] = b', goes_left[xb[j, i]]}, summing the smaller side of
+    # the split (the bins of j that go left, or the others; the other side is counts - that)
+    n_bins = counts.shape[1]
+    n_true = 0
+    for r in range(n_bins):
+        n_true += goes_left[r]
+    low = n_true <= n_bins - n_true
+    for jp in range(n_features):
+        for b in range(n_bins):
+            left[jp, b] = 0
+        if jp == j:
+            for b in range(n_bins):
+                if goes_left[b]:
+                    left[jp, b] = counts[j, b]
+            continue
+        if j < jp:  # pair (j, jp): rows of the table are j's bins
+            t = pairs[j * n_features - j * (j + 1) // 2 + (jp - j - 1)]
+            for r in range(n_bins):
+                if goes_left[r] == low:
+                    for b in range(n_bins):
+                        left[jp, b] += t[r, b]
+        else:  # pair (jp, j): columns of the table are j's bins
+            t = pairs[jp * n_features - jp * (jp + 1) // 2 + (j - jp - 1)]
+            for b in range(n_bins):
+                acc = 0
+                for r in range(n_bins):
+                    if goes_left[r] == low:
+                        acc += t[b, r]
+                left[jp, b] = acc
+        if not low:
+            for b in range(n_bins):
+                left[jp, b] = counts[jp, b] - left[jp, b]
+
+
+@njit(cache=True, boundscheck=False)
+def pair_update(hist, pairs, counts, j, goes_left, left_value, right_value):
+    """In place: ``hist[j', b, 0] += left_value L[j', b] + right_value (counts - L)[j', b]``.
+
+    ``L`` as in the section comment (``goes_left``: boolean over the bins of feature ``j``);
+    ``left_value`` and ``right_value`` are the changes of the gradient on either side of the
+    split (``w * scale * leaf``).
+    """
+    n_features = counts.shape[0]
+    left = np.empty(counts.shape, dtype=np.int64)
+    _left_counts(pairs, counts, j, goes_left, n_features, left)
+    for jp in range(n_features):
+        for b in range(counts.shape[1]):
+            n_left = left[jp, b]
+            hist[jp, b, 0] += left_value * n_left + right_value * (counts[jp, b] - n_left)
+
+
+def pair_update_reference(hist, xb, j, goes_left, left_value, right_value):
+    """``hist`` plus the histogram of the gradient change, by a pass over the rows."""
+    change = np.where(goes_left[xb[j]], left_value, right_value)
+    return hist + bin_histograms_reference(xb, change[:, None], hist.shape[1])
 
 
 # ---------------------------------------------------------------------------------------
