@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ._binning import bin_data, bin_edges
+from ._binning import bin_data, bin_edges, edges_from_sample, sample_rows
 
 
 def is_dataframe(X):
@@ -161,7 +161,13 @@ def feature_bin_edges(X, categories, max_bins, rng, feature_names):
     edges = [None] * X.shape[1]
     complete = [j for j in range(X.shape[1]) if categories[j] is None and not missing[:, j].any()]
     if complete:  # one pass for the columns without missing values
-        for j, e in zip(complete, bin_edges(X[:, complete], max_bins, rng)):
+        # the rows are sampled before the columns are gathered (as bin_edges would, with the
+        # same draw), so that no full copy of X is made
+        rows = sample_rows(X.shape[0], rng)
+        sample = X if rows is None else X[rows]
+        if len(complete) < X.shape[1]:
+            sample = sample[:, complete]
+        for j, e in zip(complete, edges_from_sample(sample, max_bins)):
             edges[j] = e
     for j in range(X.shape[1]):
         if categories[j] is not None:
