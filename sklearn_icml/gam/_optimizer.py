@@ -11,6 +11,7 @@ non-increasing. Everything that depends on the loss is a method of the loss obje
 """
 
 import dataclasses
+import time
 import warnings
 
 import numpy as np
@@ -22,6 +23,13 @@ from . import _stump_kernels as K
 # below this many cells (n_samples * n_features) the serial kernels are used: thread start-up
 # costs more than it saves, by far on a loaded machine
 PARALLEL_MIN_CELLS = 500_000
+
+# the squared-loss stump step updates the gradient histograms from pair counts
+# (:func:`._stump_kernels.pair_counts`) instead of a pass over the rows when the weights are
+# constant and the count table takes at most this fraction of the float64 input's bytes
+# (at 10^6 rows x 20 features and 255 bins: 49 MB of 160 MB); below that the passes are
+# cheap anyway
+PAIR_TABLE_MAX_FRACTION = 0.5
 
 
 def _newton_value(g, h, l2_reg):
@@ -48,29 +56,111 @@ class _Segments:
 
 
 class StumpForestProblem:
-    """State of one fit: binned data, stumps, current ``F``; the two steps as methods."""
+    """State of one fit: binned data, stumps, current ``F``; the two steps as methods.
+
+    A stump ``t`` is its feature ``features[t]`` (-1: a zero stump), the boolean
+    ``left[t, b]`` of the bins its left leaf takes (a threshold, a category set, and the
+    side of the missing bin) and its two leaves ``leaves[t]``.
+    """
 
     def __init__(
-        self, xb, n_edges, y, w, loss, *, n_stumps, l2_reg, min_samples_leaf, parallel
+        self, xb, n_edges, y, w, loss, *, n_stumps, l2_reg, min_samples_leaf, parallel,
+        categorical, monotone, missing_bin,
     ):
         self.xb, self.y, self.w, self.loss = xb, y, w, loss
+        self._F_stale, self.hist_g = False, None
         self.parallel = parallel
         self.n_edges = n_edges
+        self.categorical = np.asarray(categorical, dtype=bool)
+        self.monotone = np.asarray(monotone, dtype=np.int64)
+        self.missing_bin = int(missing_bin)
         self.l2_reg = float(l2_reg)
         self.msl = int(min_samples_leaf)
-        self.n_bins = int(n_edges.max()) + 1
+        self.n_bins = self.missing_bin + 1
+        m = loss.n_values
+        self.features = np.full(n_stumps, -1, dtype=np.int64)
+        self.left = np.zeros((n_stumps, self.n_bins), dtype=bool)
+        self.leaves = np.zeros((n_stumps, 2, m))
+        self.initial_state()
+
+    def initial_state(self):
+        """Intercept-only ``F`` and the statistics fixed for the whole fit (counts, pairs)."""
+        xb, y, w, loss, parallel = self.xb, self.y, self.w, self.loss, self.parallel
         self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
         for j in range(xb.shape[0]):
             self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
-        m = loss.n_values
-        self.features = np.full(n_stumps, -1, dtype=np.int64)
-        self.bins = np.full(n_stumps, -1, dtype=np.int64)
-        self.leaves = np.zeros((n_stumps, 2, m))
+        self.total_weight = float(w.sum())
         self.intercept = loss.intercept(y, w)
         self.F = np.tile(self.intercept, (xb.shape[1], 1))
         self.hist_h = None  # Hessian histogram when the loss's Hessian is the constant w
         if loss.exact_stump_step:
             self.hist_h = K.bin_histograms(xb, w[:, None], self.n_bins, parallel)
+        self.pairs = None  # pair counts, when the stump step updates histograms from them
+        if self.use_pairs(xb.shape, loss, np.all(w == w[0])):
+            self.pairs = K.pair_counts(xb, self.n_bins, parallel)
+            self.weight = float(w[0])  # the constant weight of every row
+
+    def use_pairs(self, shape, loss, constant_weights):
+        """Whether the stump step works from pair counts (see ``PAIR_TABLE_MAX_FRACTION``)."""
+        n_features, n_samples = shape
+        table_bytes = 4 * n_features * (n_features - 1) // 2 * self.n_bins**2
+        return bool(
+            loss.exact_stump_step and loss.n_values == 1 and n_features > 1 and n_samples > 0
+            and constant_weights
+            and table_bytes <= PAIR_TABLE_MAX_FRACTION * 8 * n_samples * n_features
+        )
+
+    # -- F and the gradient histogram of the pair-count stump step ---------------------------
+    # With pair counts the stump step keeps ``hist_g`` (the gradient histogram of the current
+    # forest) up to date instead of ``F``; ``F`` is then recomputed from the stumps when it is
+    # read (once per leaf step), which also restarts ``hist_g`` from a pass over the rows so
+    # that rounding does not accumulate over more than one sweep.
+    @property
+    def F(self):
+        if self._F_stale:
+            self._F = self.predict_from(self.segments(), self.intercept, self.leaves)
+            self._F_stale = False
+            self.hist_g = None
+        return self._F
+
+    @F.setter
+    def F(self, value):
+        self._F = value
+        self._F_stale = False
+        self.hist_g = None
+
+    def gradient_histogram(self):
+        """Histogram of the gradient of the current forest: one pass over the rows."""
+        g, _ = self.loss.grad_hess(self.y, self.F, self.w)
+        return K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
+
+    def _pair_update(self, feature, goes_left, leaves, scale):
+        """``hist_g`` after adding ``scale`` times the stump to the forest (pair counts)."""
+        w0 = self.weight
+        K.pair_update(
+            self.hist_g, self.pairs, self.counts, int(feature), goes_left,
+            w0 * scale * float(leaves[0, 0]), w0 * scale * float(leaves[1, 0]),
+        )
+        self._F_stale = True
+
+    @property
+    def n_stumps(self):
+        return self.features.shape[0]
+
+    def grow(self, n_new):
+        """Append ``n_new`` zero stumps; return their indices."""
+        t0 = self.n_stumps
+        self.features = np.concatenate([self.features, np.full(n_new, -1, dtype=np.int64)])
+        self.left = np.concatenate([self.left, np.zeros((n_new, self.n_bins), dtype=bool)])
+        self.leaves = np.concatenate([self.leaves, np.zeros((n_new,) + self.leaves.shape[1:])])
+        return np.arange(t0, t0 + n_new)
+
+    def state(self):
+        return (self.features.copy(), self.left.copy(), self.leaves.copy(),
+                self.intercept.copy(), self.F.copy())
+
+    def restore(self, state):
+        self.features, self.left, self.leaves, self.intercept, self.F = state
 
     # -- objective ----------------------------------------------------------------------
     def penalty(self, leaves=None):
@@ -80,61 +170,85 @@ class StumpForestProblem:
     def objective(self):
         return self.loss.loss(self.y, self.F, self.w) + self.penalty()
 
-    def add_stump(self, F, feature, k, leaves, scale=1.0):
-        K.add_stump(F, self.xb[feature], k, leaves[0], leaves[1], scale)
+    def add_stump(self, F, feature, goes_left, leaves, scale=1.0):
+        K.add_stump(F, self.xb[feature], goes_left, leaves[0], leaves[1], scale)
+
+    def _keeps_monotone(self, j, leaves):
+        s = self.monotone[j]
+        return s == 0 or bool(np.all(s * (leaves[1] - leaves[0]) >= 0))
 
     # -- (A) stump step -----------------------------------------------------------------
     def stump_step(self, t):
         """Replace stump ``t`` by the best stump on the others' residual, if ``E`` drops."""
-        old_feature, old_k = self.features[t], self.bins[t]
+        old_feature, old_left = self.features[t], self.left[t].copy()
         old_leaves = self.leaves[t].copy()
-        if old_feature >= 0:
-            self.add_stump(self.F, old_feature, old_k, old_leaves, -1.0)
-        g, h = self.loss.grad_hess(self.y, self.F, self.w)
-        hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
+        if self.pairs is not None:
+            if self.hist_g is None:  # one pass over the rows per sweep, at its start
+                self.hist_g = self.gradient_histogram()
+            if old_feature >= 0:
+                self._pair_update(old_feature, old_left, old_leaves, -1.0)
+            hist_g, h = self.hist_g, None
+        else:
+            if old_feature >= 0:
+                self.add_stump(self.F, old_feature, old_left, old_leaves, -1.0)
+            g, h = self.loss.grad_hess(self.y, self.F, self.w)
+            hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
         if h is None:
             hist_h = self.hist_h
         else:
             hist_h = K.bin_histograms(self.xb, h, self.n_bins, self.parallel)
-        gains, ks = K.best_splits(
-            hist_g, hist_h, self.counts, self.n_edges, self.l2_reg, self.msl, self.parallel
+        gains, lefts = K.best_splits(
+            hist_g, hist_h, self.counts, self.n_edges, self.l2_reg, self.msl,
+            categorical=self.categorical, monotone=self.monotone,
+            missing_bin=self.missing_bin, parallel=self.parallel,
         )
         j = int(np.argmax(gains))
         if not np.isfinite(gains[j]):  # no split satisfies min_samples_leaf anywhere
-            self.features[t], self.bins[t] = -1, -1
+            self.features[t] = -1
+            self.left[t] = False
             self.leaves[t] = 0.0
             return
-        k = int(ks[j])
-        gl, hl = hist_g[j, : k + 1].sum(0), hist_h[j, : k + 1].sum(0)
+        goes_left = lefts[j]
+        gl, hl = hist_g[j][goes_left].sum(0), hist_h[j][goes_left].sum(0)
         gr, hr = hist_g[j].sum(0) - gl, hist_h[j].sum(0) - hl
         new_leaves = np.stack(
             [_newton_value(gl, hl, self.l2_reg), _newton_value(gr, hr, self.l2_reg)]
         )
-        if self.loss.exact_stump_step:  # the Newton values are the exact optimum
-            self.add_stump(self.F, j, k, new_leaves)
+        if self.pairs is not None:
+            self._pair_update(j, goes_left, new_leaves, 1.0)
+        elif self.loss.exact_stump_step:  # the Newton values are the exact optimum
+            self.add_stump(self.F, j, goes_left, new_leaves)
         else:
-            new_leaves[0] = self.loss.solve_leaf(self, j, k, True, new_leaves[0])
-            new_leaves[1] = self.loss.solve_leaf(self, j, k, False, new_leaves[1])
+            new_leaves[0] = self.loss.solve_leaf(self, j, goes_left, True, new_leaves[0])
+            new_leaves[1] = self.loss.solve_leaf(self, j, goes_left, False, new_leaves[1])
             F_new = self.F.copy()
-            self.add_stump(F_new, j, k, new_leaves)
+            self.add_stump(F_new, j, goes_left, new_leaves)
             e_new = self.loss.loss(self.y, F_new, self.w) + self.penalty(new_leaves)
             F_old = self.F
             if old_feature >= 0:
                 F_old = self.F.copy()
-                self.add_stump(F_old, old_feature, old_k, old_leaves)
+                self.add_stump(F_old, old_feature, old_left, old_leaves)
             e_old = self.loss.loss(self.y, F_old, self.w) + self.penalty(old_leaves)
-            if not e_new <= e_old:  # keep the old stump (also when e_new is nan)
+            # keep the old stump when E does not drop (also when e_new is nan) or when the
+            # exact leaves broke a monotone constraint that the Newton leaves kept
+            if not e_new <= e_old or not self._keeps_monotone(j, new_leaves):
                 self.F = F_old
                 return
             self.F = F_new
-        self.features[t], self.bins[t] = j, k
+        self.features[t] = j
+        self.left[t] = goes_left
         self.leaves[t] = new_leaves
 
     def random_stump(self, t, rng):
-        """Give stump ``t`` a random feature and valid threshold, leaves left at 0."""
+        """Give stump ``t`` a random feature and valid threshold, leaves left at 0.
+
+        Thresholds run over the bin codes (category codes for a categorical feature);
+        missing rows go with the larger side.
+        """
         valid = []
-        for j in range(self.xb.shape[0]):
-            cum = np.cumsum(self.counts[j, : self.n_edges[j]])
+        for j in range(self.counts.shape[0]):
+            counts = self.counts[j, : self.n_edges[j]]
+            cum = np.cumsum(counts)
             total = self.counts[j].sum()
             ks = np.flatnonzero((cum >= self.msl) & (total - cum >= self.msl))
             if ks.size:
@@ -142,31 +256,39 @@ class StumpForestProblem:
         if not valid:
             return
         j, ks = valid[rng.randint(len(valid))]
-        self.features[t], self.bins[t] = j, int(ks[rng.randint(ks.size)])
+        k = int(ks[rng.randint(ks.size)])
+        left = np.zeros(self.n_bins, dtype=bool)
+        left[: k + 1] = True
+        n_left = self.counts[j, : k + 1].sum()
+        left[self.n_edges[j] + 1 :] = n_left >= self.counts[j].sum() - n_left  # missing
+        self.features[t], self.left[t] = j, left
 
     # -- (B) leaf step ------------------------------------------------------------------
     def segments(self):
-        """Segment lookup table and the map ``A`` from leaves to segment values."""
-        n_stumps = self.features.shape[0]
+        """Segment lookup table and the map ``A`` from leaves to segment values.
+
+        The segments of a feature are the distinct patterns of (left or right) over its
+        stumps: bins with the same pattern take the same value of the shape function.
+        """
+        n_stumps = self.n_stumps
         used = np.flatnonzero(self.features >= 0)
         features = np.unique(self.features[used])
         lut = np.zeros((features.shape[0], self.n_bins), dtype=np.int64)
-        starts, sizes, position = [], [], np.zeros(n_stumps, dtype=np.int64)
+        starts, sizes, rows, cols = [], [], [], []
         start = 0
         for q, j in enumerate(features):
             stumps = used[self.features[used] == j]
-            thresholds = np.unique(self.bins[stumps])
-            lut[q] = start + np.searchsorted(thresholds, np.arange(self.n_bins), side="left")
-            position[stumps] = start + np.searchsorted(thresholds, self.bins[stumps])
+            patterns, inverse = np.unique(self.left[stumps].T, axis=0, return_inverse=True)
+            lut[q] = start + inverse.reshape(-1)
+            for s_local, pattern in enumerate(patterns):
+                rows.append(np.full(stumps.size, start + s_local))
+                cols.append(2 * stumps + np.where(pattern, 0, 1))
             starts.append(start)
-            sizes.append(thresholds.shape[0] + 1)
-            start += thresholds.shape[0] + 1
+            sizes.append(patterns.shape[0])
+            start += patterns.shape[0]
         A = np.zeros((start, 2 * n_stumps))
-        for q, j in enumerate(features):
-            end = starts[q] + sizes[q]
-            for t in used[self.features[used] == j]:
-                A[starts[q] : position[t] + 1, 2 * t] = 1.0
-                A[position[t] + 1 : end, 2 * t + 1] = 1.0
+        if rows:
+            A[np.concatenate(rows), np.concatenate(cols)] = 1.0
         pair_a, pair_b = np.triu_indices(features.shape[0])
         return _Segments(
             features=features.astype(np.int64),
@@ -185,6 +307,26 @@ class StumpForestProblem:
             self.xb, seg.features, seg.lut, values, intercept, self.parallel
         )
 
+    def monotone_rows(self):
+        """``D`` with ``D @ leaves.ravel() >= 0`` iff every constrained stump is monotone."""
+        used = np.flatnonzero(self.features >= 0)
+        stumps = used[self.monotone[self.features[used]] != 0]
+        D = np.zeros((stumps.size, 2 * self.n_stumps))
+        sign = self.monotone[self.features[stumps]]
+        D[np.arange(stumps.size), 2 * stumps + 1] = sign
+        D[np.arange(stumps.size), 2 * stumps] = -sign
+        return D
+
+    def _snap_monotone(self, leaves):
+        # the QP solver holds the constraints up to its tolerance; a stump left a hair on the
+        # wrong side takes the mean of its two leaves, so the constraints hold exactly
+        used = np.flatnonzero(self.features >= 0)
+        for t in used[self.monotone[self.features[used]] != 0]:
+            s = self.monotone[self.features[t]]
+            if s * (leaves[t, 1, 0] - leaves[t, 0, 0]) < 0:
+                leaves[t, :, 0] = leaves[t, :, 0].mean()
+        return leaves
+
     def leaf_step(self):
         """Refit intercept and all leaves with splits fixed; keep the old ones unless E drops."""
         e_old = self.objective()
@@ -193,8 +335,9 @@ class StumpForestProblem:
             F = np.tile(intercept, (self.xb.shape[1], 1))
         else:
             seg = self.segments()
+            D = self.monotone_rows() if np.any(self.monotone) else None
             with np.errstate(all="ignore"):
-                intercept, leaves = self.loss.fit_leaves(self, seg)
+                intercept, leaves = self.loss.fit_leaves(self, seg, D)
             if not (np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves))):
                 warnings.warn(
                     "the leaf step produced non-finite leaves; the previous leaves are kept. "
@@ -203,6 +346,8 @@ class StumpForestProblem:
                     stacklevel=5,
                 )
                 return e_old
+            if D is not None:
+                leaves = self._snap_monotone(leaves)
             F = self.predict_from(seg, intercept, leaves)
         e_new = self.loss.loss(self.y, F, self.w) + self.penalty(leaves)
         if e_new <= e_old:
@@ -210,63 +355,153 @@ class StumpForestProblem:
             return e_new
         return e_old
 
+    def raw_scores(self, xb):
+        """Raw scores of other rows (binned as the training rows) for the current forest."""
+        if not np.any(self.features >= 0):
+            return np.tile(self.intercept, (xb.shape[1], 1))
+        seg = self.segments()
+        values = seg.A @ self.leaves.reshape(-1, self.leaves.shape[-1])
+        return K.segment_predict(xb, seg.features, seg.lut, values, self.intercept, False)
+
+
+# stumps added per sweep when n_stumps="auto"
+STUMPS_PER_SWEEP = 10
+
+
+def _should_stop(scores, n_iter_no_change, tol):
+    """HistGradientBoosting's rule: no score of the last ``n_iter_no_change`` sweeps beats
+    the score just before them by more than ``tol`` (scores: higher is better)."""
+    if len(scores) <= n_iter_no_change:
+        return False
+    reference = scores[-n_iter_no_change - 1] + tol
+    return not any(score > reference for score in scores[-n_iter_no_change:])
+
 
 def fit_stump_forest(
     xb, n_edges, y, w, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
-    n_jobs, rng, verbose=0, name="StumpForestGAM",
+    n_jobs, rng, verbose=0, name="StumpForestGAM", categorical=None, monotone=None,
+    missing_bin=None, validation=None, n_iter_no_change=10, warm_start=None,
+    problem_class=None,
 ):
-    """Initialise the stumps, then alternate stump steps and leaf steps until ``E`` settles.
+    """Initialise the stumps, then sweep (stump steps, then a leaf step) until it stops.
 
     Parameters
     ----------
-    xb : ndarray of shape (n_features, n_samples), dtype uint16
-        Binned training data (:func:`._binning.bin_data`).
+    xb : ndarray of shape (n_features, n_samples), unsigned integers
+        Binned training data (:func:`._encoding.bin_features`).
     n_edges : ndarray of shape (n_features,)
-        Number of candidate thresholds of each feature.
+        Number of candidate thresholds of each feature (value bins are ``0..n_edges``).
     y, w : ndarray of shape (n_samples,)
         Target (as the loss wants it) and sample weights.
     loss : loss object of :mod:`._loss`
-    n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init, n_jobs, verbose
+    n_stumps : int or "auto"
+        A fixed forest size, or ``"auto"``: start empty and add ``STUMPS_PER_SWEEP``
+        greedy stumps at the start of every sweep.
+    max_iter, l2_reg, min_samples_leaf, tol, init, n_jobs, verbose, n_iter_no_change
         As the estimators' parameters.
     rng : numpy.random.RandomState
         Draws the random init and the order in which stumps are visited.
     name : str
         Prefix of the verbose lines.
+    categorical, monotone : ndarray of shape (n_features,)
+        Categorical mask and monotone constraints (-1, 0, 1).
+    missing_bin : int
+        Bin code of missing values (default: one past the largest value bin).
+    validation : tuple (xb_val, y_val, w_val) or None
+        Held-out rows for early stopping: the fit stops when their mean loss has not
+        improved by more than ``tol`` in ``n_iter_no_change`` sweeps, and returns the forest
+        of the best sweep. Without them, the fit stops at the first sweep that lowers the
+        objective per unit weight by at most ``tol``.
+
+    warm_start : tuple (features, left, leaves, intercept) or None
+        Start from these stumps (a fixed size ``len(features)``) instead of initialising.
+    problem_class : type, default=None
+        :class:`StumpForestProblem` or a subclass keeping the rows elsewhere (the dask
+        problem of :mod:`._dask`, whose ``xb`` describes the partitions).
 
     Returns
     -------
     problem : StumpForestProblem
-        The final state (``features``, ``bins``, ``leaves``, ``intercept``).
-    history : list of float
-        Objective after the initialisation and after each iteration; non-increasing.
-    n_iter : int
-        Iterations run.
+        The final state (``features``, ``left``, ``leaves``, ``intercept``).
+    info : dict
+        ``history`` (objective after the initialisation and after each kept sweep;
+        non-increasing), ``n_iter`` (sweeps run), ``validation_score`` (negative mean
+        validation loss per sweep, or None), ``converged`` (False when ``max_iter`` ended
+        the fit).
     """
+    n_features = xb.shape[0]
+    categorical = np.zeros(n_features, bool) if categorical is None else categorical
+    monotone = np.zeros(n_features, np.int64) if monotone is None else monotone
+    missing_bin = int(n_edges.max()) + 1 if missing_bin is None else missing_bin
+    auto = isinstance(n_stumps, str)
+    start = time.perf_counter()
     with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
-        problem = StumpForestProblem(
-            xb, n_edges, y, w, loss, n_stumps=n_stumps, l2_reg=l2_reg,
+        problem = (problem_class or StumpForestProblem)(
+            xb, n_edges, y, w, loss,
+            n_stumps=0 if auto else (n_stumps if warm_start is None else len(warm_start[0])),
+            l2_reg=l2_reg,
             min_samples_leaf=min_samples_leaf,
             parallel=n_jobs != 1 and xb.size >= PARALLEL_MIN_CELLS,
+            categorical=categorical, monotone=monotone, missing_bin=missing_bin,
         )
-        for t in range(n_stumps):
-            if init == "greedy":
-                problem.stump_step(t)
-            else:
-                problem.random_stump(t, rng)
+        if warm_start is not None:
+            problem.features, problem.left, problem.leaves, problem.intercept = (
+                np.array(a, copy=True) for a in warm_start
+            )
+            problem.F = problem.raw_scores(xb)
+        else:
+            for t in range(problem.n_stumps):
+                if init == "greedy":
+                    problem.stump_step(t)
+                else:
+                    problem.random_stump(t, rng)
+        weight = problem.total_weight
+
+        def score():
+            if validation is None:
+                return -history[-1] / weight
+            xb_val, y_val, w_val = validation
+            F_val = problem.raw_scores(xb_val)
+            return -loss.loss(y_val, F_val, w_val) / float(w_val.sum())
+
         history = [problem.objective()]
+        scores = [score()]
+        best, best_sweep = problem.state(), 0
         if verbose:
             print(f"[{name}] init: objective {history[0]:.6g}")
+        converged = False
         n_iter = 0
         for n_iter in range(1, max_iter + 1):
-            for t in rng.permutation(n_stumps):
+            if auto:
+                for t in problem.grow(STUMPS_PER_SWEEP):
+                    if init == "greedy":
+                        problem.stump_step(t)
+                    else:
+                        problem.random_stump(t, rng)
+            for t in rng.permutation(problem.n_stumps):
                 problem.stump_step(t)
             history.append(problem.leaf_step())
+            scores.append(score())
+            if validation is None or scores[-1] > scores[best_sweep]:
+                best, best_sweep = problem.state(), n_iter
             if verbose:
                 used = int(np.sum(problem.features >= 0))
-                print(
-                    f"[{name}] iteration {n_iter}: objective {history[-1]:.6g}, {used} "
-                    "stumps used"
-                )
-            if history[-2] - history[-1] <= tol * max(1.0, abs(history[-2])):
+                line = f"[{name}] sweep {n_iter}: objective {history[-1]:.6g}"
+                if validation is not None:
+                    line += f", validation loss {-scores[-1]:.6g}"
+                print(f"{line}, {used} stumps used, {time.perf_counter() - start:.2f} s")
+            if validation is not None:
+                if _should_stop(scores, n_iter_no_change, tol):
+                    converged = True
+                    break
+            elif scores[-1] - scores[-2] <= tol:
+                converged = True
                 break
-    return problem, history, n_iter
+    problem.restore(best)
+    info = {
+        "history": history[: best_sweep + 1],
+        "n_iter": n_iter,
+        "validation_score": None if validation is None else np.asarray(scores),
+        "converged": converged,
+    }
+    return problem, info

@@ -8,16 +8,29 @@ regularized decision stump forests", ICML 2025. The pieces of a fit live next to
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..utils import check_random_state
-from ._binning import bin_data, bin_edges
+from ..utils import check_random_state, draw_seed
+from . import _dask
+from ._encoding import (
+    bin_features,
+    categorical_mask,
+    check_monotonic_cst,
+    encode_categories,
+    feature_bin_edges,
+    is_dataframe,
+    learn_categories,
+)
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
@@ -26,16 +39,22 @@ from ._plotting import plot_shape_functions
 class _BaseStumpForestGAM(BaseEstimator):
     """Fitting, shape functions and plotting shared by the regressor and the classifier.
 
-    A subclass writes ``_encode_target(X, y)``, which validates the data and returns
-    ``(X, y, loss)`` with ``y`` as the loss wants it.
+    A subclass writes ``_encode_target(X, y)``, which validates the data (categorical
+    columns already coded, NaN allowed) and returns ``(X, y, loss)`` with ``y`` as the loss
+    wants it, and ``_stratify(y)``, the labels of a stratified validation split (or None).
     """
 
     _parameter_constraints = {
-        "n_stumps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_stumps": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "l2_reg": [Interval(numbers.Real, 0, None, closed="left")],
         "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_bins": [Interval(numbers.Integral, 2, 65536, closed="both")],
+        "max_bins": [Interval(numbers.Integral, 2, 65535, closed="both")],
+        "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
+        "monotonic_cst": ["array-like", dict, None],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "init": [StrOptions({"greedy", "random"})],
         "n_jobs": [
@@ -50,12 +69,17 @@ class _BaseStumpForestGAM(BaseEstimator):
     def __init__(
         self,
         *,
-        n_stumps=100,
-        max_iter=20,
-        l2_reg=10.0,
+        n_stumps="auto",
+        max_iter=100,
+        l2_reg=100.0,
         min_samples_leaf=20,
         max_bins=255,
-        tol=1e-6,
+        categorical_features="from_dtype",
+        monotonic_cst=None,
+        early_stopping="auto",
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        tol=1e-7,
         init="greedy",
         n_jobs=None,
         random_state=None,
@@ -66,11 +90,66 @@ class _BaseStumpForestGAM(BaseEstimator):
         self.l2_reg = l2_reg
         self.min_samples_leaf = min_samples_leaf
         self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.monotonic_cst = monotonic_cst
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.init = init
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- input: categorical columns coded, NaN kept ---------------------------------------
+    def _names(self, X):
+        if is_dataframe(X):
+            return [str(c) for c in X.columns]
+        return [f"x{j}" for j in range(np.shape(X)[1])]
+
+    def _code_categories_fit(self, X):
+        """Learn ``is_categorical_`` and ``categories_``; X with categories coded."""
+        by_dtype = isinstance(self.categorical_features, str) or self.categorical_features is None
+        if by_dtype and not is_dataframe(X):  # a plain array has no categorical dtype
+            self._categories = None
+            return X
+        if not is_dataframe(X):
+            X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
+            if X.ndim != 2:
+                self._categories = None
+                return X  # validate_data says what is wrong
+        mask = categorical_mask(X, self.categorical_features)
+        if not mask.any():
+            self._categories = None
+            return X
+        self._categories = learn_categories(X, mask, self.max_bins, self._names(X))
+        return encode_categories(X, self._categories)
+
+    def _code_categories(self, X):
+        categories = getattr(self, "_categories", None)
+        if categories is None:
+            return X
+        if not is_dataframe(X):
+            X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
+            if X.ndim != 2 or X.shape[1] != len(categories):
+                return X  # validate_data says what is wrong
+        elif X.shape[1] != len(categories):
+            return X
+        return encode_categories(X, categories)
+
+    def _bin(self, X):
+        """Validated bin codes of ``X`` (shape (n_features, n_samples))."""
+        check_is_fitted(self)
+        X = validate_data(
+            self, self._code_categories(X), reset=False, dtype=np.float64,
+            ensure_all_finite="allow-nan",
+        )
+        return bin_features(X, self.bin_edges_, self.max_bins)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -79,7 +158,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data (a DataFrame sets ``feature_names_in_``).
+            Training data; NaN marks a missing value. A DataFrame sets
+            ``feature_names_in_``, and its ``category`` columns are categorical features
+            by default (see ``categorical_features``).
         y : array-like of shape (n_samples,)
             Numeric target (regressor), or class labels of at least two classes
             (classifier).
@@ -91,7 +172,17 @@ class _BaseStumpForestGAM(BaseEstimator):
         self : object
             The fitted model.
         """
-        X, y, loss = self._encode_target(X, y)
+        if _dask.is_dask_collection(X):  # dask array or DataFrame: rows stay on the workers
+            return _dask.fit(self, X, y, sample_weight)
+        X, y, loss = self._encode_target(self._code_categories_fit(X), y)
+        names = list(getattr(self, "feature_names_in_", self._names(X)))
+        n_features = X.shape[1]
+        categories = self._categories or [None] * n_features
+        self.is_categorical_ = np.array([c is not None for c in categories], dtype=bool)
+        self.categories_ = categories
+        monotone = check_monotonic_cst(
+            self.monotonic_cst, n_features, self.is_categorical_, names, loss.n_values
+        )
         w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if not w.sum() > 0:
             raise ValueError(
@@ -99,48 +190,149 @@ class _BaseStumpForestGAM(BaseEstimator):
                 f"{w.sum()!r} instead."
             )
         rng = check_random_state(self.random_state)
-        self.bin_edges_ = bin_edges(X, self.max_bins, rng)
+        self.bin_edges_ = feature_bin_edges(X, categories, self.max_bins, rng, names)
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
-        problem, history, n_iter = fit_stump_forest(
-            bin_data(X, self.bin_edges_), n_edges, y, w, loss, n_stumps=self.n_stumps,
+        xb = bin_features(X, self.bin_edges_, self.max_bins)
+
+        early = self.early_stopping
+        self.do_early_stopping_ = (
+            (self.n_stumps == "auto") if early == "auto" else bool(early)
+        ) and X.shape[0] >= 2
+        validation, xb_all, y_all, w_all = None, xb, y, w
+        if self.do_early_stopping_:
+            rows = np.arange(X.shape[0])
+            seed = draw_seed(rng)
+            try:
+                train, val = train_test_split(
+                    rows, test_size=self.validation_fraction, random_state=seed,
+                    stratify=self._stratify(y),
+                )
+            except ValueError:  # a class too small to stratify, or too few rows
+                train, val = train_test_split(
+                    rows, test_size=self.validation_fraction, random_state=seed
+                )
+            train, val = np.sort(train), np.sort(val)
+            validation = (np.ascontiguousarray(xb[:, val]), y[val], w[val])
+            xb, y, w = np.ascontiguousarray(xb[:, train]), y[train], w[train]
+        common = dict(
             max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
             tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
-            name=type(self).__name__,
+            name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
+            missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
         )
-        self.objective_history_ = history
-        self.n_iter_ = n_iter
-        self.features_ = problem.features.copy()
-        self.thresholds_ = np.array(
-            [
-                self.bin_edges_[j][k] if j >= 0 else np.inf
-                for j, k in zip(problem.features, problem.bins)
-            ]
+        problem, info = fit_stump_forest(
+            xb, n_edges, y, w, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
+        self.n_iter_ = info["n_iter"]
+        if self.do_early_stopping_:
+            self.validation_score_ = info["validation_score"]
+            if info["converged"]:
+                # the size of the best sweep, fitted afresh on all rows (the validation
+                # rows too) until the objective settles
+                problem, info = fit_stump_forest(
+                    xb_all, n_edges, y_all, w_all, loss, n_stumps=max(problem.n_stumps, 1),
+                    **common,
+                )
+                self.n_iter_ += info["n_iter"]
+                xb, w = xb_all, w_all
+        n_bins = self.max_bins + 1
+        bin_weight = np.stack(
+            [np.bincount(xb[j], weights=w, minlength=n_bins)[:n_bins] for j in range(xb.shape[0])]
+        )
+        self._finish_fit(problem, info, loss, bin_weight)
+        return self
+
+    def _finish_fit(self, problem, info, loss, bin_weight):
+        """Warn when ``max_iter`` ended the fit, then store the forest (also the dask fit's).
+
+        ``bin_weight[j, b]``: the training weight in bin ``b`` of feature ``j``.
+        """
+        if not info["converged"]:
+            what = (
+                "the validation loss was still improving"
+                if self.do_early_stopping_
+                else "the objective was still falling by more than tol"
+            )
+            warnings.warn(
+                f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
+                f"{what}; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        self.objective_history_ = info["history"]
+        self._store_forest(problem, loss, bin_weight)
+
+    def _store_forest(self, problem, loss, bin_weight):
         self._loss = loss
         self._leaves = problem.leaves
         self._intercept = problem.intercept
+        self._left = problem.left
+        self.features_ = problem.features.copy()
+        self.n_stumps_ = int(self.features_.shape[0])
+        thresholds, missing_left, left_categories = [], [], []
+        for j, left in zip(self.features_, problem.left):
+            missing_left.append(bool(left[self.max_bins]))
+            if j < 0:
+                thresholds.append(np.inf)
+                left_categories.append(None)
+            elif self.is_categorical_[j]:
+                thresholds.append(np.nan)
+                n_cat = self.categories_[j].size
+                left_categories.append(self.categories_[j][left[:n_cat]])
+            else:
+                k = int(np.flatnonzero(left[: self.bin_edges_[j].size + 1]).max())
+                edges = self.bin_edges_[j]
+                thresholds.append(edges[k] if k < edges.size else np.inf)
+                left_categories.append(None)
+        self.thresholds_ = np.array(thresholds)
+        self.missing_go_to_left_ = np.array(missing_left, dtype=bool)
+        self.left_categories_ = left_categories
+        n_bins = self.max_bins + 1
+        table = np.zeros((self.n_features_in_, n_bins, loss.n_values))
+        for t in np.flatnonzero(self.features_ >= 0):
+            goes = problem.left[t][:, None]
+            table[self.features_[t]] += np.where(goes, self._leaves[t, 0], self._leaves[t, 1])
+        self._table = table
+        self._bin_weight = bin_weight
         if loss.n_values == 1:
             self.intercept_ = float(self._intercept[0])
             self.leaf_values_ = self._leaves[:, :, 0].copy()
         else:
             self.intercept_ = self._intercept.copy()
             self.leaf_values_ = self._leaves.copy()
-        return self
+
+    def _stratify(self, y):
+        return None
 
     # -- shape functions ----------------------------------------------------------------
-    def _shapes(self):
-        """feature -> (sorted thresholds, piece values of shape (pieces, n_values))."""
-        shapes = {}
+    def _used_features(self):
         nonzero = np.any(self._leaves != 0, axis=(1, 2)) & (self.features_ >= 0)
-        for j in np.unique(self.features_[nonzero]):
-            stumps = np.flatnonzero(nonzero & (self.features_ == j))
-            thresholds = np.unique(self.thresholds_[stumps])
-            values = np.zeros((thresholds.shape[0] + 1, self._leaves.shape[2]))
-            position = np.searchsorted(thresholds, self.thresholds_[stumps])
-            for t, p in zip(stumps, position):
-                values[: p + 1] += self._leaves[t, 0]
-                values[p + 1 :] += self._leaves[t, 1]
-            shapes[int(j)] = (thresholds, values)
+        return [int(j) for j in np.unique(self.features_[nonzero])]
+
+    def _shapes(self):
+        """feature -> Bunch(kind, thresholds or categories, scores, missing_score)."""
+        shapes = {}
+        for j in self._used_features():
+            table = self._table[j]
+            missing = table[self.max_bins]
+            if self.is_categorical_[j]:
+                n_cat = self.categories_[j].size
+                shapes[j] = Bunch(
+                    kind="categorical", categories=self.categories_[j],
+                    scores=table[:n_cat], missing_score=missing,
+                )
+                continue
+            n_edges = self.bin_edges_[j].size
+            stumps = np.flatnonzero(self.features_ == j)
+            ks = np.unique([
+                int(np.flatnonzero(self._left[t, : n_edges + 1]).max()) for t in stumps
+            ])
+            ks = ks[ks < n_edges]
+            representative = np.concatenate([ks, [n_edges]])
+            shapes[j] = Bunch(
+                kind="numeric", thresholds=self.bin_edges_[j][ks],
+                scores=table[representative], missing_score=missing,
+            )
         return shapes
 
     def shape_functions(self):
@@ -148,22 +340,31 @@ class _BaseStumpForestGAM(BaseEstimator):
 
         Returns
         -------
-        shapes : dict of int to (ndarray, ndarray)
-            ``shapes[j] = (thresholds, values)``: ``thresholds`` (sorted, shape (P-1,)) and
-            ``values`` of shape (P,) (or (P, n_classes) for a multiclass classifier); piece
-            ``p`` covers ``thresholds[p-1] < x_j <= thresholds[p]``. ``f_j(x_j)`` plus
-            ``intercept_``, summed over features, is the model's raw prediction.
+        shapes : dict of int to Bunch
+            For a numeric feature ``j``, ``shapes[j]`` has ``kind="numeric"``,
+            ``thresholds`` (sorted, shape (P-1,)) and ``scores`` of shape (P,) (or
+            (P, n_classes) for a multiclass classifier): piece ``p`` covers
+            ``thresholds[p-1] < x_j <= thresholds[p]``. A categorical feature has
+            ``kind="categorical"``, ``categories`` and one score per category. Both have
+            ``missing_score``, the value of a missing ``x_j`` (and of a category not seen
+            in ``fit``). ``f_j(x_j)`` plus ``intercept_``, summed over features, is the
+            model's
+            raw prediction.
         """
         check_is_fitted(self)
         squeeze = self._leaves.shape[2] == 1
-        return {
-            j: (thr, vals[:, 0] if squeeze else vals) for j, (thr, vals) in self._shapes().items()
-        }
+        out = {}
+        for j, shape in self._shapes().items():
+            if squeeze:
+                shape.scores = shape.scores[:, 0]
+                shape.missing_score = float(shape.missing_score[0])
+            out[j] = shape
+        return out
 
-    def _contributions(self, X):
-        out = np.zeros((X.shape[0], X.shape[1], self._leaves.shape[2]))
-        for j, (thresholds, values) in self._shapes().items():
-            out[:, j] = values[np.searchsorted(thresholds, X[:, j], side="left")]
+    def _contributions(self, xb):
+        out = np.zeros((xb.shape[1], xb.shape[0], self._leaves.shape[2]))
+        for j in self._used_features():
+            out[:, j] = self._table[j, xb[j]]
         return out
 
     def feature_contributions(self, X):
@@ -172,7 +373,8 @@ class _BaseStumpForestGAM(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples whose terms are wanted.
+            Samples whose terms are wanted (NaN and unseen categories take the missing
+            value of their feature's shape).
 
         Returns
         -------
@@ -181,18 +383,39 @@ class _BaseStumpForestGAM(BaseEstimator):
             prediction or the decision function); unused features contribute 0. A
             multiclass classifier returns shape (n_samples, n_features, n_classes).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        out = self._contributions(X)
+        out = self._contributions(self._bin(X))
         return out[:, :, 0] if out.shape[2] == 1 else out
 
-    def _raw_predict(self, X):
+    def term_importances(self):
+        """Mean absolute centred contribution of each feature on the training rows.
+
+        As EBM's ``term_importances()``: for feature ``j``, the weighted mean over the
+        rows used in ``fit`` of ``|f_j(x_j) - mean f_j|`` (the shape function centred on the
+        training rows, so that a constant offset carries no importance); multiclass models
+        average over classes. Rows held out for early stopping are not used.
+
+        Returns
+        -------
+        importances : ndarray of shape (n_features,)
+            Zero for features no stump uses.
+        """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._intercept[None, :] + self._contributions(X).sum(axis=1)
+        weight = self._bin_weight[:, :, None]
+        total = weight.sum(axis=1, keepdims=True)
+        mean = (weight * self._table).sum(axis=1, keepdims=True) / total
+        deviation = (weight * np.abs(self._table - mean)).sum(axis=1) / total[:, 0]
+        return deviation.mean(axis=1)
+
+    def _raw_predict(self, X):
+        xb = self._bin(X)
+        return self._intercept[None, :] + self._contributions(xb).sum(axis=1)
 
     def plot_shape_functions(self, features=None, *, ncols=3, figsize=None):
-        """Draw one step-function panel per used feature (matplotlib, imported lazily).
+        """Draw one panel per used feature (matplotlib, imported lazily).
+
+        Numeric features are step lines over a rug of the training quantiles (the bin
+        edges); categorical features are bars, one per category; a feature whose shape
+        gives missing values a value of their own gets a bar "missing" beside it.
 
         Parameters
         ----------
@@ -206,29 +429,67 @@ class _BaseStumpForestGAM(BaseEstimator):
         Returns
         -------
         fig : matplotlib.figure.Figure
-            The figure; multiclass models draw one line per class.
+            The figure; multiclass models draw one line (or bar group) per class.
         """
         return plot_shape_functions(self, features, ncols, figsize)
 
 
 _PARAMS_DOC = """
-    n_stumps : int, default=100
-        Number of stumps T; the model has at most ``3 T + 1`` parameters (a threshold and
-        two leaf values per stump, plus the intercept).
-    max_iter : int, default=20
-        Outer iterations (one stump step over all stumps, then one leaf step).
-    l2_reg : float, default=10.0
+    n_stumps : int or "auto", default="auto"
+        Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
+        adds 10 stumps (each the best stump on the current residual), early stopping on a
+        validation split ends the growth, and a forest of the size of the best sweep is
+        then fitted on all rows (the validation rows too). An integer fixes T. The model
+        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
+        values per stump, plus the intercept).
+    max_iter : int, default=100
+        Most sweeps (a stump step on every stump, then one leaf step; with
+        ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
+        when the fit ends here with the objective (or the validation loss) still falling.
+    l2_reg : float, default=100.0
         L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
-        is not penalised). 0 is allowed; larger values shrink the shape functions.
+        is not penalised). 0 is allowed; larger values shrink each stump, so that
+        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
+        boosting).
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
     max_bins : int, default=255
         Candidate thresholds are midpoints between consecutive distinct values, or, for
         features with more than ``max_bins`` distinct values, ``max_bins - 1`` quantiles
-        (computed on at most 200,000 rows drawn with ``random_state``).
-    tol : float, default=1e-6
-        Stop when an iteration lowers the objective by at most ``tol * max(1, |E|)``.
+        (computed on at most 200,000 rows drawn with ``random_state``). Missing values get
+        a bin of their own (code ``max_bins``). A categorical feature may have at most
+        ``max_bins`` categories.
+    categorical_features : "from_dtype", array-like of int, str or bool, or None, \
+            default="from_dtype"
+        Which features are categorical, as in HistGradientBoosting: ``"from_dtype"`` takes
+        the DataFrame columns of ``category`` dtype; else indices, column names, or a
+        boolean mask; None: none. A stump on a categorical feature sends a set of
+        categories left (the best set, found by sorting the categories by their
+        gradient/Hessian ratio). Categories not seen in ``fit`` are treated as missing.
+    monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+        Monotone constraint per feature: 1 increasing, -1 decreasing, 0 none (a dict maps
+        feature names or indices to constraints). Held exactly: every stump on a
+        constrained feature has its leaves ordered (right minus left of the constraint's
+        sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
+        Not for categorical features nor multiclass models. The missing value of a
+        constrained feature is not constrained.
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+        when their mean loss has not improved by more than ``tol`` in
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
+        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
+        forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
+        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
+        fit stops at the first sweep that lowers the objective per unit of sample weight
+        by at most ``tol``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+    n_iter_no_change : int, default=10
+        Sweeps without improvement of the validation loss before stopping.
+    tol : float, default=1e-7
+        Smallest improvement that counts, of the mean validation loss (early stopping) or
+        of the objective per unit of sample weight.
     init : {"greedy", "random"}, default="greedy"
         ``"greedy"`` adds the stumps one at a time, each the best stump on the current
         residual; ``"random"`` draws a random feature and threshold per stump with zero
@@ -237,25 +498,46 @@ _PARAMS_DOC = """
         Threads of the numba kernels (parallel over features); None uses numba's default
         (all cores), -1 all cores. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
-        Seeds the order in which stumps are visited, the random init and the rows used
-        for binning.
+        Seeds the order in which stumps are visited, the random init, the validation split
+        and the rows used for binning.
     verbose : int, default=0
-        Print the objective after each iteration when > 0.
+        Print one line per sweep (objective, validation loss, stumps used, elapsed time)
+        when > 0.
 """
 
 _ATTRIBUTES_DOC = """
-    features_ : ndarray of shape (n_stumps,)
+    features_ : ndarray of shape (n_stumps_,)
         Feature of each stump; -1 marks a zero stump (no valid split, leaves 0).
-    thresholds_ : ndarray of shape (n_stumps,)
-        Threshold of each stump: rows with ``x[features_[t]] <= thresholds_[t]`` take the
-        left leaf; ``inf`` for a zero stump.
+    thresholds_ : ndarray of shape (n_stumps_,)
+        Threshold of each numeric stump: rows with ``x[features_[t]] <= thresholds_[t]``
+        take the left leaf; ``inf`` for a stump that splits missing from present values
+        and for a zero stump; NaN for a categorical stump.
+    left_categories_ : list of (ndarray or None)
+        Per stump, the categories that take the left leaf (None for numeric stumps).
+    missing_go_to_left_ : ndarray of bool of shape (n_stumps_,)
+        Whether missing values (and unseen categories) take the left leaf. Chosen by the
+        objective when the feature had missing values in ``fit``; otherwise they go to the
+        leaf with more training rows.
+    n_stumps_ : int
+        Number of stumps (zero stumps included).
+    is_categorical_ : ndarray of bool of shape (n_features_in_,)
+        The categorical features.
+    categories_ : list of (ndarray or None)
+        Sorted categories of each categorical feature seen in ``fit`` (None for numeric).
     bin_edges_ : list of ndarray
-        Candidate thresholds of each feature.
+        Candidate thresholds of each feature (for a categorical one, midpoints between
+        its category codes).
     objective_history_ : list of float
-        Objective ``E`` after the initialisation (element 0) and after each iteration;
-        non-increasing.
+        Objective ``E`` of the final fit after the initialisation (element 0) and after
+        each sweep up to the one kept; non-increasing.
+    validation_score_ : ndarray
+        Negative mean validation loss after the initialisation and each sweep of the
+        early-stopped fit (only with early stopping).
+    do_early_stopping_ : bool
+        Whether early stopping was used.
     n_iter_ : int
-        Iterations run.
+        Sweeps run (those of the size search and of the final fit, with
+        ``n_stumps="auto"``).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -273,6 +555,18 @@ _NOTES_DOC = """
     kept only if ``E`` does not increase, which makes ``objective_history_``
     non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
     method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+
+    Beyond [1]_, for tabular data: missing values have a bin whose side each stump
+    chooses by the exact objective (as HistGradientBoosting does); a categorical stump
+    splits the category set, the best split among the prefixes of the categories sorted
+    by gradient/Hessian ratio, which is the exact best split of the stump gain (Fisher's
+    ordering; for multiclass models the best over one ordering per class, a heuristic);
+    the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
+    are held by ordering the two leaves of every constrained stump, which allows every
+    monotone shape on the chosen thresholds. A feature without missing values in ``fit``
+    sends missing values at predict time to the leaf with more training rows, stump by
+    stump (HistGradientBoosting's rule). [1]_'s total-variation smoothness penalty is not
+    implemented.
 """
 
 _REFERENCES_DOC = """
@@ -298,7 +592,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     ----------
     intercept_ : float
         The constant term.
-    leaf_values_ : ndarray of shape (n_stumps, 2)
+    leaf_values_ : ndarray of shape (n_stumps_, 2)
         Left and right value ``(a_t, c_t)`` of each stump.{_ATTRIBUTES_DOC}
     See Also
     --------
@@ -339,7 +633,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
                     f"Got dtype {values.dtype} with values like "
                     f"{np.ravel(values)[:3].tolist()!r} instead."
                 )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite="allow-nan"
+        )
         return X, np.asarray(y, dtype=np.float64), _SquaredLoss()
 
     def predict(self, X):
@@ -355,6 +651,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
+        if _dask.is_dask_collection(X):  # a dask array of the predictions, chunk by chunk
+            check_is_fitted(self)
+            return _dask.predict(self, X)
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
@@ -377,7 +676,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Class labels.
     intercept_ : float or ndarray of shape (n_classes,)
         The constant term (a float for binary problems, the log-odds of ``classes_[1]``).
-    leaf_values_ : ndarray of shape (n_stumps, 2) or (n_stumps, 2, n_classes)
+    leaf_values_ : ndarray of shape (n_stumps_, 2) or (n_stumps_, 2, n_classes)
         Left and right value of each stump.{_ATTRIBUTES_DOC}
     See Also
     --------
@@ -401,7 +700,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     """
 
     def _encode_target(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
@@ -415,6 +714,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         if n_classes == 2:
             return X, y_index.astype(np.float64), _LogisticLoss()
         return X, y_index, _SoftmaxLoss(n_classes)
+
+    def _stratify(self, y):
+        return y
 
     def decision_function(self, X):
         """Raw score: log-odds of ``classes_[1]`` (binary) or class logits.

@@ -15,6 +15,11 @@ from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, 
 
 FAST = {"n_stumps": 12, "max_iter": 4, "min_samples_leaf": 10, "random_state": 0}
 
+# FAST fits end at max_iter on purpose; the warning that says so is tested on its own
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*stopped at max_iter:sklearn.exceptions.ConvergenceWarning"
+)
+
 
 @pytest.fixture(scope="module")
 def reg_data():
@@ -173,7 +178,9 @@ def test_shape_functions_reproduce_contributions(reg_data):
     shapes = model.shape_functions()
     assert set(shapes) == set(model.features_[model.features_ >= 0].tolist())
     contrib = model.feature_contributions(X)
-    for j, (thresholds, values) in shapes.items():
+    for j, shape in shapes.items():
+        thresholds, values = shape.thresholds, shape.scores
+        assert shape.kind == "numeric"
         assert np.all(np.diff(thresholds) > 0) and values.shape == (thresholds.size + 1,)
         piece = np.searchsorted(thresholds, X[:, j])
         np.testing.assert_allclose(values[piece], contrib[:, j], atol=1e-12)
@@ -311,7 +318,7 @@ def test_plot_shape_functions_draws_one_panel_per_used_feature(reg_data):
 def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
     X, y = reg_data
 
-    def broken(self, problem, seg):
+    def broken(self, problem, seg, D=None):
         return np.array([np.nan]), np.full_like(problem.leaves, np.nan)
 
     monkeypatch.setattr(_loss._SquaredLoss, "fit_leaves", broken)
@@ -351,18 +358,21 @@ def test_smoothness_is_not_a_parameter():
 @pytest.mark.parametrize("Est", [StumpForestGAMRegressor, StumpForestGAMClassifier])
 def test_bad_data_raises(clf_data, Est):
     X, y = clf_data
-    X_nan = X.copy()
-    X_nan[3, 1] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
-        Est(**FAST).fit(X_nan, y)
     X_inf = X.copy()
     X_inf[0, 0] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         Est(**FAST).fit(X_inf, y)
     y_nan = y.astype(float)
     y_nan[5] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="y contains NaN"):
         Est(**FAST).fit(X, y_nan)
+    y_inf = y.astype(float)
+    y_inf[5] = np.inf
+    with pytest.raises(ValueError, match="y contains"):
+        Est(**FAST).fit(X, y_inf)
+    model = Est(**FAST).fit(X, y)
+    with pytest.raises(ValueError, match="X contains infinity"):
+        model.predict(X_inf)
     with pytest.raises(ValueError, match="sample_weight"):
         Est(**FAST).fit(X, y, sample_weight=np.r_[-1.0, np.ones(y.shape[0] - 1)])
     model = Est(**FAST).fit(X, y)
@@ -397,4 +407,241 @@ def test_no_warning_on_clean_fit(reg_data):
     X, y = reg_data
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        StumpForestGAMRegressor(**FAST).fit(X, y)
+        StumpForestGAMRegressor(random_state=0).fit(X, y)  # stops early, no warning
+
+
+# --- tabular data: missing values, categorical features, size, constraints ----------------
+def _with_missing(X, share, seed):
+    rng = np.random.default_rng(seed)
+    X = X.copy()
+    X[rng.uniform(size=X.shape) < share] = np.nan
+    return X
+
+
+def test_missing_values_fit_predict_and_match_the_stump_sum(reg_data):
+    X, y = reg_data
+    X_nan = _with_missing(X, 0.15, 0)
+    X_before = X_nan.copy()
+    model = StumpForestGAMRegressor(**FAST).fit(X_nan, y)
+    np.testing.assert_array_equal(X_nan, X_before)  # input untouched
+    pred = model.predict(X_nan)
+    assert np.all(np.isfinite(pred))
+    # the prediction from the public attributes: threshold, missing side, leaves
+    out = np.full(X.shape[0], model.intercept_)
+    for j, thr, miss_left, lv in zip(
+        model.features_, model.thresholds_, model.missing_go_to_left_, model.leaf_values_
+    ):
+        if j >= 0:
+            x = X_nan[:, j]
+            left = np.where(np.isnan(x), miss_left, x <= thr)
+            out += np.where(left, lv[0], lv[1])
+    np.testing.assert_allclose(pred, out, atol=1e-10)
+    np.testing.assert_allclose(
+        pred, model.intercept_ + model.feature_contributions(X_nan).sum(1), atol=1e-10
+    )
+    _assert_monotone(model.objective_history_)
+    e = 0.5 * np.sum((y - pred) ** 2) + model.l2_reg / 2 * np.sum(model.leaf_values_**2)
+    assert e == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+def test_missing_side_is_learned_when_missingness_carries_the_signal():
+    # y depends only on whether x0 is missing: one stump must split missing from present
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=400)
+    missing = rng.uniform(size=400) < 0.3
+    y = np.where(missing, 5.0, 0.0) + rng.normal(0, 0.1, 400)
+    x[missing] = np.nan
+    model = StumpForestGAMRegressor(
+        n_stumps=1, max_iter=2, l2_reg=0.0, min_samples_leaf=5, random_state=0
+    ).fit(x[:, None], y)
+    assert model.features_[0] == 0 and np.isinf(model.thresholds_[0])
+    side = 0 if model.missing_go_to_left_[0] else 1
+    assert model.leaf_values_[0, side] + model.intercept_ == pytest.approx(5.0, abs=0.05)
+    assert model.shape_functions()[0].missing_score + model.intercept_ == pytest.approx(
+        5.0, abs=0.05
+    )
+
+
+def test_nan_at_predict_on_a_feature_without_nan_goes_to_the_larger_side(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    X_test = X[:5].copy()
+    X_test[:, :] = np.nan
+    out = np.full(5, model.intercept_)
+    for t in np.flatnonzero(model.features_ >= 0):
+        j = model.features_[t]
+        n_left = np.sum(X[:, j] <= model.thresholds_[t])
+        larger_left = n_left >= X.shape[0] - n_left
+        assert model.missing_go_to_left_[t] == larger_left
+        out += model.leaf_values_[t, 0 if larger_left else 1]
+    np.testing.assert_allclose(model.predict(X_test), out, atol=1e-10)
+
+
+def test_all_nan_column_is_ignored_with_a_warning(reg_data):
+    X, y = reg_data
+    X = X.copy()
+    X[:, 2] = np.nan
+    with pytest.warns(UserWarning, match="only missing values"):
+        model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    assert 2 not in model.features_
+
+
+def _categorical_frame(n, seed):
+    rng = np.random.default_rng(seed)
+    levels = np.array(["a", "b", "c", "d", "e", "f"])
+    effect = {"a": 2.0, "b": -1.0, "c": 0.5, "d": -1.0, "e": 2.0, "f": 0.0}
+    cat = rng.choice(levels, n)
+    x = rng.uniform(-1, 1, n)
+    y = np.array([effect[c] for c in cat]) + np.sin(3 * x) + rng.normal(0, 0.3, n)
+    frame = pd.DataFrame({"color": pd.Categorical(cat), "x": x})
+    return frame, y, effect
+
+
+def test_categorical_from_dtype_learns_the_category_effects():
+    frame, y, effect = _categorical_frame(3000, 0)
+    model = StumpForestGAMRegressor(random_state=0).fit(frame, y)
+    np.testing.assert_array_equal(model.is_categorical_, [True, False])
+    shape = model.shape_functions()[0]
+    assert shape.kind == "categorical" and list(shape.categories) == list("abcdef")
+    truth = np.array([effect[c] for c in "abcdef"])
+    centred = shape.scores - shape.scores.mean()
+    np.testing.assert_allclose(centred, truth - truth.mean(), atol=0.15)
+    # the stumps on it split category sets; unseen categories take the missing score
+    cat_stumps = np.flatnonzero(model.features_ == 0)
+    assert all(model.left_categories_[t] is not None for t in cat_stumps)
+    test = frame.iloc[:3].copy()
+    test["color"] = pd.Categorical(["zzz", None, "a"])
+    contrib = model.feature_contributions(test)
+    assert contrib[0, 0] == pytest.approx(shape.missing_score)
+    assert contrib[1, 0] == pytest.approx(shape.missing_score)
+    assert contrib[2, 0] == pytest.approx(shape.scores[0])
+
+
+def test_categorical_features_by_index_name_and_mask_agree():
+    frame, y, _ = _categorical_frame(800, 1)
+    codes = frame.assign(color=frame["color"].cat.codes.astype(float))
+    ref = StumpForestGAMRegressor(**FAST).fit(frame, y)
+    for spec in ([0], ["color"], [True, False]):
+        model = StumpForestGAMRegressor(**FAST, categorical_features=spec).fit(codes, y)
+        np.testing.assert_allclose(model.predict(codes), ref.predict(frame), atol=1e-10)
+    X = codes.to_numpy()
+    model = StumpForestGAMRegressor(**FAST, categorical_features=[0]).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), ref.predict(frame), atol=1e-10)
+    # None: the codes are numbers, thresholds instead of sets
+    numeric = StumpForestGAMRegressor(**FAST, categorical_features=None).fit(codes, y)
+    assert not numeric.is_categorical_.any()
+
+
+def test_categorical_bad_input_raises():
+    frame, y, _ = _categorical_frame(300, 2)
+    with pytest.raises(ValueError, match="'color' has 6 categories, more than max_bins=4"):
+        StumpForestGAMRegressor(**FAST, max_bins=4).fit(frame, y)
+    with pytest.raises(ValueError, match="names a column"):
+        StumpForestGAMRegressor(**FAST, categorical_features=["size"]).fit(frame, y)
+    with pytest.raises(ValueError, match="indices must be in"):
+        StumpForestGAMRegressor(**FAST, categorical_features=[5]).fit(frame, y)
+    with pytest.raises(ValueError, match="cannot constrain categorical"):
+        StumpForestGAMRegressor(**FAST, monotonic_cst=[1, 0]).fit(frame, y)
+    frame_before = frame.copy()
+    StumpForestGAMRegressor(**FAST).fit(frame, y).predict(frame)
+    pd.testing.assert_frame_equal(frame, frame_before)
+
+
+def test_auto_size_stops_early_and_keeps_the_best_sweep(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(random_state=0).fit(X, y)
+    assert model.do_early_stopping_
+    scores = model.validation_score_
+    best = int(np.argmax(scores))
+    search = len(scores) - 1  # sweeps of the size search
+    assert best + model.n_iter_no_change == search < model.max_iter
+    assert model.n_stumps_ == 10 * best
+    # then the forest of that size is fitted on all rows until the objective settles
+    assert model.n_iter_ == search + len(model.objective_history_) - 1
+    _assert_monotone(model.objective_history_)
+    pred = model.predict(X)
+    e = 0.5 * np.sum((y - pred) ** 2) + model.l2_reg / 2 * np.sum(model.leaf_values_**2)
+    assert e == pytest.approx(model.objective_history_[-1], rel=1e-9)
+    # same seed, same model
+    again = StumpForestGAMRegressor(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(again.leaf_values_, model.leaf_values_)
+
+
+def test_convergence_warning_when_max_iter_ends_the_fit(reg_data, capsys):
+    X, y = reg_data
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        StumpForestGAMRegressor(max_iter=2, random_state=0, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "sweep 2" in out and "validation loss" in out and " s" in out
+    with pytest.warns(ConvergenceWarning, match="objective was still falling"):
+        StumpForestGAMRegressor(n_stumps=10, max_iter=1, random_state=0).fit(X, y)
+
+
+def test_term_importances_are_mean_absolute_centred_contributions(reg_data):
+    X, y = reg_data
+    model = StumpForestGAMRegressor(**FAST).fit(X, y)
+    contrib = model.feature_contributions(X)
+    expected = np.abs(contrib - contrib.mean(0)).mean(0)
+    np.testing.assert_allclose(model.term_importances(), expected, atol=1e-12)
+    assert model.term_importances()[4:].sum() < model.term_importances()[:4].sum() / 10
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_monotone_constraints_hold_on_random_data(seed):
+    pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(400, 3))
+    X[rng.uniform(size=X.shape) < 0.1] = np.nan
+    y = np.sin(4 * np.nan_to_num(X[:, 0])) + rng.normal(0, 1.0, 400)  # not monotone
+    cst = [1, -1, 0]
+    for Est, target in [(StumpForestGAMRegressor, y), (StumpForestGAMClassifier, y > 0)]:
+        model = Est(n_stumps=15, max_iter=4, min_samples_leaf=5, monotonic_cst=cst,
+                    random_state=seed).fit(X, target)
+        shapes = model.shape_functions()
+        for j, sign in enumerate(cst):
+            if sign and j in shapes:
+                assert np.all(sign * np.diff(shapes[j].scores) >= 0), shapes[j].scores
+        for t in np.flatnonzero(model.features_ >= 0):
+            sign = cst[model.features_[t]]
+            assert sign * (model.leaf_values_[t, 1] - model.leaf_values_[t, 0]) >= 0
+        grid = np.linspace(-1, 1, 101)
+        for j, sign in enumerate(cst):
+            if sign:
+                Z = np.zeros((101, 3))
+                Z[:, j] = grid
+                f = model.feature_contributions(Z)[:, j]
+                assert np.all(sign * np.diff(f) >= 0)
+        _assert_monotone(model.objective_history_)
+
+
+def test_monotone_leaf_step_is_the_constrained_optimum(reg_data):
+    cp = pytest.importorskip("cvxpy")
+    X, y = reg_data
+    model = StumpForestGAMRegressor(
+        n_stumps=8, max_iter=3, l2_reg=1.0, min_samples_leaf=10,
+        monotonic_cst=[0, 1, 0, 0, 0, 0], random_state=0,
+    ).fit(X, y)
+    B, used = _design(model, X)
+    v, b = cp.Variable(B.shape[1]), cp.Variable()
+    cons = [
+        v[2 * i + 1] - v[2 * i] >= 0
+        for i, t in enumerate(used) if model.features_[t] == 1
+    ]
+    assert cons  # the constraint is active on some stumps
+    problem = cp.Problem(
+        cp.Minimize(0.5 * cp.sum_squares(y - B @ v - b) + 0.5 * cp.sum_squares(v)), cons
+    )
+    problem.solve()
+    got = 0.5 * np.sum((y - model.predict(X)) ** 2) + 0.5 * np.sum(model.leaf_values_**2)
+    assert got == pytest.approx(problem.value, rel=1e-6)
+
+
+def test_monotonic_cst_bad_input_raises(clf_data):
+    X, y = clf_data
+    with pytest.raises(ValueError, match="one entry"):
+        StumpForestGAMRegressor(**FAST, monotonic_cst=[1, 0]).fit(X, y)
+    with pytest.raises(ValueError, match="-1, 0 or 1"):
+        StumpForestGAMRegressor(**FAST, monotonic_cst=[2, 0, 0, 0, 0, 0]).fit(X, y)
+    y3 = np.arange(X.shape[0]) % 3
+    with pytest.raises(ValueError, match="multiclass"):
+        StumpForestGAMClassifier(**FAST, monotonic_cst=[1, 0, 0, 0, 0, 0]).fit(X, y3)

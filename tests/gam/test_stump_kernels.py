@@ -31,63 +31,115 @@ def test_bin_histograms_match_reference(n_values):
     )
 
 
-@pytest.mark.parametrize("seed", range(5))
+def _split_inputs(rng, n_samples, n_features, n_bins, missing_share):
+    """Codes 0..n_bins-1 plus the missing code n_bins for a share of the rows."""
+    xb, n_edges = _binned(rng, n_samples, n_features, n_bins)
+    xb[rng.uniform(size=xb.shape) < missing_share] = n_bins
+    return xb, n_edges, n_bins  # missing bin = n_bins, histograms have n_bins + 1 slots
+
+
+def _scan(xb, g, h, n_edges, missing_bin, l2_reg, msl, **kwargs):
+    n_slots = missing_bin + 1
+    return K.best_splits(
+        K.bin_histograms(xb, g, n_slots), K.bin_histograms(xb, h, n_slots),
+        _counts(xb, n_slots), n_edges, l2_reg, msl, missing_bin=missing_bin, **kwargs,
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("n_values", [1, 3])
 @pytest.mark.parametrize("min_samples_leaf", [1, 4])
-def test_prefix_scan_finds_brute_force_best_split(seed, n_values, min_samples_leaf):
-    # spec test 2: n=30, D=3, the fast scan against a brute force over all thresholds
+@pytest.mark.parametrize("missing_share", [0.0, 0.2])
+def test_prefix_scan_finds_brute_force_best_split(seed, n_values, min_samples_leaf,
+                                                  missing_share):
+    # spec test 2: n=30, D=3, the fast scan against a brute force over all thresholds and,
+    # with missing rows, both sides for the missing bin
     rng = np.random.default_rng(seed)
-    n_bins = 12
-    xb, n_edges = _binned(rng, 30, 3, n_bins)
+    xb, n_edges, missing_bin = _split_inputs(rng, 30, 3, 12, missing_share)
     g = rng.normal(size=(30, n_values))
     h = rng.uniform(0.1, 1.0, size=(30, n_values))
-    l2_reg = 0.7
-    gain, k = K.best_splits(
-        K.bin_histograms(xb, g, n_bins),
-        K.bin_histograms(xb, h, n_bins),
-        _counts(xb, n_bins),
-        n_edges,
-        l2_reg,
-        min_samples_leaf,
+    gain, left = _scan(xb, g, h, n_edges, missing_bin, 0.7, min_samples_leaf)
+    ref_gain, ref_rows = K.best_splits_reference(
+        xb, g, h, n_edges, 0.7, min_samples_leaf, missing_bin=missing_bin
     )
-    ref_gain, ref_k = K.best_splits_reference(xb, g, h, n_edges, l2_reg, min_samples_leaf)
     np.testing.assert_allclose(gain, ref_gain, rtol=0, atol=1e-10)
-    np.testing.assert_array_equal(k, ref_k)
-    # the global winner is the same stump
+    for j in range(3):
+        np.testing.assert_array_equal(left[j][xb[j]], ref_rows[j])
     assert int(np.argmax(gain)) == int(np.argmax(ref_gain))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("missing_share", [0.0, 0.15])
+@pytest.mark.parametrize("loss", ["squared", "newton"])
+def test_category_order_scan_is_the_best_subset(seed, missing_share, loss):
+    # Fisher's ordering: the best prefix of the categories sorted by G/H is the best of all
+    # 2^(m-1) - 1 subsets (the missing bin counted as a category when it has rows)
+    rng = np.random.default_rng(10 + seed)
+    xb, n_edges, missing_bin = _split_inputs(rng, 80, 2, 7, missing_share)
+    g = rng.normal(size=(80, 1)) + 0.5 * (xb[0] % 3)[:, None]
+    h = np.ones((80, 1)) if loss == "squared" else rng.uniform(0.05, 0.25, size=(80, 1))
+    categorical = np.array([True, True])
+    gain, left = _scan(xb, g, h, n_edges, missing_bin, 0.3, 1, categorical=categorical)
+    ref_gain, ref_rows = K.best_splits_reference(
+        xb, g, h, n_edges, 0.3, 1, categorical=categorical, missing_bin=missing_bin
+    )
+    np.testing.assert_allclose(gain, ref_gain, rtol=1e-12, atol=1e-12)
+    for j in range(2):  # the same partition of the rows (up to swapping the sides)
+        rows = left[j][xb[j]]
+        assert np.array_equal(rows, ref_rows[j]) or np.array_equal(rows, ~ref_rows[j])
+
+
+def test_missing_bin_without_rows_goes_with_the_larger_side():
+    rng = np.random.default_rng(3)
+    xb, n_edges, missing_bin = _split_inputs(rng, 50, 2, 6, 0.0)
+    g, h = rng.normal(size=(50, 1)), np.ones((50, 1))
+    for categorical in (None, np.array([True, True])):
+        _, left = _scan(xb, g, h, n_edges, missing_bin, 1.0, 1, categorical=categorical)
+        for j in range(2):
+            n_left = int(left[j][xb[j]].sum())
+            assert left[j, missing_bin] == (n_left >= 50 - n_left)
+
+
+def test_monotone_scan_keeps_only_ordered_leaves():
+    rng = np.random.default_rng(7)
+    xb, n_edges, missing_bin = _split_inputs(rng, 200, 2, 10, 0.1)
+    g = (xb[0] - 4.5)[:, None] * 1.0 + rng.normal(size=(200, 1))  # residual falls with x
+    h = np.ones((200, 1))
+    for sign in (1, -1):
+        monotone = np.array([sign, sign])
+        gain, left = _scan(xb, g, h, n_edges, missing_bin, 0.5, 5, monotone=monotone)
+        ref_gain, ref_rows = K.best_splits_reference(
+            xb, g, h, n_edges, 0.5, 5, monotone=monotone, missing_bin=missing_bin
+        )
+        np.testing.assert_allclose(gain, ref_gain, atol=1e-10)
+        for j in range(2):
+            rows = left[j][xb[j]]
+            np.testing.assert_array_equal(rows, ref_rows[j])
+            a = -g[rows].sum() / (rows.sum() + 0.5)
+            c = -g[~rows].sum() / ((~rows).sum() + 0.5)
+            if left[j, : n_edges[j] + 1].any() and not left[j, : n_edges[j] + 1].all():
+                assert sign * (c - a) >= 0
 
 
 def test_scan_respects_min_samples_leaf_and_reports_no_split():
     rng = np.random.default_rng(1)
-    xb, n_edges = _binned(rng, 30, 2, 5)
+    xb, n_edges, missing_bin = _split_inputs(rng, 30, 2, 5, 0.1)
     g, h = rng.normal(size=(30, 1)), np.ones((30, 1))
-    counts = _counts(xb, 5)
-    gain, k = K.best_splits(
-        K.bin_histograms(xb, g, 5), K.bin_histograms(xb, h, 5), counts, n_edges, 1.0, 16
-    )
-    assert np.all(np.isneginf(gain)) and np.all(k == -1)  # 16 + 16 > 30 rows
-    gain, k = K.best_splits(
-        K.bin_histograms(xb, g, 5), K.bin_histograms(xb, h, 5), counts, n_edges, 1.0, 8
-    )
+    gain, left = _scan(xb, g, h, n_edges, missing_bin, 1.0, 16)
+    assert np.all(np.isneginf(gain))  # 16 + 16 > 30 rows
+    gain, left = _scan(xb, g, h, n_edges, missing_bin, 1.0, 8)
     for j in range(2):
-        if k[j] >= 0:
-            left = counts[j, : k[j] + 1].sum()
-            assert left >= 8 and 30 - left >= 8
+        if np.isfinite(gain[j]):
+            n_left = int(left[j][xb[j]].sum())
+            assert n_left >= 8 and 30 - n_left >= 8
 
 
 def test_squared_gain_is_twice_the_objective_decrease():
     rng = np.random.default_rng(2)
-    xb, n_edges = _binned(rng, 40, 1, 6)
+    xb, n_edges, missing_bin = _split_inputs(rng, 40, 1, 6, 0.2)
     r, w, lam = rng.normal(size=40), rng.uniform(0.5, 2.0, size=40), 0.3
-    gain, k = K.best_splits(
-        K.bin_histograms(xb, (-w * r)[:, None], 6),
-        K.bin_histograms(xb, w[:, None], 6),
-        _counts(xb, 6),
-        n_edges,
-        lam,
-        1,
-    )
-    left = xb[0] <= k[0]
+    gain, goes = _scan(xb, (-w * r)[:, None], w[:, None], n_edges, missing_bin, lam, 1)
+    left = goes[0][xb[0]]
     a = np.dot(w[left], r[left]) / (w[left].sum() + lam)
     c = np.dot(w[~left], r[~left]) / (w[~left].sum() + lam)
     zero = 0.5 * np.dot(w, r**2)
@@ -148,8 +200,9 @@ def test_add_stump_and_logistic_loss_match_numpy():
     xb, _ = _binned(rng, 200, 1, 7)
     F = rng.normal(size=(200, 2))
     left, right = np.array([1.5, -2.0]), np.array([0.5, 4.0])
-    expected = K.add_stump_reference(F, xb[0], 3, left, right, -1.0)
-    K.add_stump(F, xb[0], 3, left, right, -1.0)
+    goes_left = np.array([True, False, True, True, False, False, True])
+    expected = K.add_stump_reference(F, xb[0], goes_left, left, right, -1.0)
+    K.add_stump(F, xb[0], goes_left, left, right, -1.0)
     np.testing.assert_allclose(F, expected, atol=1e-14)
 
     F1 = 30 * rng.normal(size=(200, 1))  # large scores: no overflow
@@ -166,14 +219,15 @@ def test_logistic_leaf_newton_is_the_exact_minimiser(l2_reg, left):
     F = rng.normal(size=(300, 1))
     y = (rng.uniform(size=300) < 0.3).astype(float)
     w = rng.uniform(0.2, 2.0, size=300)
-    rows = (xb[0] <= 2) == left
+    goes_left = np.array([True, False, True, False, True])
+    rows = goes_left[xb[0]] == left
 
     def phi(a):
         f = F[rows, 0] + a
         return np.dot(w[rows], np.logaddexp(0, f) - y[rows] * f) + 0.5 * l2_reg * a * a
 
     ref = minimize_scalar(phi, bounds=(-20, 20), method="bounded", options={"xatol": 1e-12}).x
-    got = K.logistic_leaf_newton(F, y, w, xb[0], 2, left, 3.0, l2_reg, 50, 1e-12)
+    got = K.logistic_leaf_newton(F, y, w, xb[0], goes_left, left, 3.0, l2_reg, 50, 1e-12)
     assert got == pytest.approx(ref, abs=1e-7)
     assert phi(got) <= phi(ref) + 1e-10
 
@@ -182,14 +236,17 @@ def test_logistic_leaf_newton_is_the_exact_minimiser(l2_reg, left):
 def test_parallel_kernels_are_bit_identical_to_serial():
     # results must not depend on threads: the parallel drivers run the same per-feature code
     rng = np.random.default_rng(6)
-    xb, n_edges = _binned(rng, 2000, 5, 31)
+    xb, n_edges, missing_bin = _split_inputs(rng, 2000, 5, 31, 0.1)
     g, h = rng.normal(size=(2000, 2)), rng.uniform(size=(2000, 2))
-    hg_s, hg_p = K.bin_histograms(xb, g, 31), K.bin_histograms(xb, g, 31, parallel=True)
+    hg_s, hg_p = K.bin_histograms(xb, g, 32), K.bin_histograms(xb, g, 32, parallel=True)
     assert np.array_equal(hg_s, hg_p)
-    hh = K.bin_histograms(xb, h, 31)
-    counts = _counts(xb, 31)
-    serial = K.best_splits(hg_s, hh, counts, n_edges, 1.0, 3)
-    par = K.best_splits(hg_s, hh, counts, n_edges, 1.0, 3, parallel=True)
+    hh = K.bin_histograms(xb, h, 32)
+    counts = _counts(xb, 32)
+    categorical = np.array([False, True, False, True, False])
+    serial = K.best_splits(hg_s, hh, counts, n_edges, 1.0, 3, categorical=categorical)
+    par = K.best_splits(
+        hg_s, hh, counts, n_edges, 1.0, 3, categorical=categorical, parallel=True
+    )
     assert np.array_equal(serial[0], par[0]) and np.array_equal(serial[1], par[1])
     xb, features, lut, starts, sizes, pa, pb, n_seg = _segments(rng, 9000)
     values = rng.normal(size=(9000, 2))
