@@ -27,28 +27,8 @@ ALL = all_estimators(include_neural=True)
 TABULAR = [(name, cls) for name, cls in ALL if get_tags(cls(**TEST_PARAMS.get(name, {})))
            .input_tags.two_d_array]
 
-# estimators whose files other branches own: the cases they fail today, fixed there
-_OTHER_BRANCH = {
-    "StumpForestGAMClassifier": "gam",
-    "StumpForestGAMRegressor": "gam",
-}
-_FAILING_ELSEWHERE = {
-    ("StumpForestGAMClassifier", "strings"), ("StumpForestGAMRegressor", "strings"),
-    ("StumpForestGAMClassifier", "complex"), ("StumpForestGAMRegressor", "complex"),
-}
-
-
-def _marked(name, case):
-    if (name, case) in _FAILING_ELSEWHERE:
-        reason = f"fixed on the {_OTHER_BRANCH[name]} branch"
-        return pytest.mark.xfail(strict=True, reason=reason)
-    return ()
-
-
-def _cases(case, estimators=TABULAR):
-    return [
-        pytest.param(name, cls, id=name, marks=_marked(name, case)) for name, cls in estimators
-    ]
+def _cases(estimators=TABULAR):
+    return [pytest.param(name, cls, id=name) for name, cls in estimators]
 
 
 # --------------------------------------------------------------------------- data per estimator
@@ -154,7 +134,7 @@ def test_tabular_estimators_are_found():
     assert {"CellFlux", "FlatLoRAClassifier", "DPSGDClassifier", "ScanOrderSerializer"} <= names
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("strings"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_strings_in_X_name_X(name, cls):
     est = _estimator(cls, name)
     X, y = _data(name, est)
@@ -165,7 +145,7 @@ def test_strings_in_X_name_X(name, cls):
     _check_clean_error(info.value)
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("complex"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_complex_X_is_refused(name, cls):
     est = _estimator(cls, name)
     X, y = _data(name, est)
@@ -174,7 +154,7 @@ def test_complex_X_is_refused(name, cls):
     _check_clean_error(info.value)
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("huge_fit"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_huge_finite_values_at_fit(name, cls):
     """1e300 passes a finiteness check; it must not become NaN in float32 or in x * x."""
     est = _estimator(cls, name)
@@ -189,7 +169,7 @@ def test_huge_finite_values_at_fit(name, cls):
     assert np.all(np.isfinite(out)), f"{name} gave non-finite output after fitting on 1e300"
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("huge_predict"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_huge_finite_values_at_predict(name, cls):
     est = _estimator(cls, name)
     X, y = _data(name, est)
@@ -213,7 +193,7 @@ def test_huge_finite_values_at_predict(name, cls):
         assert np.all(np.isfinite(out))
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("nan"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_nan_is_refused_or_handled_as_the_tags_say(name, cls):
     est = _estimator(cls, name)
     X, y = _data(name, est)
@@ -226,7 +206,7 @@ def test_nan_is_refused_or_handled_as_the_tags_say(name, cls):
             _fit(est, bad, y)
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("seed"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 def test_same_seed_same_result_and_input_unchanged(name, cls):
     est = _estimator(cls, name)
     X, y = _data(name, est)
@@ -249,7 +229,7 @@ _LAYOUTS = st.tuples(
 )
 
 
-@pytest.mark.parametrize(("name", "cls"), _cases("layouts"))
+@pytest.mark.parametrize(("name", "cls"), _cases())
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(layout=_LAYOUTS)
 def test_dtypes_orders_and_read_only_arrays(name, cls, layout):

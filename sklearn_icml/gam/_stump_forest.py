@@ -18,9 +18,10 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..utils import check_random_state, draw_seed
+from ..utils.validation import validate_data
 from . import _dask
 from ._encoding import (
     bin_features,
