@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, validate_params
 
 from ..utils import optional_import
+from ..utils._docstrings import fill_doc
 from ._loss_math import LOSS_NAMES
 
 torch = optional_import("torch", "neural")
@@ -35,6 +36,27 @@ def _loss_params(scale):
         },
         prefer_skip_nested_validation=True,
     )
+
+
+#: The parameters and return value that GPO's margin losses share (numpydoc, unindented).
+_GPO_LOSS_PIECES = {
+    "gpo_loss_signature": """\
+h : Tensor or array-like
+    Margins (any shape).
+beta : float, default=0.1
+    Inverse temperature; must be > 0.
+p : Tensor, array-like, float or None, default=None
+    Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
+
+Returns
+-------
+loss : Tensor
+    Same shape as ``h`` (elementwise).""",
+}
+
+
+def _fill_gpo_doc(loss):
+    return fill_doc(loss, _GPO_LOSS_PIECES)
 
 
 def _as_tensor(x, name, like=None):
@@ -185,22 +207,13 @@ def hinge_loss(h, delta=1.0, p=None):
 
 
 @_loss_params("beta")
+@_fill_gpo_doc
 def exponential_loss(h, beta=0.1, p=None):
     """GPO's exponential loss ``exp(-beta * h)``.
 
     Parameters
     ----------
-    h : Tensor or array-like
-        Margins (any shape).
-    beta : float, default=0.1
-        Inverse temperature; must be > 0.
-    p : Tensor, array-like, float or None, default=None
-        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
-
-    Returns
-    -------
-    loss : Tensor
-        Same shape as ``h`` (elementwise).
+    %(gpo_loss_signature)s
 
     Examples
     --------
@@ -214,22 +227,13 @@ def exponential_loss(h, beta=0.1, p=None):
 
 
 @_loss_params("beta")
+@_fill_gpo_doc
 def truncated_quadratic_loss(h, beta=0.1, p=None):
     """GPO's truncated quadratic loss ``max(0, 1 - beta * h)**2``.
 
     Parameters
     ----------
-    h : Tensor or array-like
-        Margins (any shape).
-    beta : float, default=0.1
-        Inverse temperature; must be > 0.
-    p : Tensor, array-like, float or None, default=None
-        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
-
-    Returns
-    -------
-    loss : Tensor
-        Same shape as ``h`` (elementwise).
+    %(gpo_loss_signature)s
 
     Examples
     --------
@@ -243,6 +247,7 @@ def truncated_quadratic_loss(h, beta=0.1, p=None):
 
 
 @_loss_params("beta")
+@_fill_gpo_doc
 def savage_loss(h, beta=0.1, p=None):
     """GPO's Savage loss ``1 / (1 + exp(beta * h))**2 = sigmoid(-beta * h)**2``.
 
@@ -251,17 +256,7 @@ def savage_loss(h, beta=0.1, p=None):
 
     Parameters
     ----------
-    h : Tensor or array-like
-        Margins (any shape).
-    beta : float, default=0.1
-        Inverse temperature; must be > 0.
-    p : Tensor, array-like, float or None, default=None
-        Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
-
-    Returns
-    -------
-    loss : Tensor
-        Same shape as ``h`` (elementwise).
+    %(gpo_loss_signature)s
 
     Examples
     --------

@@ -32,10 +32,8 @@ categorical features, ``monotonic_cst``, ``early_stopping=True`` and varying wei
 """
 
 import numbers
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from ..utils import check_random_state
 from ..utils._optional import optional_import
@@ -43,7 +41,7 @@ from . import _stump_kernels as K
 from ._binning import bin_data, sample_rows
 from ._encoding import categorical_mask, check_monotonic_cst, feature_bin_edges, mark_missing
 from ._loss import _SquaredLoss, solve_psd
-from ._optimizer import StumpForestProblem, fit_stump_forest
+from ._optimizer import StumpForestProblem, fit_stump_forest, leaves_are_finite
 
 
 def is_dask_collection(data):
@@ -263,13 +261,7 @@ class _DaskProblem(StumpForestProblem):
             sums, M = self.xb.map_sum(_normal_equations, seg, self.weight)
             with np.errstate(all="ignore"):
                 intercept, leaves = ridge_leaves(sums, M, seg.A, self.sw, self.swy, self.l2_reg)
-            if not (np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves))):
-                warnings.warn(
-                    "the leaf step produced non-finite leaves; the previous leaves are kept. "
-                    "Increase l2_reg or min_samples_leaf.",
-                    ConvergenceWarning,
-                    stacklevel=5,
-                )
+            if not leaves_are_finite(intercept, leaves):
                 return e_old
         e_new = self._data_loss(intercept, leaves) + self.penalty(leaves)
         if e_new <= e_old:

@@ -45,9 +45,8 @@ def solve_qp(H, g, D, x):
     The convex QP of a monotone-constrained leaf step, solved by cvxpy (Clarabel). ``H`` is
     symmetric positive semi-definite.
     """
-    from ..utils import optional_import
+    import cvxpy as cp  # a core dependency, imported here because its import is slow
 
-    cp = optional_import("cvxpy")
     d = cp.Variable(g.shape[0])
     H = 0.5 * (H + H.T)
     problem = cp.Problem(

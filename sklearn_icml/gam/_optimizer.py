@@ -55,6 +55,19 @@ class _Segments:
     A: np.ndarray
 
 
+def leaves_are_finite(intercept, leaves):
+    """True when a leaf step's values are finite; else warn that the old leaves are kept."""
+    if np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves)):
+        return True
+    warnings.warn(
+        "the leaf step produced non-finite leaves; the previous leaves are kept. "
+        "Increase l2_reg or min_samples_leaf.",
+        ConvergenceWarning,
+        stacklevel=6,
+    )
+    return False
+
+
 class StumpForestProblem:
     """State of one fit: binned data, stumps, current ``F``; the two steps as methods.
 
@@ -338,13 +351,7 @@ class StumpForestProblem:
             D = self.monotone_rows() if np.any(self.monotone) else None
             with np.errstate(all="ignore"):
                 intercept, leaves = self.loss.fit_leaves(self, seg, D)
-            if not (np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves))):
-                warnings.warn(
-                    "the leaf step produced non-finite leaves; the previous leaves are kept. "
-                    "Increase l2_reg or min_samples_leaf.",
-                    ConvergenceWarning,
-                    stacklevel=5,
-                )
+            if not leaves_are_finite(intercept, leaves):
                 return e_old
             if D is not None:
                 leaves = self._snap_monotone(leaves)

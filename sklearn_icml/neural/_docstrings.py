@@ -23,6 +23,13 @@ n_features : int, default=5
     Covariate dimension ``d``.
 n_context : int, default=40
     Context tokens ``(x_l, y_l)`` per prompt ``L``.""",
+    "icl_setting": """\
+n_features : int, default=5
+    Dimension ``d`` of the covariates.
+n_context : int, default=40
+    Number ``L`` of context pairs in a prompt.
+noise_var : float, default=0.1
+    Label noise variance ``sigma^2``.""",
     "sampler_random_state": """\
 random_state : int, RandomState instance or None, default=None
     Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.""",

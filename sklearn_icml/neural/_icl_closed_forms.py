@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils.validation import check_array
+from ._docstrings import fill_doc
 from ._icl_tasks import _split, check_prompts
 from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
@@ -232,6 +233,7 @@ def _kernel_matrix(omega, n_features, n_context, noise_var):
     {"omega": ["array-like"], "mu": ["array-like"], **_SETTING},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
     """Large-``L`` population MSE ``Ltilde(omega, mu)`` of the softmax-kernel predictor.
 
@@ -244,12 +246,7 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
     mu : array-like of shape (n_heads,)
         Per-head output-value weights on the label.
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    %(icl_setting)s
 
     Returns
     -------
@@ -270,6 +267,7 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params({"omega": ["array-like"], **_SETTING}, prefer_skip_nested_validation=True)
+@fill_doc
 def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
     """Minimiser of ``Ltilde`` over ``mu`` for fixed ``omega``: ``M(omega)^{-1} omega``.
 
@@ -277,12 +275,7 @@ def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
     ----------
     omega : array-like of shape (n_heads,)
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    %(icl_setting)s
 
     Returns
     -------
@@ -300,17 +293,13 @@ def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
+@fill_doc
 def single_head_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Exact optimum of ``Ltilde`` for one head: ``omega = 1/sqrt(d)``.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    %(icl_setting)s
 
     Returns
     -------
@@ -344,17 +333,13 @@ def _optimal_step_and_risk(k, noise_var):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
+@fill_doc
 def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Two-head limit ``omega -> 0`` of ``Ltilde``: debiased GD with the optimal step.
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    %(icl_setting)s
 
     Returns
     -------
@@ -372,17 +357,13 @@ def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
+@fill_doc
 def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
     """Exact finite-``L`` risk of plain GD at its optimal step (Gaussian data, prior 1/d).
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    %(icl_setting)s
 
     Returns
     -------
