@@ -205,12 +205,14 @@ def chunked_data(n, n_chunks, n_rows=None):
     """The first ``n_rows`` rows (all by default) of the dask run's chunks, in memory."""
     rows = n // n_chunks
     n_rows = n if n_rows is None else n_rows
-    Z = np.empty((n_rows, N_FEATURES + 1))
+    # X and y filled separately: X is C-contiguous, so the fit does not copy it
+    X, y = np.empty((n_rows, N_FEATURES)), np.empty(n_rows)
     for i in range(-(-n_rows // rows)):
-        block = _chunk(i, rows)
-        Z[i * rows:(i + 1) * rows] = block[:n_rows - i * rows]
+        block = _chunk(i, rows)[:n_rows - i * rows]
+        X[i * rows:i * rows + len(block)] = block[:, :N_FEATURES]
+        y[i * rows:i * rows + len(block)] = block[:, N_FEATURES]
         del block
-    return Z[:, :N_FEATURES], Z[:, N_FEATURES]
+    return X, y
 
 
 def _memory_fit(queue, n, n_chunks, n_pred):
