@@ -191,10 +191,10 @@ def _format_reads_nothing(text):
         parsed = list(string.Formatter().parse(text))
     except ValueError:
         return False
-    for _, field, spec, _ in parsed:
+    for _, field, format_spec, _ in parsed:
         if field is not None and ("." in field or "[" in field):
             return False
-        if spec and "{" in spec and not _format_reads_nothing(spec):
+        if format_spec and "{" in format_spec and not _format_reads_nothing(format_spec):
             return False
     return True
 
