@@ -97,19 +97,25 @@ def learn_categories(X, mask, max_bins, feature_names):
             continue
         col = _column(X, j)
         values = np.asarray(col.astype(object) if hasattr(col, "astype") else col, dtype=object)
-        seen = values[~_missing(values)]
-        try:
-            cats = np.unique(seen.astype(np.float64))
-        except (TypeError, ValueError):
-            cats = np.unique(seen.astype(str))
-        if cats.size > max_bins:
-            raise ValueError(
-                f"categorical feature {feature_names[j]!r} has {cats.size} categories, more "
-                f"than max_bins={max_bins}; raise max_bins or group rare categories. Got "
-                f"{cats.size} categories instead."
-            )
-        categories.append(cats)
+        categories.append(sorted_categories(values[~_missing(values)], max_bins, feature_names[j]))
     return categories
+
+
+def sorted_categories(seen, max_bins, feature_name):
+    """The categories of a column from its non-missing values ``seen`` (any order, repeats
+    allowed): sorted as numbers when they all are, else as strings."""
+    seen = np.asarray(seen, dtype=object)
+    try:
+        cats = np.unique(seen.astype(np.float64))
+    except (TypeError, ValueError):
+        cats = np.unique(seen.astype(str))
+    if cats.size > max_bins:
+        raise ValueError(
+            f"categorical feature {feature_name!r} has {cats.size} categories, more "
+            f"than max_bins={max_bins}; raise max_bins or group rare categories. Got "
+            f"{cats.size} categories instead."
+        )
+    return cats
 
 
 def encode_categories(X, categories):

@@ -4,15 +4,24 @@ A loss object gives the optimiser (:mod:`._optimizer`) everything it needs about
 objective ``E = sum_i w_i l(y_i, F(x_i)) + l2_reg / 2 * sum_t (a_t^2 + c_t^2)``, so the
 optimiser never asks which loss it runs:
 
-* ``intercept(y, w)``: the best constant raw score (the link of the weighted mean);
+* ``intercept(y, w)``: the best constant raw score, the link of the weighted mean of the
+  target (``target_sums`` and ``intercept_from_sums``, so that a fit whose rows are in
+  partitions computes it from summed partitions);
 * ``loss(y, F, w)`` and ``grad_hess(y, F, w)``: the data term and its per-row derivatives
   (``hess`` is None when it is the constant ``w``);
 * ``exact_stump_step``: True when the Newton leaf values of a stump are already its exact
   optimum (the squared loss), so the stump step needs no line search nor acceptance test;
-* ``solve_leaf(problem, j, goes_left, left, a)``: the exact value of one leaf of a new stump,
-  starting from its Newton value ``a``;
+* ``solve_leaves(problem, j, goes_left, a)``: the exact values of the two leaves of a new
+  stump, starting from their Newton values ``a``; ``leaf_newton(oracle, a, l2_reg)`` is the
+  same solve driven by ``oracle(points, active, terms)``, which returns the summed
+  ``side_terms`` of the active leaves (a leaf drops out once solved);
 * ``fit_leaves(problem, seg)``: the leaf step, every leaf and the intercept refitted jointly
-  with the splits fixed (ridge by Cholesky, Newton, or L-BFGS);
+  with the splits fixed (ridge by Cholesky, Newton, or L-BFGS).
+
+Every pass over the rows of a leaf step is a sum over rows, asked of the problem as
+``problem.row_sum(function, *args)`` with ``function(rows, *args)`` (``rows``: the binned
+data, target and weights of some rows). In memory that is one call on all rows; the dask
+problem sums the calls over the partitions, so the same code fits both.
 * ``inverse_link(raw)``: the prediction (mean or class probabilities) from raw scores.
 
 ``F`` has shape (n_samples, n_values); ``n_values`` is 1 except for the softmax loss (one
@@ -25,6 +34,7 @@ import scipy.optimize
 from scipy.special import expit, logsumexp, softmax
 
 from . import _stump_kernels as K
+from ._rows import forest_scores
 
 _LEAF_NEWTON_ITER = 20
 _LEAF_NEWTON_TOL = 1e-10
@@ -61,14 +71,66 @@ def solve_qp(H, g, D, x):
     return np.asarray(d.value, dtype=np.float64)
 
 
-class _SquaredLoss:
+def ridge_statistics(rows, seg):
+    """Row sums of the ridge leaf step: per-segment ``sum w`` and ``sum w y``, and the
+    segment Gram matrix ``B^T diag(w) B``."""
+    sums = K.segment_sums(
+        rows.xb, seg.features, seg.lut, np.column_stack([rows.w, rows.w * rows.y]),
+        seg.n_segments, rows.parallel,
+    )
+    M = K.segment_gram(
+        rows.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a, seg.pair_b,
+        rows.w, rows.parallel,
+    )
+    return sums, M
+
+
+def ridge_leaves(sums, M, A, sw, swy, l2_reg, D=None):
+    """The ridge leaf step from its sufficient statistics (:func:`ridge_statistics`).
+
+    Ridge regression of ``y`` on the segment indicators with an unpenalised intercept:
+    ``sums[:, 0]``, ``sums[:, 1]`` are the per-segment ``sum w`` and ``sum w y``, ``M`` the
+    segment Gram matrix, ``A`` the map from leaves to segments and ``sw``, ``swy`` the totals.
+    The intercept is eliminated, leaving ``C v = rhs`` (Cholesky, or min-norm least squares
+    when ``l2_reg = 0``); with monotone constraints ``D @ v >= 0`` the same quadratic is
+    minimised under them. Returns ``(intercept, leaves)``.
+    """
+    u = A.T @ sums[:, 0]
+    r = A.T @ sums[:, 1]
+    C = A.T @ M @ A - np.outer(u, u) / sw + l2_reg * np.eye(u.shape[0])
+    rhs = r - u * (swy / sw)
+    if D is not None and D.shape[0]:
+        v = solve_qp(C, -rhs, D, np.zeros_like(rhs))
+    elif l2_reg > 0:
+        v = solve_psd(C, rhs)
+    else:
+        v = scipy.linalg.lstsq(C, rhs, cond=1e-12)[0]
+    b = (swy - u @ v) / sw
+    return np.array([b]), v.reshape(-1, 2, 1)
+
+
+class _Loss:
+    """What every loss shares: the intercept from target sums and the exact leaf solve."""
+
+    def intercept(self, y, w):
+        return self.intercept_from_sums(float(w.sum()), self.target_sums(y, w))
+
+    def solve_leaves(self, problem, j, goes_left, a):
+        """Exact values of both leaves of stump (``j``, ``goes_left``) from Newton's ``a``."""
+        return self.leaf_newton(problem.leaf_oracle(j, goes_left), a, problem.l2_reg)
+
+
+class _SquaredLoss(_Loss):
     """``l(y, f) = (y - f)^2 / 2``: regression; every step has a closed form."""
 
     n_values = 1
     exact_stump_step = True
 
-    def intercept(self, y, w):
-        return np.array([np.dot(w, y) / w.sum()])
+    def target_sums(self, y, w):
+        return np.array([np.dot(w, y)])
+
+    def intercept_from_sums(self, sw, sums):
+        return np.array([sums[0] / sw])
 
     def loss(self, y, F, w):
         r = y - F[:, 0]
@@ -77,50 +139,30 @@ class _SquaredLoss:
     def grad_hess(self, y, F, w):
         return (w * (F[:, 0] - y))[:, None], None
 
-    def solve_leaf(self, problem, j, goes_left, left, a):
-        return a  # the Newton value is the exact minimiser of a quadratic
-
     def fit_leaves(self, problem, seg, D=None):
         """Ridge regression on the segment indicators, unpenalised intercept (Cholesky).
 
         With monotone constraints ``D @ leaves >= 0`` (``D`` not empty) the same quadratic
         is minimised under them by cvxpy.
         """
-        y, w, lam = problem.y, problem.w, problem.l2_reg
-        sums = K.segment_sums(
-            problem.xb, seg.features, seg.lut, np.column_stack([w, w * y]), seg.A.shape[0],
-            problem.parallel,
-        )
-        M = K.segment_gram(
-            problem.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a, seg.pair_b,
-            w, problem.parallel,
-        )
-        sw, swy = float(w.sum()), float(np.dot(w, y))
-        u = seg.A.T @ sums[:, 0]
-        r = seg.A.T @ sums[:, 1]
-        C = seg.A.T @ M @ seg.A - np.outer(u, u) / sw + lam * np.eye(u.shape[0])
-        rhs = r - u * (swy / sw)
-        if D is not None and D.shape[0]:
-            v = solve_qp(C, -rhs, D, np.zeros_like(rhs))
-        elif lam > 0:
-            v = solve_psd(C, rhs)
-        else:
-            v = scipy.linalg.lstsq(C, rhs, cond=1e-12)[0]
-        b = (swy - u @ v) / sw
-        return np.array([b]), v.reshape(-1, 2, 1)
+        sums, M = problem.row_sum(ridge_statistics, seg.without_map())
+        return ridge_leaves(sums, M, seg.A, problem.sw, problem.swy, problem.l2_reg, D)
 
     def inverse_link(self, raw):
         return raw[:, 0]
 
 
-class _LogisticLoss:
+class _LogisticLoss(_Loss):
     """``l(y, f) = log(1 + e^f) - y f`` for ``y`` in {0, 1}: binary classification."""
 
     n_values = 1
     exact_stump_step = False
 
-    def intercept(self, y, w):
-        p = np.clip(np.dot(w, y) / w.sum(), 1e-12, 1 - 1e-12)
+    def target_sums(self, y, w):
+        return np.array([np.dot(w, y)])
+
+    def intercept_from_sums(self, sw, sums):
+        p = np.clip(sums[0] / sw, 1e-12, 1 - 1e-12)
         return np.array([np.log(p / (1 - p))])
 
     def loss(self, y, F, w):
@@ -134,44 +176,107 @@ class _LogisticLoss:
         p = expit(F[:, 0])
         return (w * (p - y))[:, None], (w * p * (1 - p))[:, None]
 
-    def solve_leaf(self, problem, j, goes_left, left, a):
-        """Exact 1-D leaf by safeguarded Newton (numba kernel)."""
-        value = K.logistic_leaf_newton(
-            problem.F, problem.y, problem.w, problem.xb[j], goes_left, left, float(a[0]),
-            problem.l2_reg, _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
+    def side_terms(self, sides, points, active, terms="all"):
+        """Data term ("value"), its gradient and Hessian ("derivatives") or both ("all") of
+        each active leaf at ``F + points[side]``, no penalty; ``sides``: the ``(y, F, w)``
+        of each leaf's rows."""
+        values, grads, hess = np.zeros(2), np.zeros((2, 1)), np.zeros((2, 1, 1))
+        for side in np.flatnonzero(active):
+            y, F, w = sides[side]
+            f = F[:, 0] + points[side, 0]
+            if terms != "derivatives":
+                values[side] = self.loss(y, f[:, None], w)
+            if terms != "value":
+                p = expit(f)
+                grads[side, 0] = np.dot(w, p - y)
+                hess[side, 0, 0] = np.dot(w, p * (1 - p))
+        return values, grads, hess
+
+    def solve_leaves(self, problem, j, goes_left, a):
+        """Each leaf by the numba safeguarded Newton on the rows in memory."""
+        return np.array([
+            [K.logistic_leaf_newton(
+                problem.F, problem.y, problem.w, problem.xb[j], goes_left, left, float(a[s, 0]),
+                problem.l2_reg, _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
+            )]
+            for s, left in enumerate((True, False))
+        ])
+
+    def leaf_newton(self, oracle, a, l2_reg):
+        """:func:`._stump_kernels.logistic_leaf_newton` on both leaves at once, driven by
+        ``oracle(points, active, terms) -> (values, grads, hess)`` (the summed
+        :meth:`side_terms`).
+
+        Newton's method from ``a``, safeguarded by the bracket that the sign of the
+        (increasing) derivative gives: a step leaving the bracket is replaced by bisection.
+        The iterates are the kernel's, up to the order in which the sums are added.
+        """
+        a = np.array(a, dtype=np.float64).reshape(2)
+        lo, hi = np.full(2, -np.inf), np.full(2, np.inf)
+        active = np.ones(2, dtype=bool)
+        for _ in range(_LEAF_NEWTON_ITER):
+            if not active.any():
+                break
+            _, grads, hess = oracle(a.reshape(2, 1), active, "derivatives")
+            for s in np.flatnonzero(active):
+                grad = l2_reg * a[s] + grads[s, 0]
+                h = l2_reg + hess[s, 0, 0]
+                if grad == 0.0:
+                    active[s] = False
+                    continue
+                if grad > 0.0:
+                    hi[s] = min(hi[s], a[s])
+                else:
+                    lo[s] = max(lo[s], a[s])
+                cand = a[s] - grad / h if h > 0.0 else np.nan
+                if not lo[s] < cand < hi[s]:
+                    if not (np.isfinite(lo[s]) and np.isfinite(hi[s])):
+                        active[s] = False
+                        continue
+                    cand = 0.5 * (lo[s] + hi[s])
+                active[s] = abs(cand - a[s]) > _LEAF_NEWTON_TOL * max(1.0, abs(a[s]))
+                a[s] = cand
+        return a.reshape(2, 1)
+
+    def newton_terms(self, rows, seg, values, intercept):
+        """Row sums of one Newton step of the leaf step at the forest (``values``,
+        ``intercept``): the data term, the gradient and Hessian totals, per-segment sums of
+        both and the Hessian-weighted segment Gram matrix."""
+        F = forest_scores(rows, seg, values, intercept)
+        g, h = self.grad_hess(rows.y, F, rows.w)
+        sums = K.segment_sums(
+            rows.xb, seg.features, seg.lut, np.hstack([g, h]), seg.n_segments, rows.parallel
         )
-        return np.array([value])
+        M = K.segment_gram(
+            rows.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a, seg.pair_b,
+            h[:, 0], rows.parallel,
+        )
+        return self.loss(rows.y, F, rows.w), float(g.sum()), float(h.sum()), sums, M
 
     def fit_leaves(self, problem, seg, D=None):
         """Newton on (intercept, leaves) with backtracking (Armijo) line search.
 
         With monotone constraints ``D @ leaves >= 0`` each Newton step is the constrained
         QP of the local quadratic model (cvxpy), from a feasible point, so every iterate
-        on the line search stays feasible (sequential quadratic programming).
+        on the line search stays feasible (sequential quadratic programming). Each point is
+        one row sum (:meth:`newton_terms`), whose derivatives serve the next step.
         """
-        y, w, lam = problem.y, problem.w, problem.l2_reg
-        A = seg.A
+        lam, A, rows_seg = problem.l2_reg, seg.A, seg.without_map()
         b, v = float(problem.intercept[0]), problem.leaves[:, :, 0].reshape(-1).copy()
 
-        def energy(b, v):
-            F = problem.predict_from(seg, np.array([b]), v.reshape(-1, 2, 1))
-            return self.loss(y, F, w) + 0.5 * lam * float(v @ v), F
+        def terms(b, v):
+            data, g_total, h_total, sums, M = problem.row_sum(
+                self.newton_terms, rows_seg, A @ v.reshape(-1, 1), np.array([b])
+            )
+            return data + 0.5 * lam * float(v @ v), (g_total, h_total, sums, M)
 
-        value, F = energy(b, v)
+        value, current = terms(b, v)
         for _ in range(_JOINT_NEWTON_ITER):
-            g, h = self.grad_hess(y, F, w)
-            sums = K.segment_sums(
-                problem.xb, seg.features, seg.lut, np.hstack([g, h]), A.shape[0],
-                problem.parallel,
-            )
-            M = K.segment_gram(
-                problem.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a,
-                seg.pair_b, h[:, 0], problem.parallel,
-            )
-            grad = np.concatenate([[g.sum()], A.T @ sums[:, 0] + lam * v])
+            g_total, h_total, sums, M = current
+            grad = np.concatenate([[g_total], A.T @ sums[:, 0] + lam * v])
             hvb = A.T @ sums[:, 1]
             H = np.empty((v.shape[0] + 1, v.shape[0] + 1))
-            H[0, 0] = h.sum()
+            H[0, 0] = h_total
             H[0, 1:] = H[1:, 0] = hvb
             H[1:, 1:] = A.T @ M @ A + lam * np.eye(v.shape[0])
             if D is not None and D.shape[0]:
@@ -184,7 +289,7 @@ class _LogisticLoss:
                 break
             t = 1.0
             while t > 1e-12:
-                cand_value, cand_F = energy(b + t * step[0], v + t * step[1:])
+                cand_value, cand = terms(b + t * step[0], v + t * step[1:])
                 if cand_value <= value + 1e-4 * t * slope:
                     break
                 t *= 0.5
@@ -192,7 +297,7 @@ class _LogisticLoss:
                 break
             b, v = b + t * step[0], v + t * step[1:]
             decrease = value - cand_value
-            value, F = cand_value, cand_F
+            value, current = cand_value, cand
             if decrease <= 1e-12 * max(1.0, abs(value)) or -slope < 1e-16:
                 break
         return np.array([b]), v.reshape(-1, 2, 1)
@@ -205,7 +310,7 @@ class _LogisticLoss:
         return (raw[:, 0] > 0).astype(np.int64)
 
 
-class _SoftmaxLoss:
+class _SoftmaxLoss(_Loss):
     """Softmax cross-entropy over ``n_classes`` scores: multiclass classification."""
 
     exact_stump_step = False
@@ -213,9 +318,11 @@ class _SoftmaxLoss:
     def __init__(self, n_classes):
         self.n_values = n_classes
 
-    def intercept(self, y, w):
-        p = np.bincount(y, weights=w, minlength=self.n_values) / w.sum()
-        b = np.log(np.clip(p, 1e-12, None))
+    def target_sums(self, y, w):
+        return np.bincount(y, weights=w, minlength=self.n_values)
+
+    def intercept_from_sums(self, sw, sums):
+        b = np.log(np.clip(sums / sw, 1e-12, None))
         return b - b.mean()
 
     def loss(self, y, F, w):
@@ -234,51 +341,85 @@ class _SoftmaxLoss:
         R[np.arange(F.shape[0]), y] -= 1.0
         return w[:, None] * R, w[:, None] * P * (1 - P)
 
-    def leaf_grad_hess(self, y, F, w, a, l2_reg):
-        return K.softmax_leaf_grad_hess(F, y, w, np.ones(F.shape[0], dtype=np.bool_), a, l2_reg)
+    def side_terms(self, sides, points, active, terms="all"):
+        """Data term ("value"), its gradient and full Hessian ("derivatives") or both
+        ("all") of each active leaf at ``F + points[side]``, no penalty; ``sides``: the
+        ``(y, F, w)`` of each leaf's rows."""
+        n = self.n_values
+        values, grads, hess = np.zeros(2), np.zeros((2, n)), np.zeros((2, n, n))
+        for side in np.flatnonzero(active):
+            y, F, w = sides[side]
+            a = np.ascontiguousarray(points[side], dtype=np.float64)
+            if terms != "derivatives":
+                values[side] = self.loss(y, F + a[None, :], w)
+            if terms != "value":
+                grads[side], hess[side] = K.softmax_leaf_grad_hess(
+                    F, y, w, np.ones(y.shape[0], dtype=np.bool_), a, 0.0
+                )
+        return values, grads, hess
 
-    def solve_leaf(self, problem, j, goes_left, left, a):
-        """Exact K-D convex leaf problem by Newton with step halving."""
-        rows = goes_left[problem.xb[j]]
-        rows = rows if left else ~rows
-        lam = problem.l2_reg
-        y, F, w = problem.y[rows], problem.F[rows], problem.w[rows]
+    def leaf_newton(self, oracle, a, l2_reg):
+        """Both leaves' convex K-D problems by Newton with step halving, in step.
 
-        def phi(v):
-            return self.loss(y, F + v[None, :], w) + 0.5 * lam * float(v @ v)
-
-        value = phi(a)
-        for _ in range(_LEAF_NEWTON_ITER):
-            grad, hess = self.leaf_grad_hess(y, F, w, a, lam)
-            step = -solve_psd(hess, grad)
-            t = 1.0
-            while True:
-                cand = a + t * step
-                cand_value = phi(cand)
-                if cand_value <= value:
-                    break
-                t *= 0.5
-                if t < 1e-12:
-                    return a
-            a, value = cand, cand_value
-            if np.max(np.abs(t * step)) <= _LEAF_NEWTON_TOL * max(1.0, np.max(np.abs(a))):
-                break
+        ``oracle(points, active, terms) -> (values, grads, hess)`` gives the summed
+        :meth:`side_terms` of the active leaves. Each
+        leaf minimises ``phi(a) = data(a) + l2_reg / 2 |a|^2``: a Newton step is halved
+        until ``phi`` does not increase (a leaf stops when the step falls below 1e-12 of
+        it), for at most ``_LEAF_NEWTON_ITER`` steps or until a step is below
+        ``_LEAF_NEWTON_TOL`` relative to the leaf.
+        """
+        a = np.array(a, dtype=np.float64)
+        eye = np.eye(self.n_values)
+        active = np.ones(2, dtype=bool)
+        values, grads, hess = oracle(a, active, "all")
+        phi = values + 0.5 * l2_reg * np.sum(a * a, axis=1)
+        step = np.zeros_like(a)
+        t, n_steps = np.ones(2), np.zeros(2, dtype=np.int64)
+        for s in range(2):
+            step[s] = -solve_psd(hess[s] + l2_reg * eye, grads[s] + l2_reg * a[s])
+        cand = a + step
+        while active.any():
+            values = oracle(cand, active, "value")[0]  # the line search needs values only
+            moved = np.zeros(2, dtype=bool)
+            for s in np.flatnonzero(active):
+                phi_cand = values[s] + 0.5 * l2_reg * float(cand[s] @ cand[s])
+                if phi_cand <= phi[s]:
+                    a[s], phi[s] = cand[s], phi_cand
+                    n_steps[s] += 1
+                    small = np.max(np.abs(t[s] * step[s])) <= _LEAF_NEWTON_TOL * max(
+                        1.0, np.max(np.abs(a[s]))
+                    )
+                    active[s] = not (small or n_steps[s] >= _LEAF_NEWTON_ITER)
+                    moved[s] = active[s]
+                else:
+                    t[s] *= 0.5
+                    active[s] = t[s] >= 1e-12
+                    cand[s] = a[s] + t[s] * step[s]
+            if moved.any():  # the next Newton step of each leaf that moved
+                _, grads, hess = oracle(a, moved, "derivatives")
+                for s in np.flatnonzero(moved):
+                    step[s] = -solve_psd(hess[s] + l2_reg * eye, grads[s] + l2_reg * a[s])
+                    t[s] = 1.0
+                    cand[s] = a[s] + step[s]
         return a
+
+    def value_gradient_terms(self, rows, seg, values, intercept):
+        """Row sums of the leaf step's objective at the forest (``values``, ``intercept``):
+        the data term, the gradient total and the per-segment gradient sums."""
+        F = forest_scores(rows, seg, values, intercept)
+        value, g, _ = K.softmax_terms(F, rows.y, rows.w, 1)
+        sums = K.segment_sums(rows.xb, seg.features, seg.lut, g, seg.n_segments, rows.parallel)
+        return value, g.sum(0), sums
 
     def fit_leaves(self, problem, seg, D=None):
         """L-BFGS-B on (intercept, leaves) with the analytic gradient, from the current point."""
-        y, w, lam = problem.y, problem.w, problem.l2_reg
-        A, n_classes = seg.A, self.n_values
+        lam, A, n_classes, rows_seg = problem.l2_reg, seg.A, self.n_values, seg.without_map()
 
         def fun(theta):
             b, V = theta[:n_classes], theta[n_classes:].reshape(-1, n_classes)
-            F = K.segment_predict(problem.xb, seg.features, seg.lut, A @ V, b, problem.parallel)
-            value, g, _ = K.softmax_terms(F, y, w, 1)
+            value, g_total, sums = problem.row_sum(self.value_gradient_terms, rows_seg, A @ V, b)
             value += 0.5 * lam * float(np.sum(V * V))
-            sums = K.segment_sums(
-                problem.xb, seg.features, seg.lut, g, A.shape[0], problem.parallel
-            )
-            grad = np.concatenate([g.sum(0), (A.T @ sums + lam * V).ravel()])
+            grad = np.concatenate([g_total, (A.T @ sums + lam * V).ravel()])
             return value, grad
 
         theta0 = np.concatenate([problem.intercept, problem.leaves.reshape(-1)])

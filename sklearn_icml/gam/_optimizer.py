@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from . import _stump_kernels as K
+from ._rows import Rows, bin_weights, forest_scores, leaf_sides
 
 # below this many cells (n_samples * n_features) the serial kernels are used: thread start-up
 # costs more than it saves, by far on a loaded machine
@@ -54,6 +55,14 @@ class _Segments:
     pair_b: np.ndarray
     A: np.ndarray
 
+    @property
+    def n_segments(self):
+        return int(self.sizes.sum())
+
+    def without_map(self):
+        """The table a pass over the rows needs (``A`` stays with the caller)."""
+        return dataclasses.replace(self, A=None)
+
 
 def leaves_are_finite(intercept, leaves):
     """True when a leaf step's values are finite; else warn that the old leaves are kept."""
@@ -74,6 +83,12 @@ class StumpForestProblem:
     A stump ``t`` is its feature ``features[t]`` (-1: a zero stump), the boolean
     ``left[t, b]`` of the bins its left leaf takes (a threshold, a category set, and the
     side of the missing bin) and its two leaves ``leaves[t]``.
+
+    The rows are in memory. Every pass over them that the leaf step and the losses make is
+    a :meth:`row_sum`, and what the stump step does to the rows is in the hooks
+    :meth:`residual_histograms`, :meth:`add_new_stump`, :meth:`solve_stump_leaves` and
+    :meth:`accept_exact_stump`, so that a subclass can keep the rows elsewhere (the dask
+    problem of :mod:`._dask`).
     """
 
     def __init__(
@@ -102,8 +117,10 @@ class StumpForestProblem:
         self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
         for j in range(xb.shape[0]):
             self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
-        self.total_weight = float(w.sum())
-        self.intercept = loss.intercept(y, w)
+        self.total_weight = self.sw = float(w.sum())
+        self.swy = float(np.dot(w, y))
+        self.base_intercept = loss.intercept(y, w)  # the best forest without stumps
+        self.intercept = self.base_intercept.copy()
         self.F = np.tile(self.intercept, (xb.shape[1], 1))
         self.hist_h = None  # Hessian histogram when the loss's Hessian is the constant w
         if loss.exact_stump_step:
@@ -112,6 +129,14 @@ class StumpForestProblem:
         if self.use_pairs(xb.shape, loss, np.all(w == w[0])):
             self.pairs = K.pair_counts(xb, self.n_bins, parallel)
             self.weight = float(w[0])  # the constant weight of every row
+
+    def row_sum(self, function, *args):
+        """``function(rows, *args)``, a sum over the training rows (see :mod:`._rows`)."""
+        return function(Rows(self.xb, self.y, self.w, self.parallel), *args)
+
+    def bin_weight(self):
+        """``[j, b]``: the training weight in bin ``b`` of feature ``j``."""
+        return self.row_sum(bin_weights, self.n_bins)
 
     def use_pairs(self, shape, loss, constant_weights):
         """Whether the stump step works from pair counts (see ``PAIR_TABLE_MAX_FRACTION``)."""
@@ -193,23 +218,8 @@ class StumpForestProblem:
     # -- (A) stump step -----------------------------------------------------------------
     def stump_step(self, t):
         """Replace stump ``t`` by the best stump on the others' residual, if ``E`` drops."""
-        old_feature, old_left = self.features[t], self.left[t].copy()
-        old_leaves = self.leaves[t].copy()
-        if self.pairs is not None:
-            if self.hist_g is None:  # one pass over the rows per sweep, at its start
-                self.hist_g = self.gradient_histogram()
-            if old_feature >= 0:
-                self._pair_update(old_feature, old_left, old_leaves, -1.0)
-            hist_g, h = self.hist_g, None
-        else:
-            if old_feature >= 0:
-                self.add_stump(self.F, old_feature, old_left, old_leaves, -1.0)
-            g, h = self.loss.grad_hess(self.y, self.F, self.w)
-            hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
-        if h is None:
-            hist_h = self.hist_h
-        else:
-            hist_h = K.bin_histograms(self.xb, h, self.n_bins, self.parallel)
+        old = (self.features[t], self.left[t].copy(), self.leaves[t].copy())
+        hist_g, hist_h = self.residual_histograms(t, old)
         gains, lefts = K.best_splits(
             hist_g, hist_h, self.counts, self.n_edges, self.l2_reg, self.msl,
             categorical=self.categorical, monotone=self.monotone,
@@ -227,30 +237,69 @@ class StumpForestProblem:
         new_leaves = np.stack(
             [_newton_value(gl, hl, self.l2_reg), _newton_value(gr, hr, self.l2_reg)]
         )
-        if self.pairs is not None:
-            self._pair_update(j, goes_left, new_leaves, 1.0)
-        elif self.loss.exact_stump_step:  # the Newton values are the exact optimum
-            self.add_stump(self.F, j, goes_left, new_leaves)
+        if self.loss.exact_stump_step:  # the Newton values are the exact optimum
+            self.add_new_stump(j, goes_left, new_leaves)
         else:
-            new_leaves[0] = self.loss.solve_leaf(self, j, goes_left, True, new_leaves[0])
-            new_leaves[1] = self.loss.solve_leaf(self, j, goes_left, False, new_leaves[1])
-            F_new = self.F.copy()
-            self.add_stump(F_new, j, goes_left, new_leaves)
-            e_new = self.loss.loss(self.y, F_new, self.w) + self.penalty(new_leaves)
-            F_old = self.F
-            if old_feature >= 0:
-                F_old = self.F.copy()
-                self.add_stump(F_old, old_feature, old_left, old_leaves)
-            e_old = self.loss.loss(self.y, F_old, self.w) + self.penalty(old_leaves)
+            new_leaves = self.solve_stump_leaves(j, goes_left, new_leaves)
             # keep the old stump when E does not drop (also when e_new is nan) or when the
             # exact leaves broke a monotone constraint that the Newton leaves kept
-            if not e_new <= e_old or not self._keeps_monotone(j, new_leaves):
-                self.F = F_old
+            if not self.accept_exact_stump(t, old, j, goes_left, new_leaves):
                 return
-            self.F = F_new
         self.features[t] = j
         self.left[t] = goes_left
         self.leaves[t] = new_leaves
+
+    def residual_histograms(self, t, old):
+        """Gradient and Hessian histograms of the forest without stump ``t`` (whose feature,
+        left bins and leaves are ``old``), which leaves the forest for the step."""
+        old_feature, old_left, old_leaves = old
+        if self.pairs is not None:
+            if self.hist_g is None:  # one pass over the rows per sweep, at its start
+                self.hist_g = self.gradient_histogram()
+            if old_feature >= 0:
+                self._pair_update(old_feature, old_left, old_leaves, -1.0)
+            return self.hist_g, self.hist_h
+        if old_feature >= 0:
+            self.add_stump(self.F, old_feature, old_left, old_leaves, -1.0)
+        g, h = self.loss.grad_hess(self.y, self.F, self.w)
+        hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
+        if h is None:
+            return hist_g, self.hist_h
+        return hist_g, K.bin_histograms(self.xb, h, self.n_bins, self.parallel)
+
+    def add_new_stump(self, j, goes_left, leaves):
+        """Add the new stump of an exact stump step to the forest."""
+        if self.pairs is not None:
+            self._pair_update(j, goes_left, leaves, 1.0)
+        else:
+            self.add_stump(self.F, j, goes_left, leaves)
+
+    def solve_stump_leaves(self, j, goes_left, leaves):
+        """Exact leaves of the new stump (a loss without ``exact_stump_step``)."""
+        return self.loss.solve_leaves(self, j, goes_left, leaves)
+
+    def leaf_oracle(self, j, goes_left):
+        """``(points, active, terms) -> side_terms`` of the leaves of (``j``, ``goes_left``)."""
+        sides = leaf_sides(Rows(self.xb, self.y, self.w), self.F, j, goes_left)
+        return lambda *request: self.loss.side_terms(sides, *request)
+
+    def accept_exact_stump(self, t, old, j, goes_left, new_leaves):
+        """Add the new stump if ``E`` drops and it keeps its monotone constraint, else put
+        stump ``t``'s ``old`` one back; True when the new one is taken."""
+        old_feature, old_left, old_leaves = old
+        F_new = self.F.copy()
+        self.add_stump(F_new, j, goes_left, new_leaves)
+        e_new = self.loss.loss(self.y, F_new, self.w) + self.penalty(new_leaves)
+        F_old = self.F
+        if old_feature >= 0:
+            F_old = self.F.copy()
+            self.add_stump(F_old, old_feature, old_left, old_leaves)
+        e_old = self.loss.loss(self.y, F_old, self.w) + self.penalty(old_leaves)
+        if not e_new <= e_old or not self._keeps_monotone(j, new_leaves):
+            self.F = F_old
+            return False
+        self.F = F_new
+        return True
 
     def random_stump(self, t, rng):
         """Give stump ``t`` a random feature and valid threshold, leaves left at 0.
@@ -313,12 +362,17 @@ class StumpForestProblem:
             A=A,
         )
 
+    def forest(self, intercept, leaves, seg=None):
+        """``(segment table, segment values, intercept)``: a forest as a pass over the rows
+        takes it (see :mod:`._rows`)."""
+        seg = self.segments() if seg is None else seg
+        values = seg.A @ leaves.reshape(-1, leaves.shape[-1])
+        return seg.without_map(), values, intercept
+
     def predict_from(self, seg, intercept, leaves):
         """Raw scores ``F`` on the training rows for the given intercept and leaves."""
-        values = seg.A @ leaves.reshape(-1, leaves.shape[-1])
-        return K.segment_predict(
-            self.xb, seg.features, seg.lut, values, intercept, self.parallel
-        )
+        rows = Rows(self.xb, self.y, self.w, self.parallel)
+        return forest_scores(rows, *self.forest(intercept, leaves, seg))
 
     def monotone_rows(self):
         """``D`` with ``D @ leaves.ravel() >= 0`` iff every constrained stump is monotone."""
@@ -344,8 +398,7 @@ class StumpForestProblem:
         """Refit intercept and all leaves with splits fixed; keep the old ones unless E drops."""
         e_old = self.objective()
         if not np.any(self.features >= 0):
-            intercept, leaves = self.loss.intercept(self.y, self.w), self.leaves
-            F = np.tile(intercept, (self.xb.shape[1], 1))
+            seg, intercept, leaves = None, self.base_intercept.copy(), self.leaves
         else:
             seg = self.segments()
             D = self.monotone_rows() if np.any(self.monotone) else None
@@ -355,12 +408,28 @@ class StumpForestProblem:
                 return e_old
             if D is not None:
                 leaves = self._snap_monotone(leaves)
-            F = self.predict_from(seg, intercept, leaves)
-        e_new = self.loss.loss(self.y, F, self.w) + self.penalty(leaves)
+        e_new, F = self.evaluate(seg, intercept, leaves)
         if e_new <= e_old:
-            self.intercept, self.leaves, self.F = intercept, leaves, F
+            self.set_leaves(intercept, leaves, F)
             return e_new
         return e_old
+
+    def evaluate(self, seg, intercept, leaves):
+        """``(E, F)`` of the forest with these leaves (``seg`` None: no stump used)."""
+        if seg is None:
+            F = np.tile(intercept, (self.xb.shape[1], 1))
+        else:
+            F = self.predict_from(seg, intercept, leaves)
+        return self.loss.loss(self.y, F, self.w) + self.penalty(leaves), F
+
+    def set_leaves(self, intercept, leaves, F):
+        """Take the leaves of a leaf step (``F``: their scores, from :meth:`evaluate`)."""
+        self.intercept, self.leaves, self.F = intercept, leaves, F
+
+    def validation_loss(self, validation):
+        """Mean loss of the current forest on the held-out rows ``(xb, y, w)``."""
+        xb_val, y_val, w_val = validation
+        return self.loss.loss(y_val, self.raw_scores(xb_val), w_val) / float(w_val.sum())
 
     def raw_scores(self, xb):
         """Raw scores of other rows (binned as the training rows) for the current forest."""
@@ -415,7 +484,8 @@ def fit_stump_forest(
     missing_bin : int
         Bin code of missing values (default: one past the largest value bin).
     validation : tuple (xb_val, y_val, w_val) or None
-        Held-out rows for early stopping: the fit stops when their mean loss has not
+        Held-out rows for early stopping (what the problem's ``validation_loss`` takes):
+        the fit stops when their mean loss has not
         improved by more than ``tol`` in ``n_iter_no_change`` sweeps, and returns the forest
         of the best sweep. Without them, the fit stops at the first sweep that lowers the
         objective per unit weight by at most ``tol``.
@@ -467,9 +537,7 @@ def fit_stump_forest(
         def score():
             if validation is None:
                 return -history[-1] / weight
-            xb_val, y_val, w_val = validation
-            F_val = problem.raw_scores(xb_val)
-            return -loss.loss(y_val, F_val, w_val) / float(w_val.sum())
+            return -problem.validation_loss(validation)
 
         history = [problem.objective()]
         scores = [score()]

@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -35,6 +34,7 @@ from ._encoding import (
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
+from ._rows import validation_split
 
 
 class _BaseStumpForestGAM(BaseEstimator):
@@ -195,32 +195,42 @@ class _BaseStumpForestGAM(BaseEstimator):
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
         xb = bin_features(X, self.bin_edges_, self.max_bins)
 
-        early = self.early_stopping
-        self.do_early_stopping_ = (
-            (self.n_stumps == "auto") if early == "auto" else bool(early)
-        ) and X.shape[0] >= 2
-        validation, xb_all, y_all, w_all = None, xb, y, w
+        self.do_early_stopping_ = self._early_stopping(X.shape[0])
+        validation, all_rows = None, None
         if self.do_early_stopping_:
-            rows = np.arange(X.shape[0])
-            seed = draw_seed(rng)
-            try:
-                train, val = train_test_split(
-                    rows, test_size=self.validation_fraction, random_state=seed,
-                    stratify=self._stratify(y),
-                )
-            except ValueError:  # a class too small to stratify, or too few rows
-                train, val = train_test_split(
-                    rows, test_size=self.validation_fraction, random_state=seed
-                )
-            train, val = np.sort(train), np.sort(val)
+            train, val = validation_split(
+                X.shape[0], self.validation_fraction, draw_seed(rng), self._stratify(y)
+            )
             validation = (np.ascontiguousarray(xb[:, val]), y[val], w[val])
+            all_rows = (xb, y, w)
             xb, y, w = np.ascontiguousarray(xb[:, train]), y[train], w[train]
+        return self._fit_binned((xb, y, w), n_edges, loss, monotone, rng, validation, all_rows)
+
+    def _early_stopping(self, n_samples):
+        """Whether this fit holds rows out: ``early_stopping``, where "auto" means when
+        the forest grows (``n_stumps="auto"``)."""
+        early = self.early_stopping
+        by_size = self.n_stumps == "auto"
+        return (by_size if early == "auto" else bool(early)) and n_samples >= 2
+
+    def _fit_binned(self, train, n_edges, loss, monotone, rng, validation=None, all_rows=None,
+                    problem_class=None, stacklevel=5):
+        """Fit the forest on the binned rows ``train = (xb, y, w)`` and store it.
+
+        With early stopping, ``validation`` holds the held-out rows and ``all_rows`` every
+        row: once the validation loss stops improving, a forest of the best sweep's size is
+        fitted afresh on all rows. ``problem_class`` keeps the rows elsewhere (dask: then
+        ``xb`` describes the partitions and ``y``, ``w`` are None). ``stacklevel`` points the
+        convergence warning at the user's call.
+        """
         common = dict(
             max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
             tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
             name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
+            problem_class=problem_class,
         )
+        xb, y, w = train
         problem, info = fit_stump_forest(
             xb, n_edges, y, w, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
@@ -230,20 +240,15 @@ class _BaseStumpForestGAM(BaseEstimator):
             if info["converged"]:
                 # the size of the best sweep, fitted afresh on all rows (the validation
                 # rows too) until the objective settles
+                xb, y, w = all_rows
                 problem, info = fit_stump_forest(
-                    xb_all, n_edges, y_all, w_all, loss, n_stumps=max(problem.n_stumps, 1),
-                    **common,
+                    xb, n_edges, y, w, loss, n_stumps=max(problem.n_stumps, 1), **common,
                 )
                 self.n_iter_ += info["n_iter"]
-                xb, w = xb_all, w_all
-        n_bins = self.max_bins + 1
-        bin_weight = np.stack(
-            [np.bincount(xb[j], weights=w, minlength=n_bins)[:n_bins] for j in range(xb.shape[0])]
-        )
-        self._finish_fit(problem, info, loss, bin_weight)
+        self._finish_fit(problem, info, loss, problem.bin_weight(), stacklevel)
         return self
 
-    def _finish_fit(self, problem, info, loss, bin_weight):
+    def _finish_fit(self, problem, info, loss, bin_weight, stacklevel):
         """Warn when ``max_iter`` ended the fit, then store the forest (also the dask fit's).
 
         ``bin_weight[j, b]``: the training weight in bin ``b`` of feature ``j``.
@@ -258,7 +263,7 @@ class _BaseStumpForestGAM(BaseEstimator):
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         self.objective_history_ = info["history"]
         self._store_forest(problem, loss, bin_weight)
@@ -637,7 +642,10 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         X, y = validate_data(
             self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite="allow-nan"
         )
-        return X, np.asarray(y, dtype=np.float64), _SquaredLoss()
+        return X, np.asarray(y, dtype=np.float64), self._loss_for_target(None)
+
+    def _loss_for_target(self, classes):
+        return _SquaredLoss()
 
     def predict(self, X):
         """Predict ``intercept_ + sum_j f_j(x_j)``.
@@ -704,17 +712,22 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        n_classes = self.classes_.shape[0]
+        loss = self._loss_for_target(encoder.classes_)
+        y_index = encoder.transform(y)
+        return X, y_index.astype(np.float64) if loss.n_values == 1 else y_index, loss
+
+    def _loss_for_target(self, classes):
+        """Set ``classes_`` (sorted labels); the logistic loss for two, softmax for more."""
+        self.classes_ = classes
+        n_classes = classes.shape[0]
         if n_classes < 2:
             raise ValueError(
                 "y has only 1 class; a classifier needs at least 2 classes. Got "
-                f"{self.classes_[0]!r} instead."
+                f"{classes[0]!r} instead."
             )
-        y_index = encoder.transform(y)
         if n_classes == 2:
-            return X, y_index.astype(np.float64), _LogisticLoss()
-        return X, y_index, _SoftmaxLoss(n_classes)
+            return _LogisticLoss()
+        return _SoftmaxLoss(n_classes)
 
     def _stratify(self, y):
         return y
@@ -732,6 +745,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``intercept_ + sum_j f_j(x_j)``.
         """
+        if _dask.is_dask_collection(X):
+            check_is_fitted(self)
+            return _dask.predict(self, X, "decision_function")
         raw = self._raw_predict(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
@@ -748,6 +764,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
+        if _dask.is_dask_collection(X):
+            check_is_fitted(self)
+            return _dask.predict(self, X, "predict_proba")
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
@@ -764,5 +783,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
+        if _dask.is_dask_collection(X):
+            check_is_fitted(self)
+            return _dask.predict(self, X, "predict")
         raw = self._raw_predict(X)
         return self.classes_[self._loss.predict_index(raw)]

@@ -1,7 +1,9 @@
-"""StumpForestGAMRegressor on dask arrays and dataframes, on a 2-worker LocalCluster.
+"""The stump-forest GAMs on dask arrays and dataframes, on a 2-worker LocalCluster.
 
 The same data in memory and as dask chunks must give the same forest: the same stumps and
-predictions within 1e-8.
+predictions within 1e-8, with every option that the in-memory fit has (weights, missing
+values, categorical features, monotone constraints, the classifiers); early stopping holds
+out other rows on dask, so there the fit is checked on its own.
 """
 
 import pickle
@@ -92,33 +94,163 @@ def test_dask_fit_with_missing_values_and_auto_size_is_the_in_memory_one(client,
     X, y = data
     X = X.copy()
     X[np.random.default_rng(0).random(X.shape[0]) < 0.2, 2] = np.nan
-    # n_stumps="auto": the forest grows; early_stopping="auto" fits without a split on dask
+    # n_stumps="auto": the forest grows (without early stopping, so that the rows match)
     params = {**PARAMS, "n_stumps": "auto", "max_iter": 3, "early_stopping": False}
     memory = StumpForestGAMRegressor(**params).fit(X, y)
     assert memory.n_stumps_ == 30
     Xd = da.from_array(X, chunks=(700, 5))
-    model = StumpForestGAMRegressor(**{**params, "early_stopping": "auto"}).fit(
-        Xd, da.from_array(y, chunks=700)
-    )
+    model = StumpForestGAMRegressor(**params).fit(Xd, da.from_array(y, chunks=700))
     assert not model.do_early_stopping_
     _assert_same_forest(model, memory, X)
     np.testing.assert_array_equal(model.missing_go_to_left_, memory.missing_go_to_left_)
 
 
-def test_dask_refuses_what_it_does_not_fit(data):
+@pytest.mark.slow
+def test_varying_weights_on_dask_are_the_in_memory_fit(client, data):
+    X, y = data
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y))
+    memory = StumpForestGAMRegressor(**PARAMS).fit(X, y, sample_weight=w)
+    Xd = da.from_array(X, chunks=(500, 5))
+    yd = da.from_array(y, chunks=500)
+    for weights in (w, da.from_array(w, chunks=500)):  # numpy or dask weights
+        model = StumpForestGAMRegressor(**PARAMS).fit(Xd, yd, sample_weight=weights)
+        _assert_same_forest(model, memory, X)
+        np.testing.assert_allclose(model.term_importances(), memory.term_importances(),
+                                   rtol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def classes_data():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1500, 4))
+    score = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 - 1 + 0.5 * X[:, 2]
+    labels = np.digitize(score + 0.4 * rng.normal(size=1500), [-0.5, 0.5])
+    return X, labels
+
+
+def _assert_same_classifier(a, b, X, X_b=None):
+    np.testing.assert_array_equal(a.classes_, b.classes_)
+    np.testing.assert_array_equal(a.features_, b.features_)
+    np.testing.assert_array_equal(a.thresholds_, b.thresholds_)
+    X_b = X if X_b is None else X_b
+    # binary: Newton leaf steps, as close as the regressor's; multiclass: the L-BFGS leaf
+    # step stops at its gradient tolerance (1e-8), where a sum added in another order can
+    # end it one iteration sooner or later
+    atol = 1e-8 if a.classes_.shape[0] == 2 else 1e-6
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X_b), rtol=0, atol=atol)
+    np.testing.assert_allclose(a.objective_history_, b.objective_history_, rtol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifiers_on_dask_are_the_in_memory_fit(client, classes_data, n_classes):
+    X, labels = classes_data
+    y = np.array(["low", "mid", "high"])[labels] if n_classes == 3 else labels > 0
+    params = {**PARAMS, "n_stumps": 6, "max_iter": 2}
+    memory = StumpForestGAMClassifier(**params).fit(X, y)
+    Xd = da.from_array(X, chunks=(400, 4))
+    yd = da.from_array(y, chunks=400)
+    model = StumpForestGAMClassifier(**params).fit(Xd, yd)
+    _assert_same_classifier(model, memory, X)
+    proba = model.predict_proba(Xd)
+    assert isinstance(proba, da.Array) and proba.shape == (len(y), n_classes)
+    np.testing.assert_allclose(proba.compute(), model.predict_proba(X), rtol=0, atol=0)
+    np.testing.assert_array_equal(model.predict(Xd).compute(), memory.predict(X))
+    assert model.decision_function(Xd).compute().shape == memory.decision_function(X).shape
+
+
+@pytest.mark.slow
+def test_monotone_constraints_on_dask_are_the_in_memory_fit(client, data, classes_data):
+    X, y = data
+    params = {**PARAMS, "monotonic_cst": [1, 0, -1, 0, 0], "l2_reg": 1.0}
+    memory = StumpForestGAMRegressor(**params).fit(X, y)
+    model = StumpForestGAMRegressor(**params).fit(
+        da.from_array(X, chunks=(500, 5)), da.from_array(y, chunks=500)
+    )
+    _assert_same_forest(model, memory, X)
+    shapes = model.shape_functions()
+    for j, sign in ((0, 1), (2, -1)):
+        if j in shapes:
+            assert np.all(sign * np.diff(shapes[j].scores) >= 0)
+    Xc, labels = classes_data
+    params = {**PARAMS, "n_stumps": 8, "max_iter": 2, "monotonic_cst": [0, 0, 1, 0]}
+    memory = StumpForestGAMClassifier(**params).fit(Xc, labels > 0)
+    model = StumpForestGAMClassifier(**params).fit(
+        da.from_array(Xc, chunks=(500, 4)), da.from_array(labels > 0, chunks=500)
+    )
+    _assert_same_classifier(model, memory, Xc)
+
+
+@pytest.mark.slow
+def test_categorical_features_on_dask_are_the_in_memory_fit(client, data):
+    X, y = data
+    rng = np.random.default_rng(3)
+    colour = pd.Categorical(rng.choice(["red", "green", "blue", None], len(y)))
+    frame = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"]).assign(colour=colour)
+    frame.loc[rng.random(len(y)) < 0.1, "b"] = np.nan
+    y = y + np.select([colour == "red", colour == "green"], [1.0, -1.0], 0.0)
+    memory = StumpForestGAMRegressor(**PARAMS).fit(frame, y)
+    assert memory.is_categorical_.tolist() == [False] * 4 + [True]
+    df = dd.from_pandas(frame, npartitions=3)
+    model = StumpForestGAMRegressor(**PARAMS).fit(df, dd.from_pandas(pd.Series(y), npartitions=3))
+    np.testing.assert_array_equal(model.is_categorical_, memory.is_categorical_)
+    np.testing.assert_array_equal(model.categories_[4], memory.categories_[4])
+    _assert_same_forest(model, memory, frame)
+    assert any(c is not None for c in model.left_categories_)
+    np.testing.assert_allclose(model.predict(df).compute(), memory.predict(frame), atol=1e-8)
+    # codes of a dask array named as categorical: the same categories as in memory
+    codes = np.column_stack([X[:, :4], rng.integers(0, 4, len(y)).astype(float)])
+    memory = StumpForestGAMRegressor(**PARAMS, categorical_features=[4]).fit(codes, y)
+    model = StumpForestGAMRegressor(**PARAMS, categorical_features=[4]).fit(
+        da.from_array(codes, chunks=(700, 5)), da.from_array(y, chunks=700)
+    )
+    np.testing.assert_array_equal(model.categories_[4], memory.categories_[4])
+    _assert_same_forest(model, memory, codes)
+
+
+@pytest.mark.slow
+def test_early_stopping_on_dask_holds_out_rows_of_each_partition(client, data):
     X, y = data
     Xd = da.from_array(X, chunks=(500, 5))
     yd = da.from_array(y, chunks=500)
-    with pytest.raises(NotImplementedError, match="categorical_features"):
-        StumpForestGAMRegressor(categorical_features=[1]).fit(Xd, yd)
-    with pytest.raises(NotImplementedError, match="monotonic_cst"):
-        StumpForestGAMRegressor(monotonic_cst=[1, 0, 0, 0, 0]).fit(Xd, yd)
-    with pytest.raises(NotImplementedError, match="early_stopping=True"):
-        StumpForestGAMRegressor(early_stopping=True).fit(Xd, yd)
+    params = {**PARAMS, "n_stumps": "auto", "max_iter": 8, "n_iter_no_change": 2,
+              "tol": 1e-2}
+    model = StumpForestGAMRegressor(**params).fit(Xd, yd)
+    assert model.do_early_stopping_  # "auto": the forest grows, so rows are held out
+    assert 3 <= model.validation_score_.shape[0] <= 8  # stopped before max_iter
+    memory = StumpForestGAMRegressor(**params).fit(X, y)
+    assert model.score(X, y) > memory.score(X, y) - 0.05  # an equally good fit
+    # the classifier's split is stratified per partition; same seed, same model
+    params = {**PARAMS, "n_stumps": 4, "max_iter": 2, "early_stopping": True}
+    yc = da.from_array(y > 0, chunks=500)
+    clf = StumpForestGAMClassifier(**params).fit(Xd, yc)
+    again = StumpForestGAMClassifier(**params).fit(Xd, yc)
+    assert clf.do_early_stopping_ and clf.validation_score_.shape == (3,)
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    memory = StumpForestGAMClassifier(**params).fit(X, y > 0)
+    assert clf.score(X, y > 0) > memory.score(X, y > 0) - 0.05
+
+
+def test_bad_dask_weights_raise(data):
+    X, y = data
+    Xd = da.from_array(X, chunks=(500, 5))
+    yd = da.from_array(y, chunks=500)
+    with pytest.raises(ValueError, match="chunks of sample_weight"):
+        StumpForestGAMRegressor().fit(Xd, yd, sample_weight=da.ones(len(y), chunks=400))
+    with pytest.raises(ValueError, match="non-negative"):
+        StumpForestGAMRegressor().fit(Xd, yd, sample_weight=-np.ones(len(y)))
+    with pytest.raises(ValueError, match="sums to zero"):
+        StumpForestGAMRegressor().fit(Xd, yd, sample_weight=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="shape"):
+        StumpForestGAMRegressor().fit(Xd, yd, sample_weight=np.ones(3))
     X_inf = X.copy()
     X_inf[3, 1] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         StumpForestGAMRegressor().fit(da.from_array(X_inf, chunks=(500, 5)), yd)
+    with pytest.raises(ValueError, match="continuous"):
+        StumpForestGAMClassifier().fit(Xd, yd)
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        StumpForestGAMRegressor(monotonic_cst=[1, 0]).fit(Xd, yd)
 
 
 def test_bad_dask_input_raises(data):
@@ -126,15 +258,12 @@ def test_bad_dask_input_raises(data):
     Xd = da.from_array(X, chunks=(500, 5))
     with pytest.raises(ValueError, match="row chunks of y"):
         StumpForestGAMRegressor().fit(Xd, da.from_array(y, chunks=400))
-    with pytest.raises(NotImplementedError, match="one weight for every row"):
-        StumpForestGAMRegressor().fit(Xd, da.from_array(y, chunks=500),
-                                      sample_weight=np.arange(len(y)) + 1.0)
-    with pytest.raises(NotImplementedError, match="only StumpForestGAMRegressor"):
-        StumpForestGAMClassifier().fit(Xd, da.from_array(y > 0, chunks=500))
     with pytest.raises(TypeError, match="y must be a dask array"):
         StumpForestGAMRegressor().fit(Xd, list(y))
-    with pytest.raises(ValueError, match="sample_weight must be positive"):
-        StumpForestGAMRegressor().fit(Xd, da.from_array(y, chunks=500), sample_weight=0.0)
+    with pytest.raises(ValueError, match="requires y"):
+        StumpForestGAMRegressor().fit(Xd, None)
+    with pytest.raises(ValueError, match="2-D"):
+        StumpForestGAMRegressor().fit(da.ones(10, chunks=5), da.ones(10, chunks=5))
 
 
 def test_missing_dask_names_the_extra(monkeypatch):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from sklearn_icml.gam import _loss
+from sklearn_icml.gam import _loss, _rows
 from sklearn_icml.gam import _stump_kernels as K
 
 
@@ -230,6 +230,48 @@ def test_logistic_leaf_newton_is_the_exact_minimiser(l2_reg, left):
     got = K.logistic_leaf_newton(F, y, w, xb[0], goes_left, left, 3.0, l2_reg, 50, 1e-12)
     assert got == pytest.approx(ref, abs=1e-7)
     assert phi(got) <= phi(ref) + 1e-10
+
+
+@pytest.mark.parametrize("l2_reg", [0.0, 2.0])
+def test_leaf_newton_from_summed_terms_is_the_in_memory_solve(l2_reg):
+    # the dask fit drives the leaf solves by sums over partitions: the logistic driver
+    # follows the numba kernel's iterates, and summing two halves of the rows changes nothing
+    rng = np.random.default_rng(8)
+    xb, _ = _binned(rng, 400, 1, 6)
+    goes_left = np.array([True, False, True, True, False, False])
+    w = rng.uniform(0.2, 2.0, size=400)
+    rows = _rows.Rows(xb, None, w)
+
+    def summed_oracle(loss, y, F):
+        halves = [slice(0, 150), slice(150, 400)]
+
+        def oracle(points, active, terms):
+            parts = [loss.side_terms(_rows.leaf_sides(
+                _rows.Rows(xb[:, h], y[h], w[h]), F[h], 0, goes_left), points, active, terms)
+                for h in halves]
+            return tuple(a + b for a, b in zip(*parts))
+
+        return oracle
+
+    F = rng.normal(size=(400, 1))
+    y = (rng.uniform(size=400) < 0.4).astype(float)
+    loss = _loss._LogisticLoss()
+    start = np.array([[0.3], [-0.2]])
+    got = loss.leaf_newton(summed_oracle(loss, y, F), start, l2_reg)
+    kernel = [K.logistic_leaf_newton(F, y, w, xb[0], goes_left, left, float(start[s, 0]),
+                                     l2_reg, _loss._LEAF_NEWTON_ITER, _loss._LEAF_NEWTON_TOL)
+              for s, left in enumerate((True, False))]
+    np.testing.assert_allclose(got[:, 0], kernel, rtol=0, atol=1e-12)
+
+    Fk = rng.normal(size=(400, 3))
+    yk = rng.integers(0, 3, 400)
+    softmax_loss = _loss._SoftmaxLoss(3)
+    a = softmax_loss.leaf_newton(summed_oracle(softmax_loss, yk, Fk), np.zeros((2, 3)), l2_reg)
+    sides = _rows.leaf_sides(rows._replace(y=yk), Fk, 0, goes_left)
+    for s in range(2):  # the exact minimiser: zero gradient of data term + penalty
+        y_s, F_s, w_s = sides[s]
+        grad, _ = K.softmax_leaf_grad_hess(F_s, y_s, w_s, np.ones(len(y_s), bool), a[s], l2_reg)
+        assert np.max(np.abs(grad)) < 1e-8
 
 
 @pytest.mark.slow
