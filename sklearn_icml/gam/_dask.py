@@ -7,15 +7,17 @@ sum over rows (:mod:`._rows`), computed on each partition and summed (a tree of 
 workers, then one result to the client, in a fixed partition order), so only histograms,
 normal equations and losses travel, never rows:
 
-* once: the bin counts, the Hessian histogram of the squared loss, ``sum w`` and the target
-  sums of the intercept; with constant weights and the squared loss also the pair counts of
-  every feature pair (:func:`._stump_kernels.pair_counts`), from which the stump step works
-  without touching a row, and then once per sweep the gradient histogram of the forest;
+* once: the bin counts, the ``w`` and ``w y`` histograms of the squared loss, ``sum w`` and
+  the target sums of the intercept; with constant weights and the squared loss also the
+  pair counts of every feature pair (:func:`._stump_kernels.pair_counts`), from which the
+  stump step and the ridge leaf step work without touching a row, and then once per sweep
+  the gradient histogram of the forest;
 * otherwise per stump step: the gradient (and Hessian) histograms of the forest without the
   stump, and for the classifiers a few sums per Newton step of the two new leaves and the
   losses of the new and the old stump;
-* per leaf step: the sums of its solver (the segment sums and segment Gram matrix of the
-  ridge or Newton step, or the gradient of the softmax L-BFGS), and the objective.
+* per leaf step: the objective, and without pair counts the sums of its solver (the
+  segment sums and segment Gram matrix of the ridge or Newton step, or the gradient of the
+  softmax L-BFGS).
 
 The forest is sent to the partitions as its segment table (a few kilobytes), from which each
 partition recomputes its scores ``F`` when it needs them, so the workers hold no state that
@@ -61,6 +63,7 @@ from ._rows import (
     gradient_histograms,
     leaf_side_terms,
     validation_split,
+    weight_histograms,
 )
 
 
@@ -158,10 +161,10 @@ def _bin_counts(rows, n_bins):
 
 
 def _initial_statistics(rows, loss, n_bins):
-    hist_h = 0.0
+    hist_h = hist_wy = 0.0
     if loss.exact_stump_step:  # the Hessian of the squared loss is the constant w
-        hist_h = K.bin_histograms(rows.xb, rows.w[:, None], n_bins)
-    return (hist_h, float(rows.w.sum()), float(np.dot(rows.w, rows.y)),
+        hist_h, hist_wy = weight_histograms(rows, n_bins)
+    return (hist_h, hist_wy, float(rows.w.sum()), float(np.dot(rows.w, rows.y)),
             loss.target_sums(rows.y, rows.w))
 
 
@@ -293,8 +296,8 @@ class _DaskProblem(StumpForestProblem):
         else:
             self.counts = self.row_sum(_bin_counts, self.n_bins)
         # the float sums in the fixed partition order (as every other sum of the fit)
-        hist_h, sw, swy, target = self.row_sum(_initial_statistics, loss, self.n_bins)
-        self.hist_h = hist_h if loss.exact_stump_step else None
+        hist_h, hist_wy, sw, swy, target = self.row_sum(_initial_statistics, loss, self.n_bins)
+        self.hist_h, self.hist_wy = (hist_h, hist_wy) if loss.exact_stump_step else (None, None)
         self.total_weight = self.sw = sw
         self.swy = swy
         self.base_intercept = loss.intercept_from_sums(sw, target)

@@ -85,6 +85,34 @@ def ridge_statistics(rows, seg):
     return sums, M
 
 
+def pair_ridge_statistics(seg, pairs, counts, weight, hist_wy):
+    """:func:`ridge_statistics` without a pass over the rows, when every row has the same
+    ``weight``: the segment sums from the bin counts and the ``w y`` histogram, and each
+    block of the segment Gram matrix from the pair counts of its two features
+    (:func:`._stump_kernels.pair_counts`), summed over the bins of each segment."""
+    n_features, n_bins = counts.shape
+    sums = np.zeros((seg.n_segments, 2))
+    M = np.zeros((seg.n_segments, seg.n_segments))
+    for q, j in enumerate(seg.features):
+        np.add.at(sums[:, 0], seg.lut[q], weight * counts[j])
+        np.add.at(sums[:, 1], seg.lut[q], hist_wy[j])
+    M[np.diag_indices_from(M)] = sums[:, 0]  # a row is in one segment of each feature
+    bins = np.arange(n_bins)
+    for qa, qb in zip(seg.pair_a, seg.pair_b):
+        if qa == qb:
+            continue
+        a0, na, b0, nb = seg.starts[qa], seg.sizes[qa], seg.starts[qb], seg.sizes[qb]
+        table = pairs[K.pair_index(seg.features[qa], seg.features[qb], n_features)]
+        rows = np.zeros((na, n_bins))
+        np.add.at(rows, seg.lut[qa] - a0, table)  # (segment of a, bin of b)
+        onehot = np.zeros((n_bins, nb))
+        onehot[bins, seg.lut[qb] - b0] = 1.0
+        block = weight * (rows @ onehot)
+        M[a0:a0 + na, b0:b0 + nb] = block
+        M[b0:b0 + nb, a0:a0 + na] = block.T
+    return sums, M
+
+
 def ridge_leaves(sums, M, A, sw, swy, l2_reg, D=None):
     """The ridge leaf step from its sufficient statistics (:func:`ridge_statistics`).
 
@@ -142,10 +170,17 @@ class _SquaredLoss(_Loss):
     def fit_leaves(self, problem, seg, D=None):
         """Ridge regression on the segment indicators, unpenalised intercept (Cholesky).
 
-        With monotone constraints ``D @ leaves >= 0`` (``D`` not empty) the same quadratic
-        is minimised under them by cvxpy.
+        Its normal equations come from the pair counts when the stump step keeps them
+        (constant weights), else from one pass over the rows. With monotone constraints
+        ``D @ leaves >= 0`` (``D`` not empty) the same quadratic is minimised under them
+        by cvxpy.
         """
-        sums, M = problem.row_sum(ridge_statistics, seg.without_map())
+        if problem.pairs is not None:  # constant weights: no pass over the rows
+            sums, M = pair_ridge_statistics(
+                seg, problem.pairs, problem.counts, problem.weight, problem.hist_wy
+            )
+        else:
+            sums, M = problem.row_sum(ridge_statistics, seg.without_map())
         return ridge_leaves(sums, M, seg.A, problem.sw, problem.swy, problem.l2_reg, D)
 
     def inverse_link(self, raw):

@@ -19,15 +19,16 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from . import _stump_kernels as K
-from ._rows import Rows, bin_weights, forest_scores, leaf_sides
+from ._rows import Rows, bin_weights, forest_scores, leaf_sides, weight_histograms
 
 # below this many cells (n_samples * n_features) the serial kernels are used: thread start-up
 # costs more than it saves, by far on a loaded machine
 PARALLEL_MIN_CELLS = 500_000
 
 # the squared-loss stump step updates the gradient histograms from pair counts
-# (:func:`._stump_kernels.pair_counts`) instead of a pass over the rows when the weights are
-# constant and the count table takes at most this fraction of the float64 input's bytes
+# (:func:`._stump_kernels.pair_counts`) instead of a pass over the rows, and its leaf step
+# reads the normal equations from them (:func:`._loss.pair_ridge_statistics`), when the
+# weights are constant and the count table takes at most this fraction of the float64 input's bytes
 # (at 10^6 rows x 20 features and 255 bins: 49 MB of 160 MB); below that the passes are
 # cheap anyway
 PAIR_TABLE_MAX_FRACTION = 0.5
@@ -122,9 +123,13 @@ class StumpForestProblem:
         self.base_intercept = loss.intercept(y, w)  # the best forest without stumps
         self.intercept = self.base_intercept.copy()
         self.F = np.tile(self.intercept, (xb.shape[1], 1))
-        self.hist_h = None  # Hessian histogram when the loss's Hessian is the constant w
+        # the Hessian histogram when the loss's Hessian is the constant w, and the
+        # histogram of w y, from which (with the pair counts) the ridge leaf step is solved
+        self.hist_h = self.hist_wy = None
         if loss.exact_stump_step:
-            self.hist_h = K.bin_histograms(xb, w[:, None], self.n_bins, parallel)
+            self.hist_h, self.hist_wy = weight_histograms(
+                Rows(xb, y, w, parallel), self.n_bins
+            )
         self.pairs = None  # pair counts, when the stump step updates histograms from them
         if self.use_pairs(xb.shape, loss, np.all(w == w[0])):
             self.pairs = K.pair_counts(xb, self.n_bins, parallel)

@@ -59,6 +59,14 @@ def leaf_side_terms(rows, loss, seg, values, intercept, feature, goes_left, *req
     return loss.side_terms(leaf_sides(rows, F, feature, goes_left), *request)
 
 
+def weight_histograms(rows, n_bins):
+    """Per-feature histograms over bins of ``w`` (shape (n_features, n_bins, 1): the Hessian
+    histogram of the squared loss) and of ``w y`` (shape (n_features, n_bins))."""
+    both = K.bin_histograms(rows.xb, np.column_stack([rows.w, rows.w * rows.y]), n_bins,
+                            rows.parallel)
+    return np.ascontiguousarray(both[:, :, :1]), np.ascontiguousarray(both[:, :, 1])
+
+
 def bin_weights(rows, n_bins):
     """``[j, b]``: the weight of the rows in bin ``b`` of feature ``j``."""
     return np.stack([

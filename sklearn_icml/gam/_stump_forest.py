@@ -161,12 +161,16 @@ class _BaseStumpForestGAM(BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Training data; NaN marks a missing value. A DataFrame sets
             ``feature_names_in_``, and its ``category`` columns are categorical features
-            by default (see ``categorical_features``).
+            by default (see ``categorical_features``). A dask array or DataFrame (``dask``
+            extra) is fitted where its partitions are: only sums over rows reach the
+            client, and the model is the one an in-memory fit of the same rows gives
+            (with early stopping, other rows are held out: a split per partition).
         y : array-like of shape (n_samples,)
             Numeric target (regressor), or class labels of at least two classes
-            (classifier).
+            (classifier). With dask ``X``, a dask array or Series with the same row chunks.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights multiplying each row's loss.
+            Non-negative weights multiplying each row's loss (with dask ``X``: a number,
+            a numpy array, or a dask array chunked as the rows of ``X``).
 
         Returns
         -------
@@ -653,7 +657,8 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples to predict.
+            Samples to predict. A dask array or DataFrame gives a dask array, computed
+            chunk by chunk.
 
         Returns
         -------
@@ -738,7 +743,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples to score.
+            Samples to score. A dask array or DataFrame gives a dask array, computed
+            chunk by chunk.
 
         Returns
         -------
@@ -757,7 +763,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples whose class probabilities are wanted.
+            Samples whose class probabilities are wanted. A dask array or DataFrame
+            gives a dask array, computed chunk by chunk.
 
         Returns
         -------
@@ -776,7 +783,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Samples to classify.
+            Samples to classify. A dask array or DataFrame gives a dask array, computed
+            chunk by chunk.
 
         Returns
         -------

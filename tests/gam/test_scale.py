@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sklearn_icml.datasets import make_additive_regression
-from sklearn_icml.gam import StumpForestGAMRegressor, _optimizer
+from sklearn_icml.gam import StumpForestGAMRegressor, _loss, _optimizer, _rows
 from sklearn_icml.gam import _stump_kernels as K
 from sklearn_icml.gam._binning import bin_data, bin_data_reference, bin_dtype, bin_edges
 
@@ -39,6 +39,33 @@ def test_pair_counts_match_reference():
             K.pair_counts(xb, 9, parallel), K.pair_counts_reference(xb, 9)
         )
     assert K.pair_counts_reference(xb, 9)[K.pair_index(1, 3, 5)].sum() == 400
+
+
+def test_ridge_normal_equations_from_pair_counts_equal_a_pass_over_the_rows():
+    # the squared-loss leaf step with constant weights reads its normal equations from the
+    # pair counts; they must be the segment sums and Gram matrix of the rows
+    rng = np.random.default_rng(3)
+    n_bins, weight = 10, 1.7
+    xb = rng.integers(0, n_bins, size=(5, 600)).astype(np.uint8)
+    y = rng.normal(size=600)
+    w = np.full(600, weight)
+    problem = _optimizer.StumpForestProblem(
+        xb, np.full(5, n_bins - 2), y, w, _loss._SquaredLoss(), n_stumps=6, l2_reg=1.0,
+        min_samples_leaf=1, parallel=False, categorical=np.zeros(5, bool),
+        monotone=np.zeros(5, np.int64), missing_bin=n_bins - 1,
+    )
+    problem.features[:] = [0, 3, 0, 4, 3, 1]
+    problem.left[:] = rng.random((6, n_bins)) < 0.5
+    seg = problem.segments()
+    counts = np.stack([np.bincount(r, minlength=n_bins) for r in xb])
+    hist_wy = K.bin_histograms(xb, (w * y)[:, None], n_bins)[:, :, 0]
+    sums, M = _loss.pair_ridge_statistics(seg, K.pair_counts(xb, n_bins), counts, weight,
+                                          hist_wy)
+    ref_sums, ref_M = _loss.ridge_statistics(_rows.Rows(xb, y, w), seg.without_map())
+    np.testing.assert_allclose(sums, ref_sums, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(M, ref_M, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(M, K.segment_gram_reference(xb, seg.features, seg.lut, w,
+                                                            seg.n_segments), rtol=1e-12)
 
 
 def _masks(n_bins):
