@@ -269,11 +269,10 @@ def on_paper(calls, dask_wall, memory_wall, n_dask, n_chunks, t_top, n_top):
         f"The dask fit of {n_dask} rows asked the workers for {n_red} sums (table above: bytes "
         f"of one partition's result and of the arguments sent with each task, as measured in "
         "the client). Only the counts and pair counts (once per fit) are large; the stump "
-        "steps of the squared loss run on the client from the pair counts and send nothing; "
-        "each sweep sends down the forest and gets back one gradient histogram, the normal "
-        "equations of the leaf step and a few losses. Each sum is one task per worker over "
-        "the partitions it holds; the client adds the partitions' results in partition "
-        "order.\n\n"
+        "steps and the ridge leaf steps of the squared loss run on the client from the pair "
+        "counts; each sweep sends down the forest and gets back one gradient histogram and a "
+        "few losses. Each sum is one task per worker over the partitions it holds; the "
+        "client adds the partitions' results in partition order.\n\n"
         f"At 10^8 rows on {W} workers ({10**7} rows each, {parts_per_worker} partitions each, "
         f"{P} partitions, every partition's result crossing the client's link, a "
         f"{bandwidth / 1e9:.2f} GB/s network assumed, the rest measured here):\n\n"
@@ -284,9 +283,10 @@ def on_paper(calls, dask_wall, memory_wall, n_dask, n_chunks, t_top, n_top):
         f"wall time {dask_wall:.3g} s less half the in-memory fit's {memory_wall:.3g} s, per "
         "sum: scheduling, transfers on one machine, and the dask path's extra row passes, as "
         f"each partition recomputes its scores when it needs them): {n_red * overhead:.3g} s;\n"
-        f"- communication: {comm:.3g} s ({P} partitions' results per sum, "
-        f"{sum(c['up'] for c in calls) / 1e6:.3g} MB per partition over the fit, plus the "
-        "arguments);\n"
+        f"- communication: {comm:.3g} s (every partition's result of each sum, "
+        f"{sum(c['up'] for c in calls if not c['per_worker']) / 1e6:.3g} MB per partition "
+        "over the fit, and the pair counts once per worker, up a tree of the workers; plus "
+        "the arguments);\n"
         f"- in all about {total:.3g} s, against {single:.3g} s for one process at the "
         f"measured in-memory rate (if it had the {10**8 * N_FEATURES * 9 / 1e9:.0f} GB of "
         "float64 input and bins in memory).")
@@ -487,8 +487,8 @@ def main():
               "3-class leaf step is L-BFGS, which stops where the objective is flat to "
               "about 1e-12 of its value (its gradient is then still ~1e-3): the same rows "
               "summed in another order end it elsewhere on that flat floor, so its "
-              "probabilities differ by a few 1e-6 while the objectives agree to ~1e-12; the "
-              "in-memory fit run with other L-BFGS tolerances moves by as much."))
+              "probabilities differ by more than 1e-8 while the objectives agree to about "
+              "1e-11."))
     for name, *_, same, diff, objective in option_rows:
         targets.append([f"{name}: dask forest = in-memory forest (stumps; max difference)",
                         "True; <= 1e-08", f"{same}; {diff:.3g} (objectives {objective:.1g})",

@@ -182,7 +182,7 @@ class StumpForestProblem:
         w0 = self.weight
         K.pair_update(
             self.hist_g, self.pairs, self.counts, int(feature), goes_left,
-            w0 * scale * float(leaves[0, 0]), w0 * scale * float(leaves[1, 0]),
+            w0 * scale * float(leaves[0, 0]), w0 * scale * float(leaves[1, 0]), self.parallel,
         )
         self._F_stale = True
 

@@ -2,9 +2,11 @@
 
 Gabidolla and Carreira-Perpinan, "Generalized additive models via direct optimization of
 regularized decision stump forests", ICML 2025. The pieces of a fit live next to this module:
-:mod:`._binning` (candidate thresholds), :mod:`._loss` (the losses and their steps),
-:mod:`._optimizer` (the alternating optimisation), :mod:`._stump_kernels` (numba kernels) and
-:mod:`._plotting` (shape-function plots).
+:mod:`._binning` (candidate thresholds), :mod:`._encoding` (categories, missing values),
+:mod:`._loss` (the losses and their steps), :mod:`._rows` (passes over the rows as sums),
+:mod:`._optimizer` (the alternating optimisation), :mod:`._dask` (the fit on dask
+partitions), :mod:`._stump_kernels` (numba kernels) and :mod:`._plotting` (shape-function
+plots).
 """
 
 import numbers
@@ -577,6 +579,11 @@ _NOTES_DOC = """
     sends missing values at predict time to the leaf with more training rows, stump by
     stump (HistGradientBoosting's rule). [1]_'s total-variation smoothness penalty is not
     implemented.
+
+    Every quantity either step needs is a sum over rows (histograms, normal equations,
+    losses), so ``fit`` also takes dask arrays and DataFrames (``dask`` extra): the rows
+    stay in their partitions and only those sums travel; the result is the in-memory fit's
+    (same stumps), with early stopping on a split drawn per partition.
 """
 
 _REFERENCES_DOC = """

@@ -163,28 +163,23 @@ def pair_counts_reference(xb, n_bins):
 
 
 @njit(cache=True, boundscheck=False)
-def _left_counts(pairs, counts, j, goes_left, n_features, left):
-    # left[j', b'] = #{i : xb[j', i] = b', goes_left[xb[j, i]]}, summing the smaller side of
-    # the split (the bins of j that go left, or the others; the other side is counts - that)
-    n_bins = counts.shape[1]
-    n_true = 0
-    for r in range(n_bins):
-        n_true += goes_left[r]
-    low = n_true <= n_bins - n_true
-    for jp in range(n_features):
+def _pair_update_one(hist, pairs, counts, j, goes_left, low, jp, left_value, right_value):
+    # left[b'] = #{i : xb[jp, i] = b', goes_left[xb[j, i]]}, summing the smaller side of the
+    # split (the bins of j that go left if ``low``, else the others; the other side is
+    # counts - that), then hist[jp] += left_value * left + right_value * (counts - left)
+    n_features, n_bins = counts.shape
+    left = np.zeros(n_bins, dtype=np.int64)
+    if jp == j:
         for b in range(n_bins):
-            left[jp, b] = 0
-        if jp == j:
-            for b in range(n_bins):
-                if goes_left[b]:
-                    left[jp, b] = counts[j, b]
-            continue
+            if goes_left[b]:
+                left[b] = counts[j, b]
+    else:
         if j < jp:  # pair (j, jp): rows of the table are j's bins
             t = pairs[j * n_features - j * (j + 1) // 2 + (jp - j - 1)]
             for r in range(n_bins):
                 if goes_left[r] == low:
                     for b in range(n_bins):
-                        left[jp, b] += t[r, b]
+                        left[b] += t[r, b]
         else:  # pair (jp, j): columns of the table are j's bins
             t = pairs[jp * n_features - jp * (jp + 1) // 2 + (j - jp - 1)]
             for b in range(n_bins):
@@ -192,27 +187,42 @@ def _left_counts(pairs, counts, j, goes_left, n_features, left):
                 for r in range(n_bins):
                     if goes_left[r] == low:
                         acc += t[b, r]
-                left[jp, b] = acc
+                left[b] = acc
         if not low:
             for b in range(n_bins):
-                left[jp, b] = counts[jp, b] - left[jp, b]
+                left[b] = counts[jp, b] - left[b]
+    for b in range(n_bins):
+        n_left = left[b]
+        hist[jp, b, 0] += left_value * n_left + right_value * (counts[jp, b] - n_left)
 
 
-@njit(cache=True, boundscheck=False)
-def pair_update(hist, pairs, counts, j, goes_left, left_value, right_value):
+def _pair_update_driver(loop):
+    def pair_update(hist, pairs, counts, j, goes_left, left_value, right_value):
+        n_bins = counts.shape[1]
+        n_true = 0
+        for r in range(n_bins):
+            n_true += goes_left[r]
+        low = n_true <= n_bins - n_true
+        for jp in loop(counts.shape[0]):  # each feature owns its own row of hist
+            _pair_update_one(hist, pairs, counts, j, goes_left, low, jp, left_value,
+                             right_value)
+
+    return pair_update
+
+
+_pair_update_serial, _pair_update_parallel = _compile_drivers(_pair_update_driver)
+
+
+def pair_update(hist, pairs, counts, j, goes_left, left_value, right_value, parallel=False):
     """In place: ``hist[j', b, 0] += left_value L[j', b] + right_value (counts - L)[j', b]``.
 
-    ``L`` as in the section comment (``goes_left``: boolean over the bins of feature ``j``);
-    ``left_value`` and ``right_value`` are the changes of the gradient on either side of the
-    split (``w * scale * leaf``).
+    ``L[j', b]``: the rows in bin ``b`` of feature ``j'`` that go left on feature ``j``
+    (``goes_left``: boolean over the bins of ``j``), from the pair counts; ``left_value``
+    and ``right_value`` are the changes of the gradient on either side of the split
+    (``w * scale * leaf``). One feature ``j'`` per parallel iteration.
     """
-    n_features = counts.shape[0]
-    left = np.empty(counts.shape, dtype=np.int64)
-    _left_counts(pairs, counts, j, goes_left, n_features, left)
-    for jp in range(n_features):
-        for b in range(counts.shape[1]):
-            n_left = left[jp, b]
-            hist[jp, b, 0] += left_value * n_left + right_value * (counts[jp, b] - n_left)
+    kernel = _pair_update_parallel if parallel else _pair_update_serial
+    kernel(hist, pairs, counts, int(j), goes_left, float(left_value), float(right_value))
 
 
 def pair_update_reference(hist, xb, j, goes_left, left_value, right_value):

@@ -305,6 +305,16 @@ def test_parallel_kernels_are_bit_identical_to_serial():
         K.segment_predict(xb, features, lut, seg_values, base),
         K.segment_predict(xb, features, lut, seg_values, base, parallel=True),
     )
+    pairs = K.pair_counts(xb, lut.shape[1])
+    counts = _counts(xb, lut.shape[1])
+    goes_left = rng.random(lut.shape[1]) < 0.3
+    out = []
+    for parallel in (False, True):
+        hist = np.zeros((xb.shape[0], lut.shape[1], 1))
+        for j in range(xb.shape[0]):
+            K.pair_update(hist, pairs, counts, j, goes_left, 0.3, -1.1, parallel)
+        out.append(hist)
+    assert np.array_equal(out[0], out[1]) and np.any(out[0] != 0)
 
 
 def test_softmax_kernels_match_numpy():
