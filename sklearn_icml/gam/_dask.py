@@ -450,7 +450,7 @@ def _weights(sample_weight, X, da):
     return (low, None) if low == high else (None, w)
 
 
-def _target(estimator, y, da):
+def _target(estimator, y):
     """``(y, loss, classes)``: the target checked, its loss, and the classes (None for a
     regressor, whose target is checked for NaN and infinity while binning)."""
     from sklearn.base import is_classifier
@@ -463,7 +463,9 @@ def _target(estimator, y, da):
                 f"dtype {y.dtype} instead."
             )
         return y, estimator._loss_for_target(None), None
-    classes = np.unique(y.compute() if y.dtype == object else da.unique(y).compute())
+    dask = optional_import("dask")  # the labels of each partition, then their union
+    seen = dask.compute(*[dask.delayed(np.unique)(b) for b in y.to_delayed().ravel()])
+    classes = np.unique(np.concatenate(seen))
     check_classification_targets(classes)
     return y, estimator._loss_for_target(classes), classes
 
@@ -542,7 +544,7 @@ def fit(estimator, X, y, sample_weight=None):
             f"X must be numeric (or its categorical columns named in categorical_features). "
             f"Got dtype {X.dtype} instead."
         )
-    y, loss, classes = _target(estimator, y, da)
+    y, loss, classes = _target(estimator, y)
     weight, w = _weights(sample_weight, X, da)
     is_categorical = np.array([c is not None for c in (categories or [None] * n_features)])
     monotone = check_monotonic_cst(

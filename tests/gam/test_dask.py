@@ -159,6 +159,19 @@ def test_classifiers_on_dask_are_the_in_memory_fit(client, classes_data, n_class
     assert model.decision_function(Xd).compute().shape == memory.decision_function(X).shape
 
 
+def test_string_labels_of_a_dask_series(client, classes_data):
+    # object labels: the classes are the union of each partition's labels
+    X, labels = classes_data
+    y = pd.Series(np.array(["no", "yes"], dtype=object)[(labels > 0).astype(int)])
+    params = {**PARAMS, "n_stumps": 2, "max_iter": 1}
+    memory = StumpForestGAMClassifier(**params).fit(X, y)
+    model = StumpForestGAMClassifier(**params).fit(
+        dd.from_pandas(pd.DataFrame(X), npartitions=2), dd.from_pandas(y, npartitions=2)
+    )
+    np.testing.assert_array_equal(model.classes_, ["no", "yes"])
+    np.testing.assert_array_equal(model.predict(X), memory.predict(X))
+
+
 @pytest.mark.slow
 def test_monotone_constraints_on_dask_are_the_in_memory_fit(client, data, classes_data):
     X, y = data
