@@ -90,14 +90,19 @@ def _one_fit(kind, n, threads, queue):
                "X_bytes": X.nbytes, "pred": model.predict(X[:1000]).tolist()})
 
 
-def fit_in_subprocess(kind, n, threads):
+def in_subprocess(target, *args):
+    """``target(*args, queue)`` in a fresh (spawned) process; what it puts on the queue."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_one_fit, args=(kind, n, threads, queue))
+    proc = ctx.Process(target=target, args=(*args, queue))
     proc.start()
     result = queue.get()
     proc.join()
     return result
+
+
+def fit_in_subprocess(kind, n, threads):
+    return in_subprocess(_one_fit, kind, n, threads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -220,7 +225,7 @@ def chunked_data(n, n_chunks, n_rows=None):
     return X, y
 
 
-def _memory_fit(queue, n, n_chunks, n_pred):
+def _memory_fit(n, n_chunks, n_pred, queue):
     X, y = chunked_data(n, n_chunks)
     model = sf_model(1)
     model.fit(X[:3000], y[:3000])
@@ -426,12 +431,7 @@ def main():
     n_dask, n_chunks = (2 * 10**5, 8) if args.quick else (10**7, 16)
     n_pred = min(n_dask, 10**6)
     model, wall, peaks, grow, calls = dask_run(n_dask, n_chunks)
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_memory_fit, args=(queue, n_dask, n_chunks, n_pred))
-    proc.start()
-    memory = queue.get()
-    proc.join()
+    memory = in_subprocess(_memory_fit, n_dask, n_chunks, n_pred)
     same = (memory["features"] == model.features_.tolist()
             and memory["thresholds"] == model.thresholds_.tolist())
     X_pred, _ = chunked_data(n_dask, n_chunks, n_pred)
