@@ -36,6 +36,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
+from .utils._param_validation import POSITIVE_INT
 from .utils._random import draw_seed, spawn_seeds
 
 __all__ = [
@@ -493,7 +494,7 @@ class BaseNeuralEstimator(BaseEstimator):
 
     _parameter_constraints: dict = {
         "device": "no_validation",  # checked by utils._skorch.check_device in fit
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [POSITIVE_INT, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

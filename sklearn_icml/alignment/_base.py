@@ -7,19 +7,18 @@ documentation in :data:`ALIGNMENT_PIECES` (filled in by :func:`fill_doc`); both 
 soft labels with :func:`check_soft_labels`.
 """
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..utils._docstrings import fill_doc as _fill_doc
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_REAL
 from ..utils.validation import check_finite
 from ._loss_math import LOSS_NAMES, LOSS_PARAMETER
 
 #: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
 
-_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 #: Parameter documentation shared by the preference estimators (numpydoc, unindented).
 ALIGNMENT_PIECES = {
@@ -53,11 +52,11 @@ class _PreferenceLossMixin:
 
     _parameter_constraints: dict = {
         "loss": [StrOptions(set(LOSS_NAMES))],
-        "beta": [_POSITIVE],
-        "tau": [_POSITIVE],
-        "delta": [_POSITIVE],
+        "beta": [POSITIVE_REAL],
+        "tau": [POSITIVE_REAL],
+        "delta": [POSITIVE_REAL],
         "normalizer": [StrOptions({"reference", "data", "none"})],
-        "kl_coef": [Interval(numbers.Real, 0, None, closed="left")],
+        "kl_coef": [NON_NEGATIVE_REAL],
     }
 
     def _loss_scale(self):

@@ -1,11 +1,11 @@
 """Closed-form population minimisers (benchmark policies) of the preference losses."""
 
-import numbers
 
 import numpy as np
 from scipy.special import expit, logit, logsumexp
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._param_validation import FINITE_POSITIVE_REAL
 from ..utils.validation import check_finite
 from ._base import check_policy
 
@@ -87,17 +87,14 @@ def _bt_rewards(P, name):
     return r
 
 
-_SCALE = Interval(numbers.Real, 0, np.inf, closed="neither")
-
-
 @validate_params(
     {
         "rewards": ["array-like", None],
         "pref_matrix": ["array-like", None],
         "nu": ["array-like", None],
         "loss": [StrOptions(set(_CLOSED_FORMS) | {"hinge"})],
-        "beta": [_SCALE],
-        "tau": [_SCALE],
+        "beta": [FINITE_POSITIVE_REAL],
+        "tau": [FINITE_POSITIVE_REAL],
         "sampling": ["array-like", None],
     },
     prefer_skip_nested_validation=True,

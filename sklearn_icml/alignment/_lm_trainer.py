@@ -8,15 +8,14 @@ completion; the normaliser's log-probabilities are computed once before training
 """
 
 import copy
-import numbers
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NonTabularInputMixin
 from ..utils import draw_seed, optional_import
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import torch_threads
 from ..utils._training import seeded_torch
 from ..utils.validation import check_finite
@@ -288,14 +287,14 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         **BaseNeuralEstimator._parameter_constraints,
         **_PreferenceLossMixin._parameter_constraints,
         "module": [nn.Module, None],
-        "vocab_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "d_model": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
-        "bos_token": [Interval(numbers.Integral, 0, None, closed="left"), None],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "vocab_size": [POSITIVE_INT, None],
+        "d_model": [POSITIVE_INT],
+        "n_layers": [POSITIVE_INT],
+        "n_heads": [POSITIVE_INT],
+        "bos_token": [NON_NEGATIVE_INT, None],
+        "lr": [POSITIVE_REAL],
+        "max_epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
         "callbacks": [list, None],
     }
 

@@ -13,13 +13,13 @@ winner/loser form. The numpy twins in ``_loss_math`` (value and derivative in cl
 drive the tabular solver; the tests check them against autograd.
 """
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import optional_import
 from ..utils._docstrings import fill_doc
+from ..utils._param_validation import CLOSED_UNIT_INTERVAL, FINITE_POSITIVE_REAL
 from ._loss_math import LOSS_NAMES
 
 torch = optional_import("torch", "neural")
@@ -31,8 +31,8 @@ def _loss_params(scale):
     return validate_params(
         {
             "h": ["array-like"],
-            scale: [Interval(numbers.Real, 0, np.inf, closed="neither")],
-            "p": ["array-like", Interval(numbers.Real, 0, 1, closed="both"), None],
+            scale: [FINITE_POSITIVE_REAL],
+            "p": ["array-like", CLOSED_UNIT_INTERVAL, None],
         },
         prefer_skip_nested_validation=True,
     )

@@ -1,11 +1,11 @@
 """Preference pairs for the tabular setting: exact population pairs and sampled pairs."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
+from ..utils._param_validation import POSITIVE_INT
 from ._base import check_policy
 from ._benchmark import check_preferences
 
@@ -90,7 +90,7 @@ def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_w
     {
         "rewards": ["array-like", None],
         "pref_matrix": ["array-like", None],
-        "n_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_pairs": [POSITIVE_INT],
         "sampling": ["array-like", None],
         "context_weights": ["array-like", None],
         "include_ties": ["boolean"],

@@ -1,6 +1,5 @@
 """A softmax (tabular or log-linear) policy fitted by an offline preference loss."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -10,13 +9,14 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp, rel_entr
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..base import NonTabularInputMixin
 from ..utils import check_random_state
-from ..utils.validation import check_array, check_finite
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils.validation import check_finite, check_input_array
 from ._base import (
     _PreferenceLossMixin,
     check_policy,
@@ -33,7 +33,7 @@ _USE_KERNEL = True
 
 def _check_pairs(pairs, labels, name="pairs"):
     """Validate ``pairs`` (n, 3) or (n, 4); return int64 (n, 3) indices and labels."""
-    arr = check_array(pairs, dtype="numeric", ensure_all_finite=True, input_name=name)
+    arr = check_input_array(pairs, dtype="numeric", ensure_all_finite=True, input_name=name)
     if arr.shape[1] not in (3, 4):
         raise ValueError(
             f"{name} must have 3 columns (context, first, second) or 4 (plus a soft label). "
@@ -257,10 +257,10 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         **_PreferenceLossMixin._parameter_constraints,
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "lr": [POSITIVE_REAL],
+        "max_iter": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT, None],
+        "tol": [NON_NEGATIVE_REAL],
         "estimate_data_policy": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],

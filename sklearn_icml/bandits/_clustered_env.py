@@ -9,10 +9,11 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._param_validation import ANY_REAL, INT_AT_LEAST_TWO, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._validation import check_below, index_at_least, validate_arguments
 
@@ -132,7 +133,7 @@ class ClusteredBanditEnv(BaseEnvironment):
         "means": ["array-like"],
         "assignment": ["array-like"],
         "noise": [StrOptions({"gaussian", "bernoulli"})],
-        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sigma": [POSITIVE_REAL],
         "random_state": ["random_state"],
     }
 
@@ -349,11 +350,11 @@ def _warn_if_not_separable(means, eta):
 
 @validate_params(
     {
-        "n_agents": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_arms": [Interval(numbers.Integral, 2, None, closed="left")],
-        "best_mean": [Interval(numbers.Real, None, None, closed="neither")],
-        "near_mean": [Interval(numbers.Real, None, None, closed="neither")],
+        "n_agents": [POSITIVE_INT],
+        "n_clusters": [POSITIVE_INT],
+        "n_arms": [INT_AT_LEAST_TWO],
+        "best_mean": [ANY_REAL],
+        "near_mean": [ANY_REAL],
         "low": ["array-like"],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_generator
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._exp3ix_core import (
     _default_learning_rate,
@@ -61,9 +62,9 @@ class _BaseInterferenceEXP3IX(BaseRunner):
     """
 
     _parameter_constraints = {
-        "n_arms": [Interval(numbers.Integral, 1, None, closed="left")],
-        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "n_arms": [POSITIVE_INT],
+        "horizon": [POSITIVE_INT],
+        "learning_rate": [POSITIVE_REAL, None],
         "ix_gamma": [Interval(numbers.Real, 0, 0.5, closed="left"), None],
         "random_state": ["random_state"],
     }
@@ -429,10 +430,10 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
 
     _parameter_constraints = {
         **_BaseInterferenceEXP3IX._parameter_constraints,
-        "exposure_radius": [Interval(numbers.Integral, 0, None, closed="left")],
-        "cell_size": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "exposure_radius": [NON_NEGATIVE_INT],
+        "cell_size": [POSITIVE_REAL, None],
         "partition": [StrOptions({"rrp", "shifted_grid"})],
-        "strip_width": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "strip_width": [NON_NEGATIVE_INT, None],
         "resample_partition": ["boolean"],
     }
 

@@ -1,13 +1,19 @@
 """InterferenceGridEnv: units on a grid whose outcomes depend on their neighbours' arms."""
 
-import numbers
 
 import numpy as np
 from scipy.signal import fftconvolve
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._param_validation import (
+    FINITE_NON_NEGATIVE_REAL,
+    FINITE_POSITIVE_REAL,
+    FINITE_REAL,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+)
 from ._docstrings import fill_doc
 from ._validation import check_below, index_at_least, validate_arguments
 
@@ -254,16 +260,16 @@ class InterferenceGridEnv(_GridEnvironment):
     """
 
     _parameter_constraints = {
-        "grid_side": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_arms": [Interval(numbers.Integral, 1, None, closed="left")],
-        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
+        "grid_side": [POSITIVE_INT],
+        "n_arms": [POSITIVE_INT],
+        "horizon": [POSITIVE_INT],
         "interference": [StrOptions({"neighborhood", "power_law"})],
-        "kappa": [Interval(numbers.Integral, 0, None, closed="left")],
-        "beta": [Interval(numbers.Real, 0, np.inf, closed="neither")],
+        "kappa": [NON_NEGATIVE_INT],
+        "beta": [FINITE_POSITIVE_REAL],
         "theta": ["array-like", None],
-        "base_amplitude": [Interval(numbers.Real, 0, np.inf, closed="left")],
-        "base_level": [Interval(numbers.Real, -np.inf, np.inf, closed="neither")],
-        "noise_std": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "base_amplitude": [FINITE_NON_NEGATIVE_REAL],
+        "base_level": [FINITE_REAL],
+        "noise_std": [FINITE_NON_NEGATIVE_REAL],
         "random_state": ["random_state"],
     }
 

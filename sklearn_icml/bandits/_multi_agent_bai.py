@@ -15,6 +15,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_random_state
+from ..utils._param_validation import (
+    NON_NEGATIVE_REAL,
+    OPEN_UNIT_INTERVAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
 from ._agent_clustering import _cluster_agents
 from ._clustered_env import ClusteredBanditEnv
 from ._docstrings import fill_doc
@@ -84,7 +90,7 @@ def _check_unique_best_arms(env, who):
         )
 
 
-_ETA = [Interval(numbers.Real, 0, None, closed="neither"), None]
+_ETA = [POSITIVE_REAL, None]
 _ROUND_CONST = [Interval(numbers.Real, 4, None, closed="neither")]
 
 
@@ -99,10 +105,10 @@ class _BaseMultiAgentBAI(BaseRunner):
     """
 
     _parameter_constraints = {
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "c_real": [Interval(numbers.Real, 0, None, closed="left")],
-        "c_bit": [Interval(numbers.Real, 0, None, closed="left")],
-        "max_total_pulls": [Interval(numbers.Integral, 1, None, closed="left")],
+        "delta": [OPEN_UNIT_INTERVAL],
+        "c_real": [NON_NEGATIVE_REAL],
+        "c_bit": [NON_NEGATIVE_REAL],
+        "max_total_pulls": [POSITIVE_INT],
     }
     _environment_types = (ClusteredBanditEnv,)
 
@@ -395,7 +401,7 @@ class BAICl(_BaseMultiAgentBAI):
 
     _parameter_constraints = {
         **_BaseMultiAgentBAI._parameter_constraints,
-        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_clusters": [POSITIVE_INT],
         "eta": _ETA,
         "round_const": _ROUND_CONST,
         "random_state": ["random_state"],

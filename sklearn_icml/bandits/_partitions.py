@@ -10,10 +10,11 @@ and :func:`exposure_probability` gives the exact probability of that event.
 
 import functools
 import itertools
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
+
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 
 
 def _check_cell_size(cell_size, radius):
@@ -112,11 +113,11 @@ def _own_arm_exposure(pz, weights, counts=None):
 @validate_params(
     {
         "p": ["array-like"],
-        "grid_side": [Interval(numbers.Integral, 1, None, closed="left")],
-        "radius": [Interval(numbers.Integral, 0, None, closed="left")],
-        "cell_size": [Interval(numbers.Real, 0, None, closed="neither")],
+        "grid_side": [POSITIVE_INT],
+        "radius": [NON_NEGATIVE_INT],
+        "cell_size": [POSITIVE_REAL],
         "partition": [StrOptions({"rrp", "shifted_grid"})],
-        "strip_width": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "strip_width": [NON_NEGATIVE_INT, None],
         "shift": ["array-like", None],
     },
     prefer_skip_nested_validation=True,

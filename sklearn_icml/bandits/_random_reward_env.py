@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import Interval
 
 from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
+from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT, POSITIVE_INT
 from ._docstrings import fill_doc
 from ._interference_env import _box_bounds, _GridEnvironment
 
@@ -105,13 +106,13 @@ class RandomRewardGridEnv(_GridEnvironment):
     """
 
     _parameter_constraints = {
-        "grid_side": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_arms": [Interval(numbers.Integral, 1, None, closed="left")],
-        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
+        "grid_side": [POSITIVE_INT],
+        "n_arms": [POSITIVE_INT],
+        "horizon": [POSITIVE_INT],
         "arm_means": ["array-like", None],
         "reward_spread": [Interval(numbers.Real, 0, 0.5, closed="both")],
-        "interference_radius": [Interval(numbers.Integral, 0, None, closed="left")],
-        "decay": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "interference_radius": [NON_NEGATIVE_INT],
+        "decay": [FINITE_NON_NEGATIVE_REAL],
         "random_state": ["random_state"],
     }
 

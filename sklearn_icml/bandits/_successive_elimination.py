@@ -5,12 +5,12 @@ agents at once, each on its own arm set, with every round's pulls drawn in one c
 """
 
 import math
-import numbers
 from collections import namedtuple
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import NON_NEGATIVE_INT, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ._clustered_env import ClusteredBanditEnv
 
 SEResult = namedtuple("SEResult", ["active", "means", "counts", "rounds"])
@@ -98,11 +98,11 @@ def _batched_se(draw, agents, arms, delta, max_rounds, max_total_pulls):
 @validate_params(
     {
         "env": [ClusteredBanditEnv],
-        "agent": [Interval(numbers.Integral, 0, None, closed="left")],
+        "agent": [NON_NEGATIVE_INT],
         "arms": ["array-like"],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "max_rounds": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "max_total_pulls": [Interval(numbers.Integral, 1, None, closed="left")],
+        "delta": [OPEN_UNIT_INTERVAL],
+        "max_rounds": [POSITIVE_INT, None],
+        "max_total_pulls": [POSITIVE_INT],
     },
     prefer_skip_nested_validation=True,
 )

@@ -1,6 +1,5 @@
 """PTIBClustering: multi-view IB clustering with view weights from peer review and trust."""
 
-import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -8,11 +7,12 @@ import numpy as np
 from scipy import sparse
 from scipy.special import xlogy
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
-from ..utils.validation import check_array, validate_data
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils.validation import check_input_array, validate_input
 from ._ptib_kernels import merge_costs, sib_sweeps
 from ._ptib_neighbors import NeighborRelevance
 
@@ -678,15 +678,15 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_outer_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_sweeps": [Interval(numbers.Integral, 1, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_clusters": [POSITIVE_INT],
+        "n_outer_iter": [POSITIVE_INT],
+        "n_init": [POSITIVE_INT],
+        "max_sweeps": [POSITIVE_INT],
+        "tol": [NON_NEGATIVE_REAL],
         "input_transform": [StrOptions({"minmax", "none"})],
         "relevance": [StrOptions({"neighbors", "features"})],
-        "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_neighbors": [POSITIVE_INT],
+        "n_steps": [POSITIVE_INT],
         "view_slices": [list, tuple, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -732,7 +732,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                     "instead."
                 )
             views = [
-                check_array(view, dtype=np.float64, input_name=f"X[{v}]", estimator=self)
+                check_input_array(view, dtype=np.float64, input_name=f"X[{v}]", estimator=self)
                 for v, view in enumerate(X)
             ]
             sizes = [view.shape[0] for view in views]
@@ -759,7 +759,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                 "needs a list of as many views, with n_features "
                 f"{self.n_features_per_view_}. Got a single array instead."
             )
-        X = validate_data(self, X, dtype=np.float64, reset=reset)
+        X = validate_input(self, X, dtype=np.float64, reset=reset)
         if reset:
             self._multiview_input = False
             if self.view_slices is None:

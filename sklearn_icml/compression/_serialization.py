@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in
 
 from ..utils import check_generator
-from ..utils.validation import validate_data
+from ..utils.validation import validate_input
 from ._docstrings import fill_doc
 from ._validation import SCAN_GRID_CONSTRAINTS, check_points
 
@@ -295,7 +295,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
         -------
         self : ScanOrderSerializer
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_features=3)
+        X = validate_input(self, X, dtype=np.float64, ensure_min_features=3)
         X = check_points(X[:, :3], "X", allow_origin=True)
         _, theta, _ = spherical_coordinates(X)
         n_lasers, n_azimuth, rng, table = self._config(theta)
@@ -313,7 +313,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
     def _indices(self, X, ring=None):
         n_lasers, n_azimuth, rng, table = self._resolved()
         if hasattr(self, "n_features_in_"):
-            X = validate_data(self, X, dtype=np.float64, reset=False)
+            X = validate_input(self, X, dtype=np.float64, reset=False)
         X = np.asarray(X)
         if X.ndim == 2 and X.shape[1] > 3:
             X = X[:, :3]  # further columns (intensity, ring, time...) are ignored

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_random_state, draw_seed, optional_import
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_fits_dtype
@@ -21,7 +22,6 @@ from ._base import _BaseReflectanceCodec
 from ._docstrings import fill_doc
 from ._model import SerLiCNet, bits_loss
 from ._serialization import START_SYMBOL
-from ._validation import POSITIVE_INT, POSITIVE_REAL
 
 torch = optional_import("torch", "neural")
 
@@ -219,7 +219,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "expand": [POSITIVE_INT],
         "rho_scale": [POSITIVE_REAL],
         "prior_scalar": ["boolean"],
-        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_epochs": [NON_NEGATIVE_INT],
         "batch_size": [POSITIVE_INT],
         "lr": [POSITIVE_REAL],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],

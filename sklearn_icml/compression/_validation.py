@@ -1,16 +1,10 @@
 """Input checks of the reflectance codecs: geometry, reflectance and lists of sweeps."""
 
-import numbers
-
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
+from ..utils._param_validation import POSITIVE_INT
 from ..utils.validation import check_not_complex
-
-#: an integer >= 1 (sizes, counts, lengths)
-POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
-#: a real number > 0 (scales, learning rates)
-POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
 
 #: constraints of the scan grid, shared by the serialiser and the codecs
 SCAN_GRID_CONSTRAINTS = {

@@ -7,13 +7,13 @@ Pure numpy (scipy for the assignment); POT is imported only for ``solver="emd"``
 holds the same types as ``new_state``.
 """
 
-import numbers
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ..utils._param_validation import CLOSED_UNIT_INTERVAL, NON_NEGATIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 
 SOLVERS = ("assignment", "emd", "sinkhorn", "identity")
@@ -183,18 +183,16 @@ def _align_inputs(W, T_prev, key):
     )
 
 
-_STEP = [Interval(numbers.Real, 0, 1, closed="both")]
-
 #: The matching parameters of :func:`fuse_models`, which :class:`LwIClassifier` exposes as
 #: its own (it passes them on by these names).
 FUSION_CONSTRAINTS = {
-    "n_diverse_layers": [Interval(numbers.Integral, 0, None, closed="left")],
-    "step_sim": _STEP,
-    "step_diff": _STEP,
+    "n_diverse_layers": [NON_NEGATIVE_INT],
+    "step_sim": [CLOSED_UNIT_INTERVAL],
+    "step_diff": [CLOSED_UNIT_INTERVAL],
     "ground_metric": [StrOptions(set(GROUND_METRICS))],
     "metric_normalize": [StrOptions(set(NORMALIZATIONS))],
     "solver": [StrOptions(set(SOLVERS))],
-    "sinkhorn_reg": [Interval(numbers.Real, 0, None, closed="neither")],
+    "sinkhorn_reg": [POSITIVE_REAL],
 }
 
 

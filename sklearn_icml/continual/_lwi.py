@@ -13,15 +13,21 @@ import numbers
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
+from ..utils._param_validation import (
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    UNIT_INTERVAL_WITHOUT_ONE,
+)
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils._training import run_epochs, seeded_torch
-from ..utils.validation import check_fits_dtype, check_int_vector, validate_data
+from ..utils.validation import check_fits_dtype, check_int_vector, validate_input
 from ._docstrings import fill_doc
 from ._fusion import FUSION_CONSTRAINTS, fuse_models
 
@@ -277,18 +283,18 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         "conv_channels": [tuple, list],
         "image_shape": [tuple, list, None],
         "head_bias": ["boolean"],
-        "kd_lambda": [Interval(numbers.Real, 0, None, closed="left")],
-        "kd_exponent": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kd_lambda": [NON_NEGATIVE_REAL],
+        "kd_exponent": [POSITIVE_REAL],
         "teacher": [StrOptions({"pre_fusion", "post_fusion"})],
         "fusion": ["boolean"],
         "optimizer": [StrOptions({"sgd", "adam"})],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [POSITIVE_REAL],
+        "momentum": [UNIT_INTERVAL_WITHOUT_ONE],
+        "weight_decay": [NON_NEGATIVE_REAL],
+        "max_epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
         "lr_milestones": [tuple, list, None],
-        "lr_gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lr_gamma": [POSITIVE_REAL],
     }
 
     def __init__(
@@ -464,7 +470,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         if first:
             self._validate_params()
             self._validate_architecture()
-        X, y = validate_data(self, X, y, reset=first, dtype=np.float64)
+        X, y = validate_input(self, X, y, reset=first, dtype=np.float64)
         check_fits_dtype(X, "X", estimator=self)
         if first:
             self._image_shape = self._check_image_shape(X.shape[1])
@@ -615,7 +621,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     def _logits(self, X):
         """Concatenated logits of all heads, float64 numpy (a float64 copy of the model)."""
         check_is_fitted(self, "model_")
-        return self._forward(validate_data(self, X, reset=False, dtype=np.float64))
+        return self._forward(validate_input(self, X, reset=False, dtype=np.float64))
 
     def _forward(self, X):
         """Logits of validated float64 ``X`` (read-only input, e.g. from pandas, is copied)."""

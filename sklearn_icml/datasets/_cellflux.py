@@ -1,22 +1,19 @@
 """Control/treated data with batch effects, for CellFlux's batch-effect and OOD studies."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
-
-_POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
-_REAL = [Interval(numbers.Real, None, None, closed="neither")]
+from ..utils._param_validation import ANY_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT, POSITIVE_REAL
 
 
 @validate_params(
     {
-        "n_per_batch": _POSITIVE_INT,
+        "n_per_batch": [POSITIVE_INT],
         "offsets": ["array-like"],
-        "effect": _REAL,
-        "std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "effect": [ANY_REAL],
+        "std": [POSITIVE_REAL],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,
@@ -73,11 +70,11 @@ def _finite_offsets(offsets):
 
 @validate_params(
     {
-        "n_per_class": _POSITIVE_INT,
-        "n_features": _POSITIVE_INT,
-        "n_perturbations": _POSITIVE_INT,
-        "shift": _REAL,
-        "scale": _REAL,
+        "n_per_class": [POSITIVE_INT],
+        "n_features": [POSITIVE_INT],
+        "n_perturbations": [POSITIVE_INT],
+        "shift": [ANY_REAL],
+        "scale": [ANY_REAL],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,
@@ -144,7 +141,7 @@ def _perturb_digit(image, kind):
 @validate_params(
     {
         "offsets": ["array-like"],
-        "control_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "control_fraction": [OPEN_UNIT_INTERVAL],
         "images": ["boolean"],
         "random_state": ["random_state"],
     },

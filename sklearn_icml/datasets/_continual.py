@@ -9,12 +9,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import Interval, Options, validate_params
 
 from ..utils import check_random_state
+from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_INT
 
 
 @validate_params(
     {
         "n_tasks": [Options(numbers.Integral, {1, 2, 5})],
-        "test_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "test_size": [OPEN_UNIT_INTERVAL],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,
@@ -90,8 +91,8 @@ def _digit_task_stream(transforms, test_size, random_state):
 
 
 _STREAM_PARAMS = {
-    "n_tasks": [Interval(numbers.Integral, 1, None, closed="left")],
-    "test_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "n_tasks": [POSITIVE_INT],
+    "test_size": [OPEN_UNIT_INTERVAL],
     "random_state": ["random_state"],
 }
 

@@ -7,9 +7,10 @@ from scipy.special import expit
 from sklearn.utils._param_validation import Interval, validate_params
 
 from ..utils import check_generator
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
 
 _SIZE_CONSTRAINTS = {
-    "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_samples": [POSITIVE_INT],
     "n_features": [Interval(numbers.Integral, 4, None, closed="left")],
     "random_state": ["random_state", np.random.Generator],
 }
@@ -22,7 +23,7 @@ def _design(n_samples, n_features, random_state):
 
 
 @validate_params(
-    {**_SIZE_CONSTRAINTS, "noise": [Interval(numbers.Real, 0, None, closed="left")]},
+    {**_SIZE_CONSTRAINTS, "noise": [NON_NEGATIVE_REAL]},
     prefer_skip_nested_validation=True,
 )
 def make_additive_regression(n_samples=6000, n_features=6, *, noise=0.5, random_state=0):

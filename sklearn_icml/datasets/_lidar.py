@@ -1,19 +1,24 @@
 """Synthetic spinning-LiDAR sweeps with a reflectance channel of known entropy."""
 
-import numbers
 
 import numpy as np
 from scipy.special import ndtr
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._param_validation import (
+    CLOSED_UNIT_INTERVAL,
+    FINITE_NON_NEGATIVE_REAL,
+    FINITE_POSITIVE_REAL,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    UNIT_INTERVAL_WITHOUT_ONE,
+)
 
 # ground, wall materials and the wall's height (boxes draw theirs)
 _GROUND_MATERIAL = 60.0
 _WALL_MATERIAL = 100.0
 _WALL_TOP = 12.0
-
-_POSITIVE_REAL = Interval(numbers.Real, 0, np.inf, closed="neither")
 
 
 def _slab_entry(directions, lo, hi):
@@ -47,18 +52,18 @@ def _discretised_gaussian_bits(r, mean, sigma):
 
 @validate_params(
     {
-        "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
-        "n_lasers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_azimuth": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": [NON_NEGATIVE_INT],
+        "n_lasers": [POSITIVE_INT],
+        "n_azimuth": [POSITIVE_INT],
         "elevation_range": [tuple, list],
-        "sensor_height": [_POSITIVE_REAL],
-        "n_boxes": [Interval(numbers.Integral, 0, None, closed="left")],
-        "wall_radius": [_POSITIVE_REAL],
-        "max_range": [_POSITIVE_REAL],
-        "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
-        "alpha": [Interval(numbers.Real, 0, 1, closed="both")],
-        "noise_base": [_POSITIVE_REAL],
-        "noise_slope": [Interval(numbers.Real, 0, np.inf, closed="left")],
+        "sensor_height": [FINITE_POSITIVE_REAL],
+        "n_boxes": [NON_NEGATIVE_INT],
+        "wall_radius": [FINITE_POSITIVE_REAL],
+        "max_range": [FINITE_POSITIVE_REAL],
+        "dropout": [UNIT_INTERVAL_WITHOUT_ONE],
+        "alpha": [CLOSED_UNIT_INTERVAL],
+        "noise_base": [FINITE_POSITIVE_REAL],
+        "noise_slope": [FINITE_NON_NEGATIVE_REAL],
         "shuffle": ["boolean"],
     },
     prefer_skip_nested_validation=True,

@@ -1,13 +1,11 @@
 """Synthetic LoRA collections with planted shared subspaces, for joint LoRA compression."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
-
-_POSITIVE = Interval(numbers.Integral, 1, None, closed="left")
+from ..utils._param_validation import ANY_REAL, NON_NEGATIVE_INT, POSITIVE_INT
 
 
 def _orthonormal(rng, d, k):
@@ -17,14 +15,14 @@ def _orthonormal(rng, d, k):
 
 @validate_params(
     {
-        "n_adapters": [_POSITIVE],
-        "d_out": [_POSITIVE],
-        "d_in": [_POSITIVE, None],
-        "adapter_rank": [_POSITIVE],
-        "basis_rank": [_POSITIVE, None],
-        "n_groups": [_POSITIVE],
-        "private_rank": [Interval(numbers.Integral, 0, None, closed="left")],
-        "private_scale": [Interval(numbers.Real, None, None, closed="neither")],
+        "n_adapters": [POSITIVE_INT],
+        "d_out": [POSITIVE_INT],
+        "d_in": [POSITIVE_INT, None],
+        "adapter_rank": [POSITIVE_INT],
+        "basis_rank": [POSITIVE_INT, None],
+        "n_groups": [POSITIVE_INT],
+        "private_rank": [NON_NEGATIVE_INT],
+        "private_scale": [ANY_REAL],
         "return_groups": ["boolean"],
         "random_state": ["random_state"],
     },

@@ -1,18 +1,18 @@
 """Arithmetic word problems of three families: the CPU test bed of MAS-GPT."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
+from ..utils._param_validation import POSITIVE_INT
 
 FAMILIES = ("add", "mixed", "solve")
 
 
 @validate_params(
     {
-        "n_per_family": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_per_family": [POSITIVE_INT],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,

@@ -1,22 +1,20 @@
 """Simulated multiple-choice answers of several models, for CAPA."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
-
-_PROBABILITY = Interval(numbers.Real, 0, 1, closed="both")
+from ..utils._param_validation import CLOSED_UNIT_INTERVAL, INT_AT_LEAST_TWO, POSITIVE_INT
 
 
 @validate_params(
     {
-        "n_items": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_options": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_items": [POSITIVE_INT],
+        "n_options": [INT_AT_LEAST_TWO],
         "accuracies": ["array-like"],
-        "copy_prob": [_PROBABILITY],
-        "confidence": [_PROBABILITY, "array-like"],
+        "copy_prob": [CLOSED_UNIT_INTERVAL],
+        "confidence": [CLOSED_UNIT_INTERVAL, "array-like"],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,

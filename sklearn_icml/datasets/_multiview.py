@@ -3,19 +3,20 @@
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
 
 _DEFAULT_VIEWS = ((50, 0.55), (40, 0.60), (30, 0.70), (50, 1.0))
 
 
 @validate_params(
     {
-        "n_samples_per_cluster": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_samples_per_cluster": [POSITIVE_INT],
+        "n_clusters": [INT_AT_LEAST_TWO],
         "views": ["array-like"],
-        "n_tokens": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_tokens": [POSITIVE_INT],
         "random_state": ["random_state", np.random.Generator],
     },
     prefer_skip_nested_validation=True,

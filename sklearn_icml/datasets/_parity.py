@@ -1,13 +1,11 @@
 """Streaming parity data: binary sequences, right-padded with -1, and their parity."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
-
-_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+from ..utils._param_validation import POSITIVE_INT, UNIT_INTERVAL_WITHOUT_ZERO
 
 PAD = -1
 # refuse to enumerate more rows than this; sample with n_per_length instead
@@ -67,10 +65,10 @@ def parity_targets(X):
 
 @validate_params(
     {
-        "max_length": [_POSITIVE_INT],
-        "min_length": [_POSITIVE_INT],
-        "fraction": [Interval(numbers.Real, 0, 1, closed="right")],
-        "n_per_length": [_POSITIVE_INT, None],
+        "max_length": [POSITIVE_INT],
+        "min_length": [POSITIVE_INT],
+        "fraction": [UNIT_INTERVAL_WITHOUT_ZERO],
+        "n_per_length": [POSITIVE_INT, None],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,

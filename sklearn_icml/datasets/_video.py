@@ -1,28 +1,25 @@
 """Rotating-dot videos: a Gaussian blob circling the frame centre, for frame-rate studies."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import check_random_state
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 
 _RADII = (3.0, 5.0, 7.0)
-
-_POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
-_POSITIVE = [Interval(numbers.Real, 0, None, closed="neither")]
 
 
 @validate_params(
     {
-        "n_samples": _POSITIVE_INT,
-        "duration_s": _POSITIVE_INT,
-        "native_fps": _POSITIVE_INT,
-        "size": _POSITIVE_INT,
-        "radius": _POSITIVE,
+        "n_samples": [POSITIVE_INT],
+        "duration_s": [POSITIVE_INT],
+        "native_fps": [POSITIVE_INT],
+        "size": [POSITIVE_INT],
+        "radius": [POSITIVE_REAL],
         "freq_range": ["array-like"],
-        "blob_sigma": _POSITIVE,
-        "noise": [Interval(numbers.Real, 0, None, closed="left")],
+        "blob_sigma": [POSITIVE_REAL],
+        "noise": [NON_NEGATIVE_REAL],
         "task": [StrOptions({"direction", "radius"})],
         "random_state": ["random_state"],
     },
@@ -146,9 +143,9 @@ def make_rotating_dot_videos(
 
 @validate_params(
     {
-        "fps": _POSITIVE,
+        "fps": [POSITIVE_REAL],
         "freq_range": ["array-like"],
-        "n_grid": _POSITIVE_INT,
+        "n_grid": [POSITIVE_INT],
     },
     prefer_skip_nested_validation=True,
 )

@@ -7,6 +7,7 @@ from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, validate_params
 
 from ..utils import check_random_state
+from ..utils._param_validation import CLOSED_UNIT_INTERVAL, FINITE_NON_NEGATIVE_REAL, POSITIVE_REAL
 
 SOURCE_NAMES = ("A", "B", "C", "D")
 
@@ -14,9 +15,6 @@ SOURCE_NAMES = ("A", "B", "C", "D")
 def _positive_int(low=1):
     return [Interval(numbers.Integral, low, None, closed="left")]
 
-
-_FINITE_NON_NEGATIVE = [Interval(numbers.Real, 0, np.inf, closed="left")]
-_FRACTION = [Interval(numbers.Real, 0, 1, closed="both")]
 
 #: The held-out sizes and the seed, which both generators of a train/val/test split take.
 _SPLIT_CONSTRAINTS = {
@@ -30,8 +28,8 @@ _SPLIT_CONSTRAINTS = {
     {
         "n_per_source": _positive_int(),
         "n_features": _positive_int(),
-        "noise": _FINITE_NON_NEGATIVE,
-        "noisy_source_noise": _FINITE_NON_NEGATIVE,
+        "noise": [FINITE_NON_NEGATIVE_REAL],
+        "noisy_source_noise": [FINITE_NON_NEGATIVE_REAL],
         **_SPLIT_CONSTRAINTS,
     },
     prefer_skip_nested_validation=True,
@@ -117,7 +115,7 @@ def make_mixed_source_regression(
 
 
 @validate_params(
-    {"y": ["array-like"], "noise_rate": _FRACTION, "random_state": ["random_state"]},
+    {"y": ["array-like"], "noise_rate": [CLOSED_UNIT_INTERVAL], "random_state": ["random_state"]},
     prefer_skip_nested_validation=True,
 )
 def corrupt_labels(y, noise_rate, *, random_state=None):
@@ -178,8 +176,8 @@ def _markov_sequences(transitions, n, seq_len, rng):
         "n_sequences": _positive_int(),
         "seq_len": _positive_int(2),
         "vocab_size": _positive_int(2),
-        "target_fraction": _FRACTION,
-        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "target_fraction": [CLOSED_UNIT_INTERVAL],
+        "alpha": [POSITIVE_REAL],
         "language_seeds": [tuple, list],
         **_SPLIT_CONSTRAINTS,
     },

@@ -22,7 +22,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..utils import check_random_state, draw_seed
-from ..utils.validation import validate_data
+from ..utils._param_validation import NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
+from ..utils.validation import validate_input
 from . import _dask
 from ._encoding import (
     bin_features,
@@ -48,20 +49,20 @@ class _BaseStumpForestGAM(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "n_stumps": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "l2_reg": [Interval(numbers.Real, 0, None, closed="left")],
-        "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_stumps": [POSITIVE_INT, StrOptions({"auto"})],
+        "max_iter": [POSITIVE_INT],
+        "l2_reg": [NON_NEGATIVE_REAL],
+        "min_samples_leaf": [POSITIVE_INT],
         "max_bins": [Interval(numbers.Integral, 2, 65535, closed="both")],
         "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
         "monotonic_cst": ["array-like", dict, None],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "validation_fraction": [OPEN_UNIT_INTERVAL],
+        "n_iter_no_change": [POSITIVE_INT],
+        "tol": [NON_NEGATIVE_REAL],
         "init": [StrOptions({"greedy", "random"})],
         "n_jobs": [
-            Interval(numbers.Integral, 1, None, closed="left"),
+            POSITIVE_INT,
             Interval(numbers.Integral, None, -1, closed="right"),
             None,
         ],
@@ -125,7 +126,7 @@ class _BaseStumpForestGAM(BaseEstimator):
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
             if X.ndim != 2:
                 self._categories = None
-                return X  # validate_data says what is wrong
+                return X  # validate_input says what is wrong
         mask = categorical_mask(X, self.categorical_features)
         if not mask.any():
             self._categories = None
@@ -140,7 +141,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         if not is_dataframe(X):
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
             if X.ndim != 2 or X.shape[1] != len(categories):
-                return X  # validate_data says what is wrong
+                return X  # validate_input says what is wrong
         elif X.shape[1] != len(categories):
             return X
         return encode_categories(X, categories)
@@ -148,7 +149,7 @@ class _BaseStumpForestGAM(BaseEstimator):
     def _bin(self, X):
         """Validated bin codes of ``X`` (shape (n_features, n_samples))."""
         check_is_fitted(self)
-        X = validate_data(
+        X = validate_input(
             self, self._code_categories(X), reset=False, dtype=np.float64,
             ensure_all_finite="allow-nan",
         )
@@ -638,7 +639,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
 
     def _encode_target(self, X, y):
         # strings are refused, not cast to numbers as y_numeric=True would cast them
-        if y is not None:  # else validate_data says that y is required
+        if y is not None:  # else validate_input says that y is required
             values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
             kind = values.dtype.kind
             if kind in "USa" or (kind == "O" and not all(
@@ -650,7 +651,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
                     f"Got dtype {values.dtype} with values like "
                     f"{np.ravel(values)[:3].tolist()!r} instead."
                 )
-        X, y = validate_data(
+        X, y = validate_input(
             self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite="allow-nan"
         )
         return X, np.asarray(y, dtype=np.float64), self._loss_for_target(None)
@@ -721,7 +722,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     """
 
     def _encode_target(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
+        X, y = validate_input(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         loss = self._loss_for_target(encoder.classes_)

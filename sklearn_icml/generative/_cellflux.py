@@ -1,17 +1,23 @@
 """CellFlux: conditional flow matching from same-batch controls to perturbed cells."""
 
 import copy
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_generator, draw_seed
 from ..utils._docstrings import fill_doc
 from ..utils._optional import optional_import
+from ..utils._param_validation import (
+    CLOSED_UNIT_INTERVAL,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    UNIT_INTERVAL_WITHOUT_ONE,
+)
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import (
     check_array,
@@ -34,8 +40,6 @@ from ._flow import (
 from ._networks import FiLMMLPVelocity, SmallUNetVelocity
 
 torch = optional_import("torch", "neural")
-
-_UNIT_INTERVAL = Interval(numbers.Real, 0, 1, closed="left")
 
 
 @fill_doc
@@ -183,27 +187,27 @@ class CellFlux(BaseEstimator):
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
         "hidden_dims": [tuple, list],
-        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "embedding_dim": [POSITIVE_INT],
         "perturbation_embeddings": [dict, "array-like", None],
         "control_label": "no_validation",
         "source": [StrOptions({"control", "noise"})],
         "architecture": [StrOptions({"auto", "mlp", "unet"})],
-        "unet_channels": [Interval(numbers.Integral, 1, None, closed="left")],
+        "unet_channels": [POSITIVE_INT],
         "time_sampler": [StrOptions(set(TIME_SAMPLERS))],
-        "noise_level": [Interval(numbers.Real, 0, None, closed="left")],
-        "noise_prob": [Interval(numbers.Real, 0, 1, closed="both")],
-        "cond_drop_prob": [Interval(numbers.Real, 0, 1, closed="both")],
+        "noise_level": [NON_NEGATIVE_REAL],
+        "noise_prob": [CLOSED_UNIT_INTERVAL],
+        "cond_drop_prob": [CLOSED_UNIT_INTERVAL],
         "cond_drop_mode": [StrOptions({"batch", "sample"})],
-        "cfg_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "cfg_scale": [NON_NEGATIVE_REAL],
         "ode_method": [StrOptions({"heun", "euler", "midpoint"})],
-        "n_sampling_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_sampling_steps": [POSITIVE_INT],
         "time_grid": [StrOptions(set(TIME_GRIDS))],
-        "ema_decay": [Interval(numbers.Real, 0, 1, closed="both")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "ema_decay": [CLOSED_UNIT_INTERVAL],
+        "lr": [POSITIVE_REAL],
         "betas": [tuple, list],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "weight_decay": [NON_NEGATIVE_REAL],
+        "batch_size": [POSITIVE_INT],
+        "max_epochs": [POSITIVE_INT],
         "standardize": ["boolean"],
     }
 
@@ -283,7 +287,7 @@ class CellFlux(BaseEstimator):
         if len(betas) != 2:
             raise ValueError(f"betas must be two numbers in [0, 1). Got {self.betas!r} instead.")
         validate_parameter_constraints(
-            {"betas[0]": [_UNIT_INTERVAL], "betas[1]": [_UNIT_INTERVAL]},
+            {"betas[0]": [UNIT_INTERVAL_WITHOUT_ONE], "betas[1]": [UNIT_INTERVAL_WITHOUT_ONE]},
             {"betas[0]": betas[0], "betas[1]": betas[1]},
             caller_name=type(self).__name__,
         )

@@ -1,12 +1,12 @@
 """ClusteredJointLoRACompressor: k shared bases, adapters assigned Lloyd-style."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
+from ..utils._param_validation import POSITIVE_INT
 from ._collection import (
     diag_normal_equations,
     full_cores,
@@ -243,9 +243,9 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
 
     _parameter_constraints = {
         **JOINT_FIT_CONSTRAINTS,
-        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_cluster_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_clusters": [POSITIVE_INT],
+        "max_cluster_iter": [POSITIVE_INT],
+        "n_init": [POSITIVE_INT],
         "init": [StrOptions({"kmeans++", "random"}), "array-like"],
         "affinity": [StrOptions({"subspace", "cosine"})],
     }

@@ -13,11 +13,11 @@ import scipy.linalg
 from sklearn.utils.extmath import randomized_svd
 
 from ..utils import check_generator
-from ..utils.validation import check_array
+from ..utils.validation import check_input_array
 
 
 def _to_numpy(x):
-    """A torch tensor (any float dtype, any device) or array-like as something check_array eats."""
+    """A torch tensor (any float dtype, any device) or array-like, as check_input_array takes."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch tensor, without importing torch
         if x.is_complex():
             raise ValueError(
@@ -33,7 +33,7 @@ def _check_factor(x, name, ndim):
     dtype = getattr(x, "dtype", None)
     if dtype is not None and np.issubdtype(dtype, np.complexfloating):
         raise ValueError(f"{name} must be real. Got complex dtype {dtype} instead.")
-    arr = check_array(
+    arr = check_input_array(
         x,
         dtype=np.float64,
         ensure_2d=(ndim == 2),

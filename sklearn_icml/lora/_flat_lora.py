@@ -9,9 +9,10 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
 from ..utils import check_generator, optional_import
+from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 
 # each perturbation draws one seed in [0, 2**63 - 1) from the Generator of random_state
@@ -25,8 +26,8 @@ def _torch():
 @validate_params(
     {
         "model": [HasMethods(["named_modules", "parameters"])],
-        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
-        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "rank": [POSITIVE_INT],
+        "alpha": [POSITIVE_REAL],
         "target_modules": [str, tuple, list],
     },
     prefer_skip_nested_validation=True,
@@ -145,7 +146,7 @@ def _cosine(t, total):
 # ------------------------------------------------------------------ the perturbation
 #: The parameters FlatLoRAPerturbation, FlatLoRACallback and the estimators share.
 _PERTURBATION_CONSTRAINTS = {
-    "rho": [Interval(numbers.Real, 0, np.inf, closed="left")],
+    "rho": [FINITE_NON_NEGATIVE_REAL],
     "schedule": [StrOptions({"cosine", "constant"}), callable],
     "restore": [StrOptions({"regenerate", "copy"})],
 }
@@ -229,7 +230,7 @@ class FlatLoRAPerturbation(BaseEstimator):
 
     _parameter_constraints = {
         **_PERTURBATION_CONSTRAINTS,
-        "interval": [Interval(numbers.Integral, 1, None, closed="left")],
+        "interval": [POSITIVE_INT],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -447,8 +448,8 @@ class FlatLoRAPerturbation(BaseEstimator):
             "model": [HasMethods(["named_modules", "eval", "train"])],
             "loss_fn": [callable],
             "batch": [tuple, list],
-            "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
-            "rho": [Interval(numbers.Real, 0, np.inf, closed="left"), None],
+            "n_samples": [POSITIVE_INT],
+            "rho": [FINITE_NON_NEGATIVE_REAL, None],
         },
         prefer_skip_nested_validation=True,
     )
@@ -579,8 +580,8 @@ class FlatLoRACallback(BaseEstimator):
 
     _parameter_constraints = {
         **FlatLoRAPerturbation._parameter_constraints,
-        "accumulation_steps": [Interval(numbers.Integral, 1, None, closed="left")],
-        "total_steps": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "accumulation_steps": [POSITIVE_INT],
+        "total_steps": [POSITIVE_INT, None],
     }
 
     def __init__(

@@ -4,14 +4,14 @@ torch, skorch (and peft, for ``lora_backend="peft"``) are imported in ``fit``.
 """
 
 import copy
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import draw_seed, optional_import
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import (
     check_finite_outputs,
     check_fits_dtype,
@@ -29,15 +29,15 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         **BaseNeuralEstimator._parameter_constraints,
         "module": [callable, None, object],
         "hidden_layer_sizes": [tuple, list],
-        "lora_rank": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lora_alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lora_rank": [POSITIVE_INT],
+        "lora_alpha": [POSITIVE_REAL],
         "target_modules": [tuple, list, str],
         "lora_backend": [StrOptions({"own", "peft"})],
         **_PERTURBATION_CONSTRAINTS,
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "lr": [POSITIVE_REAL],
+        "weight_decay": [NON_NEGATIVE_REAL],
     }
 
     def __init__(

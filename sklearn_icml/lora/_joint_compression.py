@@ -1,12 +1,12 @@
 """JointLoRACompressor: a collection of LoRA adapters compressed into one shared basis."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
 from ._collection import (
     diag_normal_equations,
     full_cores,
@@ -115,10 +115,10 @@ def optimal_cores(B, A, U, V, core):
 
 #: The parameters of :func:`joint_fit` that the joint compressors take from the user.
 JOINT_FIT_CONSTRAINTS = {
-    "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+    "rank": [POSITIVE_INT],
     "core": [StrOptions({"full", "diag"})],
-    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "max_iter": [POSITIVE_INT],
+    "tol": [NON_NEGATIVE_REAL],
     "normalize": ["boolean"],
     "svd_solver": [StrOptions({"auto", "full", "randomized"})],
     "random_state": ["random_state"],

@@ -1,13 +1,13 @@
 """compress_peft_collection: joint compression of peft LoRA adapters, per weight position."""
 
 import math
-import numbers
 import re
 from collections.abc import Mapping
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._param_validation import POSITIVE_INT
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._collection import _to_numpy
 from ._joint_compression import JointLoRACompressor
@@ -76,9 +76,9 @@ def _factors_by_module(state_dict, position):
 @validate_params(
     {
         "adapter_state_dicts": [list, tuple, Mapping],
-        "rank": [Interval(numbers.Integral, 1, None, closed="left")],
+        "rank": [POSITIVE_INT],
         "core": [StrOptions({"full", "diag"})],
-        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_clusters": [POSITIVE_INT],
         "adapter_configs": [list, tuple, Mapping, None],
     },
     prefer_skip_nested_validation=False,

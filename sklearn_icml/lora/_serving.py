@@ -8,11 +8,10 @@ import statistics
 import time
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import draw_seed, optional_import
-
-_POSITIVE = Interval(numbers.Integral, 1, None, closed="left")
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT
 
 
 def _torch():
@@ -266,19 +265,19 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
 
 @validate_params(
     {
-        "d_in": [_POSITIVE],
-        "d_out": [_POSITIVE],
-        "r0": [_POSITIVE],
-        "rank": [_POSITIVE],
+        "d_in": [POSITIVE_INT],
+        "d_out": [POSITIVE_INT],
+        "r0": [POSITIVE_INT],
+        "rank": [POSITIVE_INT],
         "n_adapters_list": ["array-like"],
-        "batch": [_POSITIVE],
-        "tokens": [_POSITIVE],
-        "n_repeats": [_POSITIVE],
+        "batch": [POSITIVE_INT],
+        "tokens": [POSITIVE_INT],
+        "n_repeats": [POSITIVE_INT],
         "random_state": ["random_state"],
-        "n_warmup": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_warmup": [NON_NEGATIVE_INT],
         "core": [StrOptions({"full", "diag"})],
         "include_base": ["boolean"],
-        "n_jobs": [_POSITIVE, None],
+        "n_jobs": [POSITIVE_INT, None],
         "dtype": [StrOptions({"float32", "float64", "bfloat16"})],
     },
     prefer_skip_nested_validation=True,

@@ -1,11 +1,10 @@
 """SVDLoRACompressor: each adapter truncated on its own (the no-sharing baseline)."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._param_validation import POSITIVE_INT
 from ._collection import relative_errors, squared_norms
 from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
 
@@ -87,7 +86,7 @@ class SVDLoRACompressor(_BaseLoRACompressor):
     (5, 2)
     """
 
-    _parameter_constraints = {"rank": [Interval(numbers.Integral, 1, None, closed="left")]}
+    _parameter_constraints = {"rank": [POSITIVE_INT]}
 
     def __init__(self, *, rank=8):
         self.rank = rank

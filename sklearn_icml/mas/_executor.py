@@ -10,6 +10,12 @@ import warnings
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._param_validation import (
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
 from . import _confinement, _sandbox
 from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
 from ._docstrings import fill_doc
@@ -199,16 +205,16 @@ class MASExecutor(BaseEstimator):
 
     _parameter_constraints: dict = {
         "llm": [callable],
-        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "timeout": [POSITIVE_REAL],
         "sandbox": [StrOptions({"process", "unsafe-inprocess"})],
-        "max_retries": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_retries": [NON_NEGATIVE_INT],
         "fallback": ["boolean"],
         "memory_limit": [Interval(numbers.Integral, 64 * 1024 * 1024, None, closed="left")],
         "allow_weak_isolation": ["boolean"],
-        "max_llm_calls": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_prompt_chars": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_answer_chars": [Interval(numbers.Integral, 1, None, closed="left")],
-        "default_temperature": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_llm_calls": [POSITIVE_INT],
+        "max_prompt_chars": [POSITIVE_INT],
+        "max_answer_chars": [POSITIVE_INT],
+        "default_temperature": [NON_NEGATIVE_REAL],
     }
 
     def __init__(self, llm=None, *, timeout=60.0, sandbox="process", max_retries=1,

@@ -10,16 +10,15 @@ validated at the first call.
 """
 
 import json
-import numbers
 import re
 import urllib.error
 import urllib.request
 
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._validation import check_instance
 
@@ -61,7 +60,7 @@ class AgentLLM(_CallableLLM):
 
     _parameter_constraints: dict = {
         "llm": [callable],
-        "default_temperature": [Interval(numbers.Real, 0, None, closed="left")],
+        "default_temperature": [NON_NEGATIVE_REAL],
     }
 
     def __init__(self, llm=None, *, default_temperature=0.5):
@@ -289,8 +288,8 @@ class OpenAICompatibleLLM(_CallableLLM):
         "base_url": [str],
         "model": [str, None],
         "api_key": [str, None],
-        "max_tokens": [Interval(numbers.Integral, 1, None, closed="left")],
-        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_tokens": [POSITIVE_INT],
+        "timeout": [POSITIVE_REAL],
         "system_prompt": [str, None],
     }
 

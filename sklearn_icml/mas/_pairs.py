@@ -1,14 +1,14 @@
 """ConsistentPairBuilder: query-MAS training pairs, chosen per group of similar queries."""
 
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 
 from ..utils import draw_seed
+from ..utils._param_validation import POSITIVE_INT
 from ._docstrings import fill_doc
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
@@ -120,9 +120,9 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     _parameter_constraints = {
         "pool": [list, tuple, None],
         "executor": [HasMethods(["run"]), None],
-        "n_groups": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_groups": [POSITIVE_INT],
         "grouping": [StrOptions({"tfidf-kmeans"})],
-        "repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "repeats": [POSITIVE_INT],
         "refine_llm": [callable, None],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],

@@ -1,10 +1,10 @@
 """MASProgram: a multi-agent system as validated Python source, and the built-in MAS pool."""
 
 import dataclasses
-import numbers
 
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import POSITIVE_INT
 from . import _sandbox
 from ._docstrings import fill_doc
 from ._sandbox import check_source
@@ -297,8 +297,8 @@ def _debate(n_agents, n_rounds):
 
 @validate_params(
     {
-        "n_sc": [Interval(numbers.Integral, 1, None, closed="left")],
-        "refine_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_sc": [POSITIVE_INT],
+        "refine_rounds": [POSITIVE_INT],
         "debate": ["boolean"],
     },
     prefer_skip_nested_validation=True,

@@ -6,9 +6,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._program import MASProgram, fallback_mas
 from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
@@ -109,9 +110,9 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "pool": [list, tuple, None],
         "vectorizer": [StrOptions({"tfidf"}), HasMethods(["fit_transform", "transform"])],
-        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "C": [POSITIVE_REAL],
         "llm_backend": [callable, None],
-        "n_shots": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_shots": [NON_NEGATIVE_INT],
         "random_state": ["random_state"],
     }
 

@@ -1,12 +1,12 @@
 """MASGPTSolver: consistent pairs, a query -> MAS generator and a sandboxed run, end to end."""
 
 import dataclasses
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
@@ -103,12 +103,12 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     _parameter_constraints = {
         "llm": [callable, None],
         "pool": [list, tuple, None],
-        "n_groups": [Interval(numbers.Integral, 1, None, closed="left")],
-        "repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_groups": [POSITIVE_INT],
+        "repeats": [POSITIVE_INT],
         "consistency": ["boolean"],
         "refine_llm": [callable, None],
         "generator_llm": [callable, None],
-        "timeout": [Interval(numbers.Real, 0, None, closed="neither")],
+        "timeout": [POSITIVE_REAL],
         "sandbox": [StrOptions({"process", "unsafe-inprocess"})],
         "allow_weak_isolation": ["boolean"],
         "answer_checker": [callable, None],

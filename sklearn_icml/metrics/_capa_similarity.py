@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils.validation import validate_data
+from ..utils.validation import validate_input
 from ._capa import capa_matrix
 
 
@@ -136,7 +136,7 @@ class CAPASimilarity(BaseEstimator):
         """
         self._validate_params()
         self.names_ = self._validate_estimators()
-        X, y = validate_data(self, X, y)
+        X, y = validate_input(self, X, y)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
@@ -198,7 +198,7 @@ class CAPASimilarity(BaseEstimator):
             Pairwise CAPA.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_input(self, X, reset=False)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(

@@ -16,9 +16,9 @@ from scipy.spatial.distance import cdist
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._param_validation import FINITE_POSITIVE_REAL
 from ._automaton import Automaton
 from ._sequences import PAD, check_sequences
-from ._validation import POSITIVE
 
 _MAX_PREFIX_CELLS = 50_000_000
 
@@ -132,7 +132,7 @@ def _label(seq, n_symbols):
 @validate_params(
     {
         "X": ["array-like", None],
-        "merge_frac": [POSITIVE],
+        "merge_frac": [FINITE_POSITIVE_REAL],
         "outputs": ["array-like", None],
     },
     prefer_skip_nested_validation=True,
@@ -380,8 +380,8 @@ def _all_sequences(n_symbols, max_length):
     {
         "hidden": ["array-like"],
         "labels": ["array-like"],
-        "merge_frac": [POSITIVE],
-        "eps": [POSITIVE, None],
+        "merge_frac": [FINITE_POSITIVE_REAL],
+        "eps": [FINITE_POSITIVE_REAL, None],
     },
     prefer_skip_nested_validation=True,
 )

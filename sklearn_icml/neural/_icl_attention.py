@@ -9,16 +9,16 @@ one-step gradient descent, which beats a single head.
 """
 
 import math
-import numbers
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import float64_outputs
-from ..utils.validation import check_array
+from ..utils.validation import check_input_array
 from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,
@@ -421,14 +421,14 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "n_heads": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_heads": [POSITIVE_INT],
         "init": [StrOptions(set(_INITS))],
         "attention": [StrOptions(set(_ATTENTIONS))],
         "optimizer": [StrOptions({"adam", "sgd"})],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "steps_per_epoch": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [POSITIVE_REAL],
+        "batch_size": [POSITIVE_INT],
+        "max_iter": [POSITIVE_INT],
+        "steps_per_epoch": [POSITIVE_INT],
         "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
     }
@@ -505,7 +505,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         else:
             if y is None:
                 raise ValueError("y is required when X is given (the query labels). Got None.")
-            yv = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            yv = check_input_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
             if yv.ndim == 2 and yv.shape[1] == 1:
                 raise ValueError(
                     "y must be 1-D for one output or 2-D with >= 2 columns (one per output). "

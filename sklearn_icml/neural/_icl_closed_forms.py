@@ -9,13 +9,22 @@ gradient descent, the Bayes-optimal ridge), and the large-``L`` population loss
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
-from ..utils.validation import check_array
+from ..utils._param_validation import (
+    FINITE_NON_NEGATIVE_REAL,
+    FINITE_POSITIVE_REAL,
+    FINITE_REAL,
+    POSITIVE_INT,
+)
+from ..utils.validation import check_input_array
 from ._docstrings import fill_doc
 from ._icl_tasks import _split, check_prompts
-from ._validation import FINITE, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 #: The setting ``(n_features, n_context, noise_var)`` of the closed forms.
-_SETTING = {"n_features": [POSITIVE_INT], "n_context": [POSITIVE_INT], "noise_var": [NON_NEGATIVE]}
+_SETTING = {
+    "n_features": [POSITIVE_INT],
+    "n_context": [POSITIVE_INT],
+    "noise_var": [FINITE_NON_NEGATIVE_REAL],
+}
 #: The prompts every predictor reads, and whether their query may carry a label.
 _PROMPTS = {"X": ["array-like"], "allow_query_label": ["boolean"]}
 
@@ -91,7 +100,7 @@ def _gd_feature(X, debiased):
 @validate_params(
     {
         **_PROMPTS,
-        "eta": [FINITE],
+        "eta": [FINITE_REAL],
         "debiased": ["boolean"],
     },
     prefer_skip_nested_validation=True,
@@ -161,7 +170,7 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
     0.9
     """
     X = check_prompts(X, allow_query_label=allow_query_label)
-    y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+    y = check_input_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape ({X.shape[0]},). Got {y.shape} instead.")
     f = _gd_feature(X, debiased)
@@ -174,8 +183,8 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
 @validate_params(
     {
         **_PROMPTS,
-        "noise_var": [NON_NEGATIVE],
-        "prior_var": [StrOptions({"1/d"}), POSITIVE],
+        "noise_var": [FINITE_NON_NEGATIVE_REAL],
+        "prior_var": [StrOptions({"1/d"}), FINITE_POSITIVE_REAL],
     },
     prefer_skip_nested_validation=True,
 )
@@ -381,7 +390,8 @@ def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params(
-    {"xi": [POSITIVE], "noise_var": [NON_NEGATIVE]}, prefer_skip_nested_validation=True
+    {"xi": [FINITE_POSITIVE_REAL], "noise_var": [FINITE_NON_NEGATIVE_REAL]},
+    prefer_skip_nested_validation=True,
 )
 def bayes_risk_asymptotic(xi, noise_var=0.1):
     """Asymptotic Bayes risk (query noise included) at ``xi = d/L`` (authors' ``ridge_loss``).

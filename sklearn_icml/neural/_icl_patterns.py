@@ -9,8 +9,8 @@ numpy only (matplotlib for the plot).
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import POSITIVE_INT
 from ._icl_tasks import MultiTaskLinearICLTaskSampler
-from ._validation import POSITIVE_INT
 
 #: The effective weights of a trained attention layer, as every function here takes them.
 _WEIGHTS = {"KQ": ["array-like"], "OV": ["array-like"]}

@@ -16,7 +16,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import NonTabularInputMixin
-from ..utils.validation import check_array
+from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, FINITE_POSITIVE_REAL, FINITE_REAL
+from ..utils.validation import check_input_array
 from ._docstrings import fill_doc
 from ._icl_closed_forms import (
     _head_parameters,
@@ -26,7 +27,6 @@ from ._icl_closed_forms import (
     softmax_kernel_predict,
 )
 from ._icl_tasks import check_prompts
-from ._validation import FINITE, NON_NEGATIVE, POSITIVE
 
 
 class _PromptInputMixin(NonTabularInputMixin):
@@ -61,7 +61,7 @@ class _PromptInputMixin(NonTabularInputMixin):
             Mean over prompts (and over outputs when several).
         """
         pred = self.predict(X)
-        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        y = check_input_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.shape != pred.shape:
             raise ValueError(f"y must have shape {pred.shape}. Got {y.shape} instead.")
         return float(np.mean((pred - y) ** 2))
@@ -108,7 +108,7 @@ class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
                     f"{type(self).__name__}.fit needs the query labels y here. Got None."
                 )
         else:
-            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            y = check_input_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
             if y.shape != (X.shape[0],):
                 raise ValueError(
                     f"y must have shape ({X.shape[0]},) (one label per prompt). Got {y.shape} "
@@ -250,7 +250,7 @@ class GDICLPredictor(_ClosedFormICLPredictor):
 
     _parameter_constraints: dict = {
         **_ClosedFormICLPredictor._parameter_constraints,
-        "eta": [FINITE, None],
+        "eta": [FINITE_REAL, None],
         "debiased": ["boolean"],
     }
 
@@ -316,8 +316,8 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
 
     _parameter_constraints: dict = {
         **_ClosedFormICLPredictor._parameter_constraints,
-        "noise_var": [NON_NEGATIVE],
-        "prior_var": [StrOptions({"1/d"}), POSITIVE],
+        "noise_var": [FINITE_NON_NEGATIVE_REAL],
+        "prior_var": [StrOptions({"1/d"}), FINITE_POSITIVE_REAL],
     }
 
     def __init__(self, *, noise_var=0.1, prior_var="1/d", allow_query_label=False):

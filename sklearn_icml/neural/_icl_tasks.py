@@ -12,7 +12,6 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import (
-    Interval,
     StrOptions,
     validate_parameter_constraints,
     validate_params,
@@ -20,16 +19,21 @@ from sklearn.utils._param_validation import (
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
-from ..utils.validation import check_array
+from ..utils._param_validation import (
+    FINITE_NON_NEGATIVE_REAL,
+    FINITE_POSITIVE_REAL,
+    INT_AT_LEAST_TWO,
+    POSITIVE_INT,
+)
+from ..utils.validation import check_input_array
 from ._docstrings import fill_doc
-from ._validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 
 @validate_params(
     {
         "X": ["array-like"],
         "allow_query_label": ["boolean"],
-        "n_features_in": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "n_features_in": [INT_AT_LEAST_TWO, None],
         "name": [str],
         "n_outputs": [POSITIVE_INT],
     },
@@ -70,7 +74,7 @@ def check_prompts(X, *, allow_query_label=False, n_features_in=None, name="X", n
     >>> check_prompts(np.zeros((2, 4, 3))).shape
     (2, 4, 3)
     """
-    X = check_array(
+    X = check_input_array(
         X,
         allow_nd=True,
         ensure_2d=False,
@@ -153,7 +157,7 @@ class _PromptSampler(SetUpAtFirstUseMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_features": [POSITIVE_INT],
         "n_context": [POSITIVE_INT],
-        "noise_var": [NON_NEGATIVE],
+        "noise_var": [FINITE_NON_NEGATIVE_REAL],
         "random_state": ["random_state"],
     }
 
@@ -243,7 +247,7 @@ class LinearICLTaskSampler(_PromptSampler):
 
     _parameter_constraints: dict = {
         **_PromptSampler._parameter_constraints,
-        "beta_var": [StrOptions({"1/d"}), POSITIVE],
+        "beta_var": [StrOptions({"1/d"}), FINITE_POSITIVE_REAL],
         "covariance": ["array-like", None],
     }
 
@@ -269,7 +273,7 @@ class LinearICLTaskSampler(_PromptSampler):
         beta_var = 1.0 / d if self.beta_var == "1/d" else float(self.beta_var)
         chol = None
         if self.covariance is not None:
-            cov = check_array(self.covariance, dtype=np.float64, input_name="covariance")
+            cov = check_input_array(self.covariance, dtype=np.float64, input_name="covariance")
             if cov.shape != (d, d):
                 raise ValueError(
                     f"covariance must have shape ({d}, {d}) (n_features). Got {cov.shape} instead."
@@ -351,7 +355,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     _parameter_constraints: dict = {
         **_PromptSampler._parameter_constraints,
         "task_dims": [tuple, list],
-        "beta_var": [POSITIVE],
+        "beta_var": [FINITE_POSITIVE_REAL],
     }
 
     def __init__(

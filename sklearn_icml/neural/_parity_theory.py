@@ -11,9 +11,13 @@ import numbers
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 
-from ._validation import NON_NEGATIVE, POSITIVE
+from ..utils._param_validation import (
+    FINITE_NON_NEGATIVE_REAL,
+    FINITE_POSITIVE_REAL,
+    INT_AT_LEAST_TWO,
+)
 
 # state vector layout
 _H1, _H2, _BD, _BY1, _BY2, _B2, _D2, _DY1, _DY2 = range(9)
@@ -72,13 +76,13 @@ def _as_pair(value, name, *, positive=False):
 @validate_params(
     {
         "h": ["array-like"],
-        "D2_0": [NON_NEGATIVE],
-        "b2_0": [NON_NEGATIVE],
-        "lr": [POSITIVE],
+        "D2_0": [FINITE_NON_NEGATIVE_REAL],
+        "b2_0": [FINITE_NON_NEGATIVE_REAL],
+        "lr": [FINITE_POSITIVE_REAL],
         "lengths": ["array-like"],
         "targets": ["array-like"],
-        "t_max": [POSITIVE],
-        "n_points": [Interval(numbers.Integral, 2, None, closed="left")],
+        "t_max": [FINITE_POSITIVE_REAL],
+        "n_points": [INT_AT_LEAST_TWO],
     },
     prefer_skip_nested_validation=True,
 )

@@ -9,19 +9,24 @@ authors' code does; prediction packs sequences of any length, including lengths 
 those seen in training.
 """
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import check_generator
+from ..utils._param_validation import (
+    INT_AT_LEAST_TWO,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
 from ..utils._skorch import encode_class_labels, float64_outputs
-from ..utils.validation import check_array, validate_data
+from ..utils.validation import check_input_array, validate_input
 from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
 from ._torch import nn, seed_from_torch, skorch, torch
@@ -324,16 +329,16 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "n_symbols": [Interval(numbers.Integral, 2, None, closed="left")],
-        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_symbols": [INT_AT_LEAST_TWO],
+        "hidden_size": [POSITIVE_INT],
         "nonlinearity": [StrOptions({"relu", "tanh"})],
-        "init_gain": [Interval(numbers.Real, 0, None, closed="neither")],
+        "init_gain": [POSITIVE_REAL],
         "h0": [StrOptions({"ones", "zeros"})],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [POSITIVE_REAL],
+        "max_epochs": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
         "loss": [StrOptions({"mse", "ce"})],
-        "conv_threshold": [Interval(numbers.Real, 0, None, closed="left")],
+        "conv_threshold": [NON_NEGATIVE_REAL],
         "length_order": [StrOptions({"ascending", "random"})],
         "callbacks": [list, None],
     }
@@ -393,7 +398,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self : StreamingParityRNNClassifier
             Fitted: ``net_``, ``classes_``, ``history_`` and ``converged_`` are set.
         """
-        X, y = validate_data(self, _pad_ragged(X), y, dtype="numeric")
+        X, y = validate_input(self, _pad_ragged(X), y, dtype="numeric")
         X = check_sequences(X, self.n_symbols)
         self.classes_, y_index = encode_class_labels(y)
         n_classes = self.classes_.shape[0]
@@ -441,9 +446,9 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         width = getattr(X, "shape", (None, None))
         width = width[1] if len(width) == 2 else None
         if width == self.n_features_in_:
-            X = validate_data(self, X, reset=False, dtype="numeric")
+            X = validate_input(self, X, reset=False, dtype="numeric")
         else:  # longer or shorter sequences than in fit: columns are time steps
-            X = check_array(X, dtype="numeric")
+            X = check_input_array(X, dtype="numeric")
         return check_sequences(X, self.n_symbols)
 
     def _predict_logits(self, X):

@@ -11,24 +11,25 @@ sizes (with the exact solvers of ``_allocation_search``); :func:`neyman_allocati
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._allocation_search import exchange_repair, greedy_allocation, threshold_allocation
 from ._amplification import EXPM1_LIMIT, nominal_budgets
 from ._docstrings import fill_doc
 from ._mechanisms import _variance_on_sum
-from ._validation import COUNT, DATA_RANGE, MECHANISM, POSITIVE, range_width
+from ._validation import DATA_RANGE, MECHANISM, range_width
 
 #: The parameters every allocation takes.
 _ALLOCATION = {
-    "total_sample_size": COUNT,
+    "total_sample_size": [POSITIVE_INT],
     "stratum_sizes": ["array-like"],
-    "min_per_stratum": COUNT,
+    "min_per_stratum": [POSITIVE_INT],
 }
 #: The parameters of the private design (what the variance depends on besides n_h).
 _DESIGN = {
     "stratum_sizes": ["array-like"],
     "stratum_stds": ["array-like"],
-    "epsilon": POSITIVE,
+    "epsilon": [POSITIVE_REAL],
     "mechanism": MECHANISM,
     "data_range": DATA_RANGE,
 }

@@ -9,11 +9,12 @@ stratum to the *nominal* budget that this amplification brings back to the final
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import POSITIVE_REAL, UNIT_INTERVAL_WITHOUT_ZERO
 from ._docstrings import fill_doc
-from ._validation import POSITIVE, RATE, check_positive_values, check_rates
+from ._validation import check_positive_values, check_rates
 
 EXPM1_LIMIT = 700.0  # expm1 overflows just above 709
-_RATES = ["array-like", *RATE]
+_RATES = ["array-like", UNIT_INTERVAL_WITHOUT_ZERO]
 
 
 def nominal_budgets(eps, n, N):
@@ -26,7 +27,7 @@ def nominal_budgets(eps, n, N):
 @fill_doc
 @validate_params(
     {
-        "epsilon": POSITIVE,
+        "epsilon": [POSITIVE_REAL],
         "sampling_rate": _RATES,
     },
     prefer_skip_nested_validation=True,
@@ -75,7 +76,7 @@ def nominal_epsilon(epsilon, sampling_rate):
 
 @validate_params(
     {
-        "nominal_eps": ["array-like", *POSITIVE],
+        "nominal_eps": ["array-like", POSITIVE_REAL],
         "sampling_rate": _RATES,
     },
     prefer_skip_nested_validation=True,

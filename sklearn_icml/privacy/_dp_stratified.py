@@ -19,8 +19,9 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..utils import check_random_state
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils._random import MAX_SEED
-from ..utils.validation import validate_data
+from ..utils.validation import validate_input
 from ._allocation import (
     _Design,
     check_sizes,
@@ -33,7 +34,7 @@ from ._allocation import (
 from ._amplification import nominal_budgets
 from ._docstrings import fill_doc
 from ._mechanisms import _discrete_laplace_draw
-from ._validation import COUNT, MECHANISM, POSITIVE, range_bounds, range_width
+from ._validation import MECHANISM, range_bounds, range_width
 
 
 @fill_doc
@@ -148,12 +149,12 @@ class DPStratifiedSampler(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "epsilon": POSITIVE,
+        "epsilon": [POSITIVE_REAL],
         "mechanism": MECHANISM,
-        "total_sample_size": [*COUNT, Interval(RealNotInt, 0, 1, closed="right")],
+        "total_sample_size": [POSITIVE_INT, Interval(RealNotInt, 0, 1, closed="right")],
         "data_range": [tuple, list],
         "allocation": [StrOptions({"optimal", "neyman", "proportional", "equal"})],
-        "min_per_stratum": COUNT,
+        "min_per_stratum": [POSITIVE_INT],
         "stratum_stds": ["array-like", dict, None],
         "random_state": ["random_state"],
     }
@@ -350,7 +351,7 @@ class DPStratifiedSampler(BaseEstimator):
             X = X.to_frame()
         elif not hasattr(X, "iloc") and not hasattr(X, "tocsr") and np.ndim(X) == 1:
             X = np.asarray(X).reshape(-1, 1)
-        return validate_data(
+        return validate_input(
             self, X, reset=reset, dtype=None, ensure_all_finite=True, ensure_min_samples=1
         )
 

@@ -9,8 +9,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
+from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
-from ..utils.validation import check_fits_dtype, check_layer_sizes, validate_data
+from ..utils.validation import check_fits_dtype, check_layer_sizes, validate_input
 from ._docstrings import fill_doc
 from ._dpsgd_net import MLP, DPSGDNet
 from ._noise_calibration import find_noise_multiplier
@@ -22,7 +23,6 @@ from ._partition_rdp import (
     rdp_to_epsilon,
 )
 from ._partition_samplers import BalancedIterationSampler, PoissonIterationSampler
-from ._validation import COUNT, DELTA, POSITIVE
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
@@ -189,17 +189,17 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         **BaseNeuralEstimator._parameter_constraints,
         "module": [callable, None],
         "hidden_layer_sizes": [tuple, list],
-        "noise_multiplier": [*POSITIVE, None],
-        "target_epsilon": POSITIVE,
-        "delta": DELTA,
-        "max_grad_norm": POSITIVE,
-        "steps_per_epoch": COUNT,
-        "num_selected": COUNT,
-        "max_epochs": COUNT,
+        "noise_multiplier": [POSITIVE_REAL, None],
+        "target_epsilon": [POSITIVE_REAL],
+        "delta": [OPEN_UNIT_INTERVAL],
+        "max_grad_norm": [POSITIVE_REAL],
+        "steps_per_epoch": [POSITIVE_INT],
+        "num_selected": [POSITIVE_INT],
+        "max_epochs": [POSITIVE_INT],
         "sampler": [StrOptions({"bis", "poisson"})],
-        "num_parts": COUNT,
-        "lr": POSITIVE,
-        "batch_size": COUNT,
+        "num_parts": [POSITIVE_INT],
+        "lr": [POSITIVE_REAL],
+        "batch_size": [POSITIVE_INT],
     }
 
     def __init__(
@@ -288,7 +288,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
                 f"step). Got {k!r} instead."
             )
         hidden = check_layer_sizes(self.hidden_layer_sizes, "hidden_layer_sizes")
-        X, y = validate_data(self, X, y)
+        X, y = validate_input(self, X, y)
         check_fits_dtype(X, "X", np.float32, estimator=self)  # the network is float32
         self.classes_, y_index = encode_class_labels(y)
         binary = self.classes_.shape[0] == 2
@@ -350,7 +350,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_input(self, X, reset=False)
         check_fits_dtype(X, "X", np.float32, estimator=self)
         with torch_threads(self.n_jobs):
             logits = self.net_.forward(features_to_float32(X)).detach().cpu().numpy()

@@ -15,11 +15,11 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._param_validation import POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._validation import (
     DATA_RANGE,
     MECHANISM,
-    POSITIVE,
     check_integer_values,
     check_positive_values,
     check_real_values,
@@ -27,12 +27,12 @@ from ._validation import (
 )
 
 _VALUES = ["array-like", numbers.Real]
-_BUDGETS = ["array-like", *POSITIVE]
+_BUDGETS = ["array-like", POSITIVE_REAL]
 #: The parameters of a release (tulap has no sensitivity: it is 1)
 _RELEASE = {
     "value": _VALUES,
     "epsilon": _BUDGETS,
-    "sensitivity": POSITIVE,
+    "sensitivity": [POSITIVE_REAL],
     "random_state": ["random_state", np.random.Generator],
 }
 
@@ -236,7 +236,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
         "value": _VALUES,
         "epsilon": _BUDGETS,
         "mechanism": MECHANISM,
-        "sensitivity": POSITIVE,
+        "sensitivity": [POSITIVE_REAL],
     },
     prefer_skip_nested_validation=True,
 )

@@ -4,6 +4,7 @@ import numpy as np
 from scipy.optimize import brentq
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._partition_rdp import (
     ORDERS,
@@ -15,7 +16,6 @@ from ._partition_rdp import (
     poisson_rdp,
     rdp_to_epsilon,
 )
-from ._validation import DELTA, POSITIVE
 
 _SIGMA_BRACKET = (0.1, 100.0)
 
@@ -43,8 +43,8 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
 @fill_doc
 @validate_params(
     {
-        "target_epsilon": POSITIVE,
-        "delta": DELTA,
+        "target_epsilon": [POSITIVE_REAL],
+        "delta": [OPEN_UNIT_INTERVAL],
         "scheme": [StrOptions(set(_SCHEMES))],
         "orders": ORDERS,
     },

@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ._docstrings import fill_doc
 from ._partition_rdp import (
     BIS_RUN,
@@ -15,7 +16,6 @@ from ._partition_rdp import (
     rdp_to_epsilon,
 )
 from ._rdp_kernels import _sq, split_rdp
-from ._validation import COUNT, POSITIVE
 
 
 @fill_doc
@@ -152,7 +152,9 @@ class PartitionRDPAccountant(BaseEstimator):
             rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
         return self._add("bis", params, rdp)
 
-    @validate_params({**SPLIT_ROUNDS, "num_parts": COUNT}, prefer_skip_nested_validation=True)
+    @validate_params(
+        {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT]}, prefer_skip_nested_validation=True
+    )
     def compose_model_split(self, noise_multiplier, num_parts, sample_rate=1.0, num_rounds=1):
         """Add rounds of model splitting (see :func:`model_split_rdp`).
 
@@ -180,7 +182,8 @@ class PartitionRDPAccountant(BaseEstimator):
         return self._add("poisson_gaussian", params, rdp)
 
     @validate_params(
-        {"noise_multiplier": POSITIVE, "count": COUNT}, prefer_skip_nested_validation=True
+        {"noise_multiplier": [POSITIVE_REAL], "count": [POSITIVE_INT]},
+        prefer_skip_nested_validation=True,
     )
     def compose_gaussian(self, noise_multiplier, count=1):
         """Add ``count`` Gaussian mechanisms of sensitivity 1 (RDP ``alpha/(2 sigma^2)``).

@@ -14,6 +14,12 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ..utils._param_validation import (
+    OPEN_UNIT_INTERVAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    UNIT_INTERVAL_WITHOUT_ZERO,
+)
 from ..utils.validation import check_not_complex
 from ._docstrings import fill_doc
 from ._rdp_kernels import (
@@ -23,20 +29,23 @@ from ._rdp_kernels import (
     finite_rdp,
     split_rdp,
 )
-from ._validation import COUNT, DELTA, POSITIVE, RATE
 
 ORDERS = ["array-like", None]
 METHOD = [StrOptions({"efficient", "exact"})]
 #: The parameters of a DP-SGD run with balanced iteration subsampling.
 BIS_RUN = {
-    "noise_multiplier": POSITIVE,
-    "num_steps": COUNT,
-    "num_selected": COUNT,
-    "num_epochs": COUNT,
+    "noise_multiplier": [POSITIVE_REAL],
+    "num_steps": [POSITIVE_INT],
+    "num_selected": [POSITIVE_INT],
+    "num_epochs": [POSITIVE_INT],
     "method": METHOD,
 }
 #: The parameters of rounds of model splitting.
-SPLIT_ROUNDS = {"noise_multiplier": POSITIVE, "sample_rate": RATE, "num_rounds": COUNT}
+SPLIT_ROUNDS = {
+    "noise_multiplier": [POSITIVE_REAL],
+    "sample_rate": [UNIT_INTERVAL_WITHOUT_ZERO],
+    "num_rounds": [POSITIVE_INT],
+}
 
 
 @validate_params({"method": METHOD}, prefer_skip_nested_validation=True)
@@ -65,8 +74,6 @@ def default_orders(method="efficient"):
             [np.arange(2, 202, dtype=float), np.exp(np.linspace(np.log(202), np.log(1e4), 50))]
         )
     return np.arange(2, 257, dtype=float)
-
-
 
 
 def check_steps(num_steps, num_selected):
@@ -208,7 +215,8 @@ def bis_rdp(
 
 @fill_doc
 @validate_params(
-    {**SPLIT_ROUNDS, "num_parts": COUNT, "orders": ORDERS}, prefer_skip_nested_validation=True
+    {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT], "orders": ORDERS},
+    prefer_skip_nested_validation=True,
 )
 def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training where each sample (client) updates one random part of the model.
@@ -311,7 +319,7 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
 
 @fill_doc
 @validate_params(
-    {"rdp": ["array-like"], "orders": ["array-like"], "delta": DELTA},
+    {"rdp": ["array-like"], "orders": ["array-like"], "delta": [OPEN_UNIT_INTERVAL]},
     prefer_skip_nested_validation=True,
 )
 def rdp_to_epsilon(rdp, orders, delta):
@@ -370,7 +378,7 @@ def rdp_to_epsilon(rdp, orders, delta):
 
 
 @fill_doc
-@validate_params({**BIS_RUN, "delta": DELTA}, prefer_skip_nested_validation=True)
+@validate_params({**BIS_RUN, "delta": [OPEN_UNIT_INTERVAL]}, prefer_skip_nested_validation=True)
 def bis_epsilon(
     noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
 ):
@@ -409,7 +417,12 @@ def bis_epsilon(
 
 
 @validate_params(
-    {"noise_multiplier": POSITIVE, "sample_rate": RATE, "num_steps": COUNT, "orders": ORDERS},
+    {
+        "noise_multiplier": [POSITIVE_REAL],
+        "sample_rate": [UNIT_INTERVAL_WITHOUT_ZERO],
+        "num_steps": [POSITIVE_INT],
+        "orders": ORDERS,
+    },
     prefer_skip_nested_validation=True,
 )
 def poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=None):

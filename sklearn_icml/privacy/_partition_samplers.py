@@ -10,9 +10,9 @@ from sklearn.base import BaseEstimator
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
+from ..utils._param_validation import POSITIVE_INT, UNIT_INTERVAL_WITHOUT_ZERO
 from ._docstrings import fill_doc
 from ._partition_rdp import check_steps
-from ._validation import COUNT, RATE
 
 _BLOCK_ENTRIES = 1 << 22  # rows x steps per block of random keys in the argpartition path
 
@@ -62,9 +62,9 @@ class _IterationSampler(SetUpAtFirstUseMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "n_samples": COUNT,
-        "num_steps": COUNT,
-        "num_epochs": COUNT,
+        "n_samples": [POSITIVE_INT],
+        "num_steps": [POSITIVE_INT],
+        "num_epochs": [POSITIVE_INT],
         "random_state": ["random_state"],
     }
 
@@ -144,7 +144,10 @@ class BalancedIterationSampler(_IterationSampler):
     ((6, 2), 12)
     """
 
-    _parameter_constraints = {**_IterationSampler._parameter_constraints, "num_selected": COUNT}
+    _parameter_constraints = {
+        **_IterationSampler._parameter_constraints,
+        "num_selected": [POSITIVE_INT],
+    }
 
     def __init__(
         self, n_samples=None, num_steps=200, num_selected=20, num_epochs=1, random_state=None
@@ -222,7 +225,10 @@ class PoissonIterationSampler(_IterationSampler):
     (5, 5)
     """
 
-    _parameter_constraints = {**_IterationSampler._parameter_constraints, "sample_rate": RATE}
+    _parameter_constraints = {
+        **_IterationSampler._parameter_constraints,
+        "sample_rate": [UNIT_INTERVAL_WITHOUT_ZERO],
+    }
 
     def __init__(
         self, n_samples=None, num_steps=200, sample_rate=0.1, num_epochs=1, random_state=None

@@ -1,8 +1,8 @@
 """Checks of the arguments shared by the privacy modules.
 
 Scalar parameters are checked by scikit-learn's ``validate_params`` and
-``_parameter_constraints``, with the constraints declared once here (a positive real, a
-count, a rate...); the helpers check what those cannot express: the values inside an
+``_parameter_constraints``, with the shared constraints of ``utils._param_validation``; the
+helpers check what those cannot express: the values inside an
 array, and a data range given as a width or as two ends. A wrong type raises
 ``TypeError``, a wrong value ``ValueError``, and every message ends "Got ... instead.".
 """
@@ -10,22 +10,17 @@ array, and a data range given as a width or as two ends. A wrong type raises
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
+
+from ..utils._param_validation import POSITIVE_REAL
 
 #: The noise mechanisms of the stratified design: Laplace, discrete Laplace, Tulap.
 MECHANISMS = ("laplace", "dlap", "tulap")
 
-#: A real > 0 (a budget, a noise multiplier, a clipping norm, a learning rate).
-POSITIVE = [Interval(numbers.Real, 0, None, closed="neither")]
-#: An integer >= 1 (a number of steps, parts, epochs, units).
-COUNT = [Interval(numbers.Integral, 1, None, closed="left")]
-#: A sampling rate in (0, 1].
-RATE = [Interval(numbers.Real, 0, 1, closed="right")]
-#: The delta of an (epsilon, delta) guarantee, in (0, 1).
-DELTA = [Interval(numbers.Real, 0, 1, closed="neither")]
+#: The ``mechanism`` parameter's options.
 MECHANISM = [StrOptions(set(MECHANISMS))]
 #: A width > 0 or a (lower, upper) pair, checked by :func:`range_bounds`.
-DATA_RANGE = [*POSITIVE, "array-like"]
+DATA_RANGE = [POSITIVE_REAL, "array-like"]
 
 
 def _numeric(values, name):

@@ -9,13 +9,18 @@ parameters are stored by ``__init__`` (``get_params``, ``set_params``, ``clone``
 validated, and the spaces built, at first use.
 """
 
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..base import BaseEnvironment
 from ..utils import optional_import
+from ..utils._param_validation import (
+    ANY_REAL,
+    CLOSED_UNIT_INTERVAL,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
 
 gym = optional_import("gymnasium", "rl")
 
@@ -80,9 +85,9 @@ class RiskyShortcutEnv(_CostEnv):
     """
 
     _parameter_constraints: dict = {
-        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
-        "gust_prob": [Interval(numbers.Real, 0, 1, closed="both")],
-        "gust_cost": [Interval(numbers.Real, None, None, closed="neither")],
+        "horizon": [POSITIVE_INT],
+        "gust_prob": [CLOSED_UNIT_INTERVAL],
+        "gust_cost": [ANY_REAL],
     }
 
     def __init__(self, *, horizon=10, gust_prob=0.01, gust_cost=50.0):
@@ -160,11 +165,11 @@ class HeavyTailPointEnv(_CostEnv):
     """
 
     _parameter_constraints: dict = {
-        "horizon": [Interval(numbers.Integral, 1, None, closed="left")],
-        "base_rate": [Interval(numbers.Real, 0, 1, closed="both")],
-        "rate_slope": [Interval(numbers.Real, 0, None, closed="left")],
-        "lomax_shape": [Interval(numbers.Real, 0, None, closed="neither")],
-        "cost_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "horizon": [POSITIVE_INT],
+        "base_rate": [CLOSED_UNIT_INTERVAL],
+        "rate_slope": [NON_NEGATIVE_REAL],
+        "lomax_shape": [POSITIVE_REAL],
+        "cost_scale": [NON_NEGATIVE_REAL],
     }
 
     def __init__(self, *, horizon=50, base_rate=0.002, rate_slope=0.02, lomax_shape=2.5,

@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._param_validation import NON_NEGATIVE_INT, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ._gpd import GPDTailQuantile
 from ._policy_gradient import ConstrainedPolicyGradient
 
@@ -208,15 +209,15 @@ class EVOAgent(ConstrainedPolicyGradient):
     _parameter_constraints: dict = {
         **ConstrainedPolicyGradient._parameter_constraints,
         "constraint": [StrOptions({"quantile", "expectation"})],
-        "cost_buffer_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "cost_buffer_size": [POSITIVE_INT],
         "cost_buffer_percentile": [Interval(numbers.Real, 0, 100, closed="neither")],
-        "tail_quantile": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "tail_quantile": [OPEN_UNIT_INTERVAL],
         "weight_clip": [tuple, None],
         "prioritize": ["boolean"],
-        "reward_buffer_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "reward_buffer_size": [POSITIVE_INT, None],
         "reward_buffer_percentile": [Interval(numbers.Real, 0, 100, closed="neither")],
-        "reward_tail_quantile": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "oversample_factor": [Interval(numbers.Integral, 0, None, closed="left")],
+        "reward_tail_quantile": [OPEN_UNIT_INTERVAL],
+        "oversample_factor": [NON_NEGATIVE_INT],
         "free_loc": ["boolean"],
         "double_threshold": ["boolean"],
     }

@@ -12,10 +12,16 @@ import warnings
 import numpy as np
 from scipy import optimize, stats
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ..utils.validation import validate_data
+from ..utils._param_validation import (
+    CLOSED_UNIT_INTERVAL,
+    OPEN_UNIT_INTERVAL,
+    POSITIVE_INT,
+    UNIT_INTERVAL_WITHOUT_ONE,
+)
+from ..utils.validation import validate_input
 
 _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceedances",
               "fit_failed")
@@ -24,7 +30,7 @@ _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceed
 @validate_params(
     {
         "x": ["array-like"],
-        "q": [Interval(numbers.Real, 0, 1, closed="both"), "array-like"],
+        "q": [CLOSED_UNIT_INTERVAL, "array-like"],
         "sample_weight": ["array-like", None],
     },
     prefer_skip_nested_validation=True,
@@ -240,11 +246,11 @@ class GPDTailQuantile(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "threshold_quantile": [Interval(numbers.Real, 0, 1, closed="left")],
-        "tail_quantile": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "threshold_quantile": [UNIT_INTERVAL_WITHOUT_ONE],
+        "tail_quantile": [OPEN_UNIT_INTERVAL],
         "free_loc": ["boolean"],
         "xi_bounds": [tuple],
-        "min_exceedances": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_exceedances": [POSITIVE_INT],
         "double_threshold": ["boolean"],
     }
 
@@ -288,7 +294,7 @@ class GPDTailQuantile(BaseEstimator):
                 f"xi_bounds must be a pair (low, high) with low < high. Got {lo_hi!r} instead."
             )
         one_d = self._ndim(X) == 1
-        X = validate_data(self, self._as_2d(X), dtype=np.float64, ensure_min_samples=2)
+        X = validate_input(self, self._as_2d(X), dtype=np.float64, ensure_min_samples=2)
         if sample_weight is not None:
             sw = np.asarray(sample_weight)
             if sw.ndim != 1:
@@ -407,5 +413,5 @@ class GPDTailQuantile(BaseEstimator):
             return self.quantile_
         if self._one_d:
             X = self._as_2d(X)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_input(self, X, dtype=np.float64, reset=False)
         return np.any(X > np.atleast_1d(self.quantile_), axis=1).astype(int)

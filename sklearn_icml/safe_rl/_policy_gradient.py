@@ -14,10 +14,16 @@ import numbers
 
 import numpy as np
 from scipy.signal import lfilter
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_random_state, draw_seed, optional_import
+from ..utils._param_validation import (
+    CLOSED_UNIT_INTERVAL,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
 from ..utils._skorch import check_device, seeded, torch_threads
 
 torch = optional_import("torch", "neural")
@@ -108,30 +114,30 @@ class ConstrainedPolicyGradient(BaseRunner):
     """
 
     _parameter_constraints: dict = {
-        "cost_limit": [Interval(numbers.Real, 0, None, closed="left")],
+        "cost_limit": [NON_NEGATIVE_REAL],
         "base": [StrOptions({"cpo", "ppo_lag"})],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "steps_per_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "gamma": [Interval(numbers.Real, 0, 1, closed="both")],
-        "lam": [Interval(numbers.Real, 0, 1, closed="both")],
-        "lam_c": [Interval(numbers.Real, 0, 1, closed="both")],
-        "target_kl": [Interval(numbers.Real, 0, None, closed="neither")],
-        "cg_iters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "line_search_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [POSITIVE_INT],
+        "steps_per_iter": [POSITIVE_INT],
+        "gamma": [CLOSED_UNIT_INTERVAL],
+        "lam": [CLOSED_UNIT_INTERVAL],
+        "lam_c": [CLOSED_UNIT_INTERVAL],
+        "target_kl": [POSITIVE_REAL],
+        "cg_iters": [POSITIVE_INT],
+        "line_search_steps": [POSITIVE_INT],
         "actor_hidden": [tuple, list],
         "critic_hidden": [tuple, list],
-        "critic_lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "critic_update_iters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "critic_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "actor_lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "clip_ratio": [Interval(numbers.Real, 0, None, closed="neither")],
-        "ppo_kl_stop": [Interval(numbers.Real, 0, None, closed="neither")],
-        "lagrangian_lr": [Interval(numbers.Real, 0, None, closed="left")],
-        "lagrangian_init": [Interval(numbers.Real, 0, None, closed="left")],
+        "critic_lr": [POSITIVE_REAL],
+        "critic_update_iters": [POSITIVE_INT],
+        "critic_batch_size": [POSITIVE_INT],
+        "actor_lr": [POSITIVE_REAL],
+        "clip_ratio": [POSITIVE_REAL],
+        "ppo_kl_stop": [POSITIVE_REAL],
+        "lagrangian_lr": [NON_NEGATIVE_REAL],
+        "lagrangian_init": [NON_NEGATIVE_REAL],
         "lagrangian_optimizer": [StrOptions({"sgd", "adam"})],
-        "cg_damping": [Interval(numbers.Real, 0, None, closed="left")],
+        "cg_damping": [NON_NEGATIVE_REAL],
         "warm_start": ["boolean"],
-        "n_jobs": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_jobs": [POSITIVE_INT, None],
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],

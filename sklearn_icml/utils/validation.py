@@ -8,6 +8,8 @@ import numbers
 
 import numpy as np
 
+from ._deprecation import renamed
+
 
 def check_finite(array, name):
     """Raise ValueError if ``array`` holds NaN or infinity.
@@ -298,110 +300,123 @@ def check_fits_dtype(array, name, dtype=np.float32, *, estimator=None, advice=No
     return array
 
 
-def _translate(exc, candidates, estimator):
-    """The clear error for ``exc`` raised while validating ``candidates`` (name, value)."""
-    text = str(exc)
-    estimator = "this estimator" if estimator is None else estimator
-    if "Complex data not supported" in text:
-        for name, value in candidates:
-            try:
-                check_not_complex(value, name, estimator)
-            except TypeError as clear:
-                return clear
-    if (
-        "could not convert string to float" in text
-        or "is not compatible with arrays of bytes/strings" in text
-        or "could not convert" in text
-    ):
-        for name, value in candidates:
-            clear = _string_error(name, value, estimator)
-            if clear is not None:
-                return clear
-    return None
-
-
-def _numeric_object(result, name, original, estimator):
-    """scikit-learn keeps a pandas categorical column as an object array under
-    ``dtype="numeric"``; convert it to float64 or raise the clear string error."""
-    if not isinstance(result, np.ndarray) or result.dtype != object:
-        return result
+def _wants_numbers(dtype):
+    """Whether a scikit-learn ``dtype`` argument asks for numbers ("numeric", a numeric
+    dtype, or a list of them), as opposed to ``None`` or ``object`` (anything goes)."""
+    if dtype is None:
+        return False
+    if isinstance(dtype, str) and dtype == "numeric":
+        return True
+    if isinstance(dtype, list | tuple):
+        return all(_wants_numbers(d) for d in dtype)
     try:
+        return np.dtype(dtype).kind in "biuf"
+    except TypeError:
+        return False
+
+
+def _refuse_non_numbers(value, name, estimator, *, strings):
+    """Check ``value``'s dtypes before scikit-learn converts it: complex numbers always raise
+    :class:`ComplexInputError`; with ``strings``, a string (or any entry that is not a
+    number) raises a ValueError naming ``name``, where the first one is and how to encode it.
+    Numeric dtypes cost one look at the dtype; only object columns are read entry by entry."""
+    check_not_complex(value, name, estimator)
+    if not strings:
+        return
+    if hasattr(value, "dtypes") and hasattr(value, "columns"):  # a DataFrame
+        if all(getattr(d, "kind", "O") in "biuf" for d in value.dtypes):
+            return
+    else:
+        dtype = getattr(value, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(value).dtype
+            except (TypeError, ValueError):  # ragged nested lists: scikit-learn's message
+                return
+        if getattr(dtype, "kind", "O") in "biuf":
+            return
+    clear = _string_error(name, value, estimator)
+    if clear is not None:
+        raise clear
+
+
+def _as_float_if_object(result, estimator):
+    """scikit-learn keeps a pandas categorical column as an object array under
+    ``dtype="numeric"``; its entries were checked to be numbers, so convert to float64."""
+    if isinstance(result, np.ndarray) and result.dtype == object:
         return result.astype(np.float64)
-    except (TypeError, ValueError):
-        clear = _string_error(name, original, estimator) or _string_error(name, result, estimator)
-        if clear is None:
-            raise
-        raise clear from None
+    return result
 
 
-def validate_data(_estimator, /, X="no_validation", y="no_validation", **kwargs):
-    """:func:`sklearn.utils.validation.validate_data` with clear errors for strings and
-    complex numbers in ``X`` or ``y``.
+def validate_input(_estimator, /, X="no_validation", y="no_validation", **kwargs):
+    """:func:`sklearn.utils.validation.validate_data`, with the input's dtypes checked first.
 
-    Takes and returns what scikit-learn's function does. A string (or a pandas categorical
-    column) in a numeric input raises a ValueError naming the argument, where the first
-    string is and how to encode it; complex input raises a TypeError.
+    Takes and returns what scikit-learn's function does. Before it is called, ``X`` is
+    checked for what a numeric ``dtype`` cannot hold: a string (or a pandas column of
+    strings) raises a ValueError naming the argument, where the first string is and how to
+    encode it; complex numbers raise a TypeError (``y`` too, and strings in ``y`` when
+    ``y_numeric=True``). An object array (or categorical column) whose entries are all
+    numbers is returned as float64, as scikit-learn does for object arrays.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn.linear_model import LinearRegression
-    >>> from sklearn_icml.utils.validation import validate_data
-    >>> validate_data(LinearRegression(), np.array([[1.0, "a"]], dtype=object))
+    >>> from sklearn_icml.utils.validation import validate_input
+    >>> validate_input(LinearRegression(), np.array([[1.0, "a"]], dtype=object))
     Traceback (most recent call last):
     ...
     ValueError: X holds non-numeric values (first at row 0, column 1); LinearRegression needs ...
     """
-    from sklearn.utils.validation import validate_data as _sk_validate_data
+    from sklearn.utils.validation import validate_data
 
-    candidates = [(n, v) for n, v in (("X", X), ("y", y)) if not _is_placeholder(v)]
-    try:
-        out = _sk_validate_data(_estimator, X, y, **kwargs)
-    except (TypeError, ValueError) as exc:
-        clear = _translate(exc, candidates, _estimator)
-        if clear is None:
-            raise
-        raise clear from None
-    if kwargs.get("dtype", "numeric") == "numeric" and not kwargs.get("skip_check_array"):
-        if _is_placeholder(y):
-            return _numeric_object(out, "X", X, _estimator)
-        if _is_placeholder(X):
-            return out
-        X_out, y_out = out
-        return _numeric_object(X_out, "X", X, _estimator), y_out
-    return out
+    check = not kwargs.get("skip_check_array", False)
+    numeric = check and _wants_numbers(kwargs.get("dtype", "numeric"))
+    if check and not _is_placeholder(X):
+        _refuse_non_numbers(X, "X", _estimator, strings=numeric)
+    if check and not _is_placeholder(y):
+        _refuse_non_numbers(y, "y", _estimator, strings=bool(kwargs.get("y_numeric")))
+    out = validate_data(_estimator, X, y, **kwargs)
+    if not numeric:
+        return out
+    if _is_placeholder(y):
+        return _as_float_if_object(out, _estimator)
+    if _is_placeholder(X):
+        return out
+    X_out, y_out = out
+    return _as_float_if_object(X_out, _estimator), y_out
 
 
 def _is_placeholder(value):
     return value is None or (isinstance(value, str) and value == "no_validation")
 
 
-def check_array(array, *, input_name="", estimator=None, **kwargs):
-    """:func:`sklearn.utils.check_array` with clear errors for strings and complex numbers.
+def check_input_array(array, *, input_name="", estimator=None, **kwargs):
+    """:func:`sklearn.utils.check_array`, with the input's dtypes checked first.
 
-    ``input_name`` names the argument in the messages ("array" when empty).
+    As :func:`validate_input`: strings (for a numeric ``dtype``) and complex numbers raise
+    errors naming ``input_name`` ("array" when empty) before scikit-learn is called.
 
     Examples
     --------
-    >>> from sklearn_icml.utils.validation import check_array
-    >>> check_array([[1.0, "b"]], input_name="X_control")
+    >>> from sklearn_icml.utils.validation import check_input_array
+    >>> check_input_array([[1.0, "b"]], input_name="X_control")
     Traceback (most recent call last):
     ...
     ValueError: X_control holds non-numeric values (first at row 0, column 1); this estimator ...
     """
-    from sklearn.utils.validation import check_array as _sk_check_array
+    from sklearn.utils.validation import check_array
 
     name = input_name or "array"
-    try:
-        out = _sk_check_array(array, input_name=input_name, estimator=estimator, **kwargs)
-    except (TypeError, ValueError) as exc:
-        clear = _translate(exc, [(name, array)], estimator)
-        if clear is None:
-            raise
-        raise clear from None
-    if kwargs.get("dtype", "numeric") == "numeric":
-        return _numeric_object(out, name, array, estimator)
-    return out
+    numeric = _wants_numbers(kwargs.get("dtype", "numeric"))
+    _refuse_non_numbers(array, name, estimator, strings=numeric)
+    out = check_array(array, input_name=input_name, estimator=estimator, **kwargs)
+    return _as_float_if_object(out, estimator) if numeric else out
+
+
+#: Deprecated names (they shadowed scikit-learn's own functions).
+validate_data = renamed(validate_input, "validate_data")
+check_array = renamed(check_input_array, "check_array")
 
 
 def check_finite_outputs(outputs, X, estimator, name="X"):

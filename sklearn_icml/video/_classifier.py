@@ -1,18 +1,18 @@
 """F16VideoClassifier: frame-rate-aware video classification with the F-16 aligner (skorch)."""
 
-import numbers
 
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NonTabularInputMixin
 from ..utils import optional_import
 from ..utils._docstrings import fill_doc
+from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import encode_class_labels, torch_threads
-from ._frames import POSITIVE_INT, check_fps, check_videos, encode_videos
+from ._frames import check_fps, check_videos, encode_videos
 from ._projector import check_pooled_grid, make_aligner, pad_to_clips, pool_tokens
 
 torch = optional_import("torch", "neural")
@@ -202,19 +202,19 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "fps": POSITIVE_INT,
-        "frames_per_clip": POSITIVE_INT,
-        "patch_size": POSITIVE_INT,
-        "hidden_dim": POSITIVE_INT,
+        "fps": [POSITIVE_INT],
+        "frames_per_clip": [POSITIVE_INT],
+        "patch_size": [POSITIVE_INT],
+        "hidden_dim": [POSITIVE_INT],
         "aligner": [StrOptions({"multiframe", "meanpool", "single"})],
         "split_init": ["boolean"],
-        "pool_stride": POSITIVE_INT,
-        "n_layers": POSITIVE_INT,
-        "n_heads": POSITIVE_INT,
-        "max_epochs": POSITIVE_INT,
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "batch_size": POSITIVE_INT,
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "pool_stride": [POSITIVE_INT],
+        "n_layers": [POSITIVE_INT],
+        "n_heads": [POSITIVE_INT],
+        "max_epochs": [POSITIVE_INT],
+        "lr": [POSITIVE_REAL],
+        "batch_size": [POSITIVE_INT],
+        "weight_decay": [NON_NEGATIVE_REAL],
     }
 
     def __init__(
@@ -276,7 +276,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         if inference_fps is None:
             return self.fps
         validate_parameter_constraints(
-            {"inference_fps": POSITIVE_INT},
+            {"inference_fps": [POSITIVE_INT]},
             {"inference_fps": inference_fps},
             caller_name=f"{type(self).__name__}.predict",
         )

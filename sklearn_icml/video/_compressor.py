@@ -10,8 +10,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import NonTabularInputMixin
 from ..utils import draw_seed, optional_import
+from ..utils._param_validation import POSITIVE_INT
 from ..utils._skorch import seeded
-from ._frames import POSITIVE_INT, check_frame_array
+from ._frames import check_frame_array
 from ._projector import (
     MultiFrameProjector,
     check_pooled_grid,
@@ -106,12 +107,12 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "frames_per_clip": POSITIVE_INT,
-        "hidden_dim": POSITIVE_INT,
-        "pool_stride": POSITIVE_INT,
+        "frames_per_clip": [POSITIVE_INT],
+        "hidden_dim": [POSITIVE_INT],
+        "pool_stride": [POSITIVE_INT],
         "pool_mode": [StrOptions({"max", "avg"})],
         "pool_ceil": ["boolean"],
-        "frame_repeat": POSITIVE_INT,
+        "frame_repeat": [POSITIVE_INT],
         "pad_mode": [StrOptions({"zeros", "edge"})],
         "frame_projector": [HasMethods(["forward"]), None],
         "random_state": ["random_state"],

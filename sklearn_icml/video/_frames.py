@@ -1,20 +1,14 @@
 """Frame sampling, the frozen patch encoder and frame repetition (numpy, no learning)."""
 
-import numbers
 
 import numpy as np
 from sklearn.utils._param_validation import (
-    Interval,
     validate_parameter_constraints,
     validate_params,
 )
 
-from ..utils.validation import check_array, check_fits_dtype
-
-#: A frame rate: a positive, finite number of frames per second.
-RATE = [Interval(numbers.Real, 0, None, closed="neither")]
-#: A count or a size (frames, patches, widths, layers, epochs): an integer >= 1.
-POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
+from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils.validation import check_fits_dtype, check_input_array
 
 
 def frame_step(native_fps, fps):
@@ -34,10 +28,10 @@ def frame_step(native_fps, fps):
 
 @validate_params(
     {
-        "n_frames": [Interval(numbers.Integral, 0, None, closed="left")],
-        "native_fps": RATE,
-        "fps": RATE,
-        "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "n_frames": [NON_NEGATIVE_INT],
+        "native_fps": [POSITIVE_REAL],
+        "fps": [POSITIVE_REAL],
+        "max_time": [POSITIVE_REAL, None],
     },
     prefer_skip_nested_validation=True,
 )
@@ -82,7 +76,7 @@ def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
 def check_fps(native_fps, fps, native_name="native_fps", fps_name="fps", caller_name=None):
     """Raise unless both rates are positive finite numbers and ``native_fps >= fps``."""
     validate_parameter_constraints(
-        {native_name: RATE, fps_name: RATE},
+        {native_name: [POSITIVE_REAL], fps_name: [POSITIVE_REAL]},
         {native_name: native_fps, fps_name: fps},
         caller_name=caller_name or "sample_frame_indices",
     )
@@ -104,7 +98,7 @@ def check_frame_array(X, ndims, layout, name="X"):
     ``layout`` names the axes for the error message. Returns a float32 or float64 array
     (a copy when the dtype changes; the caller's array is never modified).
     """
-    X = check_array(
+    X = check_input_array(
         X, allow_nd=True, dtype=(np.float32, np.float64), ensure_all_finite=True,
         input_name=name, ensure_min_samples=1,
     )
@@ -140,7 +134,7 @@ def check_videos(X, name="X"):
 @validate_params(
     {
         "frames": ["array-like"],
-        "patch_size": POSITIVE_INT,
+        "patch_size": [POSITIVE_INT],
         "colour": ["boolean"],
     },
     prefer_skip_nested_validation=True,

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.utils._param_validation import validate_parameter_constraints, validate_params
 
 from ..utils import optional_import
-from ._frames import POSITIVE_INT
+from ..utils._param_validation import POSITIVE_INT
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
@@ -12,7 +12,7 @@ F_ = torch.nn.functional
 
 
 @validate_params(
-    {"in_dim": POSITIVE_INT, "hidden_dim": POSITIVE_INT}, prefer_skip_nested_validation=True
+    {"in_dim": [POSITIVE_INT], "hidden_dim": [POSITIVE_INT]}, prefer_skip_nested_validation=True
 )
 def make_frame_projector(in_dim, hidden_dim):
     """The per-frame projector ``P(z) = V2 GELU(V1 z + c1) + c2`` (LLaVA's ``mlp2x_gelu``).
@@ -48,7 +48,7 @@ def make_frame_projector(in_dim, hidden_dim):
 
 def _frames_per_clip(value, caller_name):
     validate_parameter_constraints(
-        {"frames_per_clip": POSITIVE_INT}, {"frames_per_clip": value}, caller_name=caller_name
+        {"frames_per_clip": [POSITIVE_INT]}, {"frames_per_clip": value}, caller_name=caller_name
     )
     return int(value)
 

@@ -1,14 +1,20 @@
 """The base of the data weighting estimators: their shared parameters and the bi-level fit."""
 
-import numbers
 
 import numpy as np
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
-from ..utils.validation import check_array
+from ..utils._param_validation import (
+    INT_AT_LEAST_TWO,
+    NON_NEGATIVE_INT,
+    OPEN_UNIT_INTERVAL,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+)
+from ..utils.validation import check_input_array
 from ._bilevel import BilevelStages, BilevelState, DWMNet, PerSampleLoss
 from ._weighting_model import WeightingMLP
 
@@ -32,7 +38,7 @@ def sample_features_array(sample_features, n, name="sample_features"):
     """None, or a finite float64 ``(n, k)`` copy of ``sample_features`` (1-D: one column)."""
     if sample_features is None:
         return None
-    sf = check_array(
+    sf = check_input_array(
         sample_features, ensure_2d=False, dtype=np.float64, input_name=name, copy=True
     )
     if sf.ndim == 1:
@@ -65,22 +71,22 @@ class _BaseDWM(BaseNeuralEstimator):
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lr": [POSITIVE_REAL],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 2, None, closed="left")],
-        "n_stages": [Interval(numbers.Integral, 1, None, closed="left")],
-        "dwm_steps_per_stage": [Interval(numbers.Integral, 0, None, closed="left")],
-        "dwm_lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "dwm_hidden": [Interval(numbers.Integral, 1, None, closed="left")],
-        "temperature": [Interval(numbers.Real, 0, None, closed="neither")],
-        "lookahead_lr": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "max_iter": [POSITIVE_INT],
+        "batch_size": [INT_AT_LEAST_TWO],
+        "n_stages": [POSITIVE_INT],
+        "dwm_steps_per_stage": [NON_NEGATIVE_INT],
+        "dwm_lr": [POSITIVE_REAL],
+        "dwm_hidden": [POSITIVE_INT],
+        "temperature": [POSITIVE_REAL],
+        "lookahead_lr": [POSITIVE_REAL, None],
         "hypergradient": [StrOptions({"exact", "first_order"})],
         "use_batch_context": ["boolean"],
         "online": ["boolean"],
         "loss_feature": [StrOptions({"auto", "raw", "log1p"})],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "val_batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "validation_fraction": [OPEN_UNIT_INTERVAL],
+        "val_batch_size": [POSITIVE_INT],
         "warm_start_dwm": "no_validation",  # a WeightingMLP or a fitted DWM; checked in fit
         "callbacks": [list, None],
     }

@@ -1,15 +1,15 @@
 """DWMCharLM: a tiny GRU language model trained on token sequences weighted by a DWM."""
 
 import functools
-import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
+from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
 from ..utils._skorch import torch_threads
-from ..utils.validation import validate_data
+from ..utils.validation import validate_input
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import sequence_nll
 from ._docs import doc_filler
@@ -46,9 +46,9 @@ class CharGRUModule(nn.Module):
     """
 
     _parameter_constraints = {
-        "vocab_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "vocab_size": [POSITIVE_INT],
+        "embedding_dim": [POSITIVE_INT],
+        "hidden_size": [POSITIVE_INT],
     }
 
     def __init__(self, vocab_size, embedding_dim=32, hidden_size=64):
@@ -203,9 +203,9 @@ class DWMCharLM(_BaseDWM):
     """
 
     _parameter_constraints = {
-        "vocab_size": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "embedding_dim": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "vocab_size": [INT_AT_LEAST_TWO, None],
+        "embedding_dim": [POSITIVE_INT],
+        "hidden_size": [POSITIVE_INT],
         **_BaseDWM._parameter_constraints,
     }
 
@@ -261,7 +261,7 @@ class DWMCharLM(_BaseDWM):
         self : object
         """
         self._validate_params()
-        X = validate_data(self, X, dtype="numeric", ensure_min_features=2)
+        X = validate_input(self, X, dtype="numeric", ensure_min_features=2)
         self.vocab_size_ = int(self.vocab_size) if self.vocab_size is not None else max(
             int(np.max(X)) + 1 if X.size else 2, 2
         )
@@ -274,7 +274,7 @@ class DWMCharLM(_BaseDWM):
             self.validation_indices_ = val_rows
         else:
             X_val = _token_array(
-                validate_data(self, X_val, reset=False, dtype="numeric"), self.vocab_size_,
+                validate_input(self, X_val, reset=False, dtype="numeric"), self.vocab_size_,
                 "X_val",
             )
             rows = np.arange(n)
@@ -307,7 +307,7 @@ class DWMCharLM(_BaseDWM):
 
     def _validate_X(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype="numeric")
+        X = validate_input(self, X, reset=False, dtype="numeric")
         return _token_array(X, self.vocab_size_)
 
     def _sequence_nll(self, X):

@@ -14,7 +14,12 @@ from ..utils._skorch import (
     float64_outputs,
     torch_threads,
 )
-from ..utils.validation import check_array, check_fits_dtype, check_layer_sizes, validate_data
+from ..utils.validation import (
+    check_fits_dtype,
+    check_input_array,
+    check_layer_sizes,
+    validate_input,
+)
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
 from ._docs import doc_filler
@@ -118,9 +123,9 @@ class _TabularDWM(_BaseDWM):
 
     def _validate_y(self, y, n, name):
         if self._is_classifier:
-            y = check_array(y, ensure_2d=False, dtype=None, input_name=name)
+            y = check_input_array(y, ensure_2d=False, dtype=None, input_name=name)
         else:
-            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name=name)
+            y = check_input_array(y, ensure_2d=False, dtype=np.float64, input_name=name)
         if y.ndim != 1:
             raise ValueError(f"{name} must be 1-D. Got an array of shape {y.shape} instead.")
         if y.shape[0] != n:
@@ -156,7 +161,7 @@ class _TabularDWM(_BaseDWM):
         """
         self._validate_params()
         hidden_sizes = self._hidden_sizes()
-        X, y = validate_data(self, X, y, y_numeric=not self._is_classifier)
+        X, y = validate_input(self, X, y, y_numeric=not self._is_classifier)
         n, d = X.shape
         if self._is_classifier:
             self.classes_, _ = encode_class_labels(y)
@@ -176,7 +181,7 @@ class _TabularDWM(_BaseDWM):
             if y_val is None:
                 raise ValueError("X_val was given without y_val; pass both or neither. Got "
                                  "y_val=None instead.")
-            X_val = validate_data(self, X_val, reset=False)
+            X_val = validate_input(self, X_val, reset=False)
             y_val = self._validate_y(y_val, X_val.shape[0], "y_val")
             rows = np.arange(n)
             self.validation_indices_ = None
@@ -241,7 +246,7 @@ class _TabularDWM(_BaseDWM):
 
     def _outputs(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_input(self, X, reset=False)
         if self.standardize:
             X = (X - self._x_mean) / self._x_scale
         with torch_threads(self.n_jobs):
@@ -268,7 +273,7 @@ class _TabularDWM(_BaseDWM):
         weights : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_input(self, X, reset=False)
         n = X.shape[0]
         y = self._validate_y(y, n, "y")
         sf = sample_features_array(sample_features, n)

@@ -17,11 +17,12 @@ it needs first derivatives only. For one SGD step the two are the same number: t
 is exact, because ``theta'`` is linear in ``w``.
 """
 
-import numbers
 
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 from torch.func import functional_call, grad, vmap
+
+from ..utils._param_validation import ANY_REAL
 
 HYPERGRADIENT_MODES = ("exact", "first_order")
 
@@ -55,7 +56,7 @@ def _check_losses(losses, n, where):
         "batch": [tuple, list],
         "val_batch": [tuple, list],
         "weights": ["array-like"],
-        "lr": [Interval(numbers.Real, None, None, closed="neither")],
+        "lr": [ANY_REAL],
         "mode": [StrOptions(set(HYPERGRADIENT_MODES))],
         "return_val_loss": ["boolean"],
     },

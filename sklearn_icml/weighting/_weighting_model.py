@@ -1,18 +1,17 @@
 """The data weighting model: an MLP that turns per-sample features into batch weights."""
 
 import functools
-import numbers
 
 import numpy as np
 import torch
 from sklearn.utils._param_validation import (
-    Interval,
     validate_parameter_constraints,
     validate_params,
 )
 from torch import nn
 
 from ..utils._docstrings import fill_doc
+from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ._docs import PIECES
 
 
@@ -67,10 +66,10 @@ class WeightingMLP(nn.Module):
     """
 
     _parameter_constraints = {
-        "n_features": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_features": [POSITIVE_INT],
+        "hidden_size": [POSITIVE_INT],
         "use_batch_context": ["boolean"],
-        "temperature": [Interval(numbers.Real, 0, None, closed="neither")],
+        "temperature": [POSITIVE_REAL],
     }
 
     def __init__(self, n_features, hidden_size=32, use_batch_context=True, temperature=1.0):
@@ -172,7 +171,7 @@ def effective_sample_size(weights):
     {
         "weighting_model": [WeightingMLP],
         "features": ["array-like"],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "batch_size": [POSITIVE_INT, None],
     },
     prefer_skip_nested_validation=True,
 )
