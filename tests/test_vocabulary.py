@@ -8,7 +8,7 @@
   glossary's name: ``learning_rate``, not ``lr``; ``hidden_layer_sizes``, not ``hidden_dims``.
   The old name of a parameter in its deprecation cycle (default ``"deprecated"``) is allowed.
 * ``run`` is a runner's verb (``BaseRunner.run(env)``) and ``score`` is scikit-learn's
-  ``score(X, y)``; X comes before y.
+  ``score(X, y)``; X comes before y; an estimator's constructor is keyword-only.
 
 The checkers are plain functions, tested on synthetic modules and signatures below, so that a
 failure of the package-wide tests points at the package, not at the checker.
@@ -23,6 +23,7 @@ from functools import lru_cache
 from numbers import Integral, Real
 
 import pytest
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import (
     HasMethods,
     Hidden,
@@ -456,6 +457,22 @@ def score_hits(callables):
     return hits
 
 
+def positional_constructor_hits(callables):
+    """Constructors of estimators (``BaseEstimator``) that take a parameter by position."""
+    hits = []
+    for owner, func, cls in callables:
+        if cls is None or func.__name__ != "__init__" or not issubclass(cls, BaseEstimator):
+            continue
+        positional = [
+            p.name
+            for p in _parameters(func)
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        if positional:
+            hits.append(f"{owner}: {', '.join(positional)}")
+    return hits
+
+
 def x_before_y_hits(callables):
     """Signatures that take ``y`` before ``X``."""
     hits = []
@@ -499,6 +516,17 @@ def test_signature_checkers_on_synthetic_classes():
     def estimate(y, X): ...
 
     assert x_before_y_hits([("a.estimate", estimate, None)]) == ["a.estimate(y, X)"]
+
+    class Positional(BaseEstimator):
+        def __init__(self, n_clusters=2, *, tol=1e-3): ...
+
+    class KeywordOnly(BaseEstimator):
+        def __init__(self, *, n_clusters=2): ...
+
+    assert positional_constructor_hits([
+        ("a.Positional.__init__", Positional.__init__, Positional),
+        ("a.KeywordOnly.__init__", KeywordOnly.__init__, KeywordOnly),
+    ]) == ["a.Positional.__init__: n_clusters"]
 
     def fit(X, y, *, actor_lr=0.1, n_epochs=3, seed="deprecated"): ...
 
@@ -546,6 +574,14 @@ def test_score_takes_x_and_y():
     assert not hits, (
         "`score` is scikit-learn's score(X, y[, sample_weight], *, ...); any other score is "
         "a separate public function:\n" + "\n".join(hits)
+    )
+
+
+def test_constructors_are_keyword_only():
+    hits = positional_constructor_hits(_public_callables())
+    assert not hits, (
+        "an estimator's constructor takes every parameter by keyword (`def __init__(self, *, "
+        "...)`; @keyword_only_after(1) for one that took them by position):\n" + "\n".join(hits)
     )
 
 
