@@ -226,10 +226,12 @@ def test_one_meaning_per_constraint_name():
 # -- (b) one name per concept ------------------------------------------------------------------
 
 #: a name (or a glob of names) that stands for a concept of the glossary -> the glossary's name
-#: (``*`` in the glob is carried over: ``actor_lr`` -> ``actor_learning_rate``)
+#: (``*`` in the glob is carried over: ``actor_lr`` -> ``actor_learning_rate``). A width or a
+#: state size that is one int (``hidden_size``, ``hidden_dim``) is not ``hidden_layer_sizes``.
 SYNONYMS = {
     "lr": "learning_rate",
     "*_lr": "*_learning_rate",
+    "lr_*": "learning_rate_*",
     "hidden_dims": "hidden_layer_sizes",
     "hidden_sizes": "hidden_layer_sizes",
     "hidden_units": "hidden_layer_sizes",
@@ -239,6 +241,7 @@ SYNONYMS = {
     "rng": "random_state",
     "random_seed": "random_state",
     "n_iter": "max_iter",
+    "n_outer_iter": "max_iter",
     "num_iter": "max_iter",
     "n_iters": "max_iter",
     "num_iters": "max_iter",
@@ -269,7 +272,7 @@ ALLOWED = {
     ("privacy.PoissonIterationSampler.__init__", "num_epochs"): _ACCOUNTED_RUN,
     ("privacy.bis_rdp", "num_epochs"): _ACCOUNTED_RUN,
     ("privacy.bis_epsilon", "num_epochs"): _ACCOUNTED_RUN,
-    ("privacy.PartitionRDPAccountant.compose_bis", "num_epochs"): _ACCOUNTED_RUN,
+    ("privacy.PartitionRDPAccountant.compose_*", "num_epochs"): _ACCOUNTED_RUN,
 }
 
 
@@ -485,6 +488,7 @@ def x_before_y_hits(callables):
 
 def test_glossary_name_maps_globs():
     assert glossary_name("critic_lr") == "critic_learning_rate"
+    assert glossary_name("lr_milestones") == "learning_rate_milestones"
     assert glossary_name("learning_rate_init") is None
     assert glossary_name("n_epochs") == "max_epochs"
     assert glossary_name("hidden_layer_sizes") is None
