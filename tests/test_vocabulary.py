@@ -34,7 +34,7 @@ from sklearn.utils._param_validation import (
 )
 
 import sklearn_icml
-from sklearn_icml.base import BaseRunner
+from sklearn_icml.base import BaseRunner, NonTabularInputMixin
 from sklearn_icml.utils._deprecation import DEPRECATED
 from sklearn_icml.utils._optional import EXTRA_OF
 
@@ -436,7 +436,11 @@ def run_hits(callables):
 def score_hits(callables):
     """``score`` methods whose signature is not scikit-learn's ``score(X, y)``.
 
-    After ``X, y`` only ``sample_weight`` and keyword-only parameters are accepted.
+    After ``X, y`` only ``sample_weight`` and keyword-only parameters are accepted (and the
+    old form of a parameter in its deprecation cycle, default ``"deprecated"``). An object
+    whose input is not a table (``NonTabularInputMixin``) names its two data arguments for
+    what they are (``score(pairs, labels)``, ``score(collection, y=None)``); it still takes
+    two, the data and the truth, as scikit-learn's scorers call it.
 
     Examples
     --------
@@ -444,16 +448,29 @@ def score_hits(callables):
     ...     def score(self, X, y, sample_weight=None, *, task_id=None): ...
     >>> class B:
     ...     def score(self, env): ...
-    >>> score_hits([("a.A.score", A.score, A), ("b.B.score", B.score, B)])
-    ['b.B.score(env)']
+    >>> class C(NonTabularInputMixin):
+    ...     def score(self, pairs, labels=None, sample_weight=None): ...
+    >>> class D(NonTabularInputMixin):
+    ...     def score(self, env): ...
+    >>> class E:
+    ...     def score(self, X, y, perturbation="deprecated", *, sample_weight=None): ...
+    >>> class F:
+    ...     def score(self, X, y, native_fps=16): ...
+    >>> score_hits([("a.A.score", A.score, A), ("b.B.score", B.score, B),
+    ...             ("c.C.score", C.score, C), ("d.D.score", D.score, D),
+    ...             ("e.E.score", E.score, E), ("f.F.score", F.score, F)])
+    ['b.B.score(env)', 'd.D.score(env)', 'f.F.score(X, y, native_fps=16)']
     """
     hits = []
     for owner, func, cls in callables:
         if cls is None or func.__name__ != "score" or _is_deprecated_alias(func):
             continue
-        params = _parameters(func)
+        params = [p for p in _parameters(func) if p.default != DEPRECATED]
         positional = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
-        ok = positional[:2] == ["X", "y"] and positional[2:] in ([], ["sample_weight"])
+        data = ["X", "y"]
+        if issubclass(cls, NonTabularInputMixin) and len(positional) >= 2:
+            data = positional[:2] if positional[0] != "y" else data
+        ok = positional[:2] == data and positional[2:] in ([], ["sample_weight"])
         ok = ok and not any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in params)
         if not ok:
             hits.append(f"{owner}({', '.join(str(p) for p in params)})")
