@@ -1,6 +1,6 @@
 """Fast constructor arguments and known check failures for the common estimator test.
 
-One block per method, in the order of DESIGN.md's method map. An estimator missing here is
+One block per method, in the order of ARCHITECTURE.md's method map. An estimator missing here is
 built with its defaults. EXPECTED_FAILED_CHECKS lists, per estimator, the scikit-learn checks
 it cannot pass by nature, each with a one-line reason; never list a check because it fails.
 """
@@ -9,41 +9,41 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
 TEST_PARAMS = {
-    # --- stump-forest-gam ---
+    # Stump-forest GAM
     "StumpForestGAMRegressor": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
     "StumpForestGAMClassifier": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
-    # --- ptib-clustering ---
+    # PTIB multi-modal clustering
     "PTIBClustering": {"n_init": 2, "max_sweeps": 10, "n_outer_iter": 2},
-    # --- capa-similarity ---
+    # CAPA model similarity
     "CAPASimilarity": {
         "estimators": [("lr", LogisticRegression(max_iter=200)), ("nb", GaussianNB())],
         "cv": 2,
     },
-    # --- dp-stratified-sampling ---
+    # DP stratified sampling
     # random float X makes every row its own stratum (N_h = 1): only a census is feasible
     "DPStratifiedSampler": {"total_sample_size": 1.0, "allocation": "proportional"},
-    # --- privacy-amplification-partitioning ---
+    # Privacy amplification by random partitioning
     # 10 DP-SGD steps with little noise: fast, and enough to fit the checks' toy data
     "DPSGDClassifier": {
         "noise_multiplier": 0.01, "steps_per_epoch": 10, "num_selected": 5, "lr": 1.0,
     },
-    # --- multi-agent-bai ---
+    # Multi-agent best-arm identification
     # runners and environments (not estimators: test_public_api builds them with these)
     "BAICl": {"n_clusters": 2, "eta": 0.2},
     "BAIClPlusPlus": {"n_clusters": 2, "eta": 0.2, "eta1": 0.2},
     "ClusteredBanditEnv": {"means": [[0.9, 0.1], [0.1, 0.9]], "assignment": [0, 1, 1]},
-    # --- bandits-with-interference ---
+    # Bandits with interference
     "InterferenceGridEnv": {"grid_side": 4, "n_arms": 3, "horizon": 10},
     "SwitchbackEXP3IX": {"n_arms": 3, "horizon": 10},
     "ClusterRandomizedEXP3IX": {"n_arms": 3, "horizon": 10},
     "RandomRewardGridEnv": {"grid_side": 4, "n_arms": 2, "horizon": 10},
-    # --- streaming-parity-rnn ---
+    # Streaming parity RNN
     # tiny net, 10 epochs; a large alphabet so the checks' rounded data are valid symbols
     "StreamingParityRNNClassifier": {
         "n_symbols": 64, "hidden_size": 8, "max_epochs": 10, "lr": 0.5, "loss": "ce",
         "init_gain": 1.0, "random_state": 0,
     },
-    # --- data-weighting-model ---
+    # Data weighting model
     # tiny nets, 2 stages of 3 DWM updates and 40 learner steps
     "DWMClassifier": {
         "hidden_sizes": (8,), "max_iter": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
@@ -58,19 +58,19 @@ TEST_PARAMS = {
         "vocab_size": 64, "embedding_dim": 4, "hidden_size": 8, "max_iter": 6, "n_stages": 2,
         "dwm_steps_per_stage": 2, "batch_size": 8, "random_state": 0,
     },
-    # --- icl-multihead-attention ---
+    # In-context regression with multi-head attention
     # 4 Adam steps on batches of 8 prompts; the closed-form ICL predictors' defaults are fast.
     # All four take 3-D prompts (input tag two_d_array=False): the common test runs only the
     # data-free checks; tests/neural/test_icl_api.py re-runs the API checks on prompts
     "MultiHeadSoftmaxICLRegressor": {
         "max_iter": 4, "batch_size": 8, "steps_per_epoch": 2, "random_state": 0,
     },
-    # --- evo-constrained-rl ---
-    # --- offline-preference-losses ---
+    # EVO extreme-value constrained RL: none
+    # Offline preference losses
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
     # (input tag two_d_array=False), so the common test runs only the data-free checks;
     # tests/alignment test fit, clone and the errors on pairs
-    # --- flat-lora ---
+    # Flat-LoRA
     # a width-16 MLP, LoRA rank 4, 15 epochs: fast, and enough for the checks' toy data
     "FlatLoRAClassifier": {
         "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
@@ -80,24 +80,24 @@ TEST_PARAMS = {
         "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
         "random_state": 0,
     },
-    # --- serlic-reflectance-compression ---
+    # SerLiC reflectance compression
     # ScanOrderSerializer: the defaults are fast. SerLiCCodec and AdaptiveContextCodec are
     # codecs (sklearn_icml.base.BaseCodec) whose input is a list of point clouds (input tag
     # two_d_array=False): the common test runs their data-free checks only
-    # --- cellflux-flow-matching ---
+    # CellFlux flow matching
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {
         "control_label": 0, "hidden_dims": (8,), "embedding_dim": 4, "max_epochs": 2,
         "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3,
         "random_state": 0,
     },
-    # --- lwi-continual-learning ---
+    # LwI continual learning
     # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger lr
     "LwIClassifier": {
         "hidden_layer_sizes": (16, 16), "max_epochs": 10, "lr": 0.05, "batch_size": 16,
         "random_state": 0,
     },
-    # --- f16-high-frame-rate-video ---
+    # F-16 high-frame-rate video
     # a tiny aligner and transformer, 2 epochs. Both take 4-D videos / frame features, so
     # their input tags say "not 2-D" and sklearn runs only its data-free checks here;
     # tests/video/test_classifier.py runs the other API checks that need no 2-D data
@@ -105,14 +105,14 @@ TEST_PARAMS = {
         "hidden_dim": 8, "n_layers": 1, "n_heads": 2, "max_epochs": 2, "random_state": 0,
     },
     "F16ClipCompressor": {"hidden_dim": 4, "random_state": 0},
-    # --- mas-gpt ---
+    # MAS-GPT
     # none: ConsistentPairBuilder, MASGPTRouter and MASGPTSolver take lists of str (tag
     # two_d_array=False), so the common test runs only check_estimator_cloneable on them;
     # tests/mas/test_router.py runs the API checks that apply to string input
 }
 
 EXPECTED_FAILED_CHECKS = {
-    # --- stump-forest-gam ---
+    # Stump-forest GAM
     "StumpForestGAMRegressor": {
         "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
         "quantile bins use unweighted rows by design, so a weight is not a repeated row",
@@ -121,16 +121,16 @@ EXPECTED_FAILED_CHECKS = {
         "check_sample_weight_equivalence_on_dense_data": "min_samples_leaf counts and the "
         "quantile bins use unweighted rows by design, so a weight is not a repeated row",
     },
-    # --- ptib-clustering ---
-    # --- capa-similarity ---
-    # --- dp-stratified-sampling ---
+    # PTIB multi-modal clustering: none
+    # CAPA model similarity: none
+    # DP stratified sampling
     "DPStratifiedSampler": {
         "check_fit1d": "fit takes the population's 1-D vector of stratum labels by design",
     },
-    # --- privacy-amplification-partitioning ---
-    # --- multi-agent-bai ---
-    # --- bandits-with-interference ---
-    # --- streaming-parity-rnn ---
+    # Privacy amplification by random partitioning: none
+    # Multi-agent best-arm identification: none
+    # Bandits with interference: none
+    # Streaming parity RNN
     # columns are time steps: predicting sequences longer than the training ones is the
     # point of the method, so predict accepts any number of columns
     "StreamingParityRNNClassifier": {
@@ -139,19 +139,19 @@ EXPECTED_FAILED_CHECKS = {
         "check_classifiers_train": "it requires predict to reject another number of "
         "columns; its other assertions are re-run in tests/neural/test_streaming_parity.py",
     },
-    # --- data-weighting-model ---
-    # --- icl-multihead-attention ---
+    # Data weighting model: none
+    # In-context regression with multi-head attention
     # none: the four ICL estimators take 3-D prompts (see TEST_PARAMS)
-    # --- evo-constrained-rl ---
+    # EVO extreme-value constrained RL
     "GPDTailQuantile": {
         "check_fit1d": "fit takes a 1-D vector of costs by design (one cost per episode)",
     },
-    # --- offline-preference-losses ---
+    # Offline preference losses
     # none: TabularPreferencePolicy and PreferenceLMTrainer learn from pairs, not from X
     # (input tag two_d_array=False), so the common test runs only the data-free checks;
     # tests/alignment test fit, clone and the errors on pairs
-    # --- flat-lora ---
-    # --- serlic-reflectance-compression ---
+    # Flat-LoRA: none
+    # SerLiC reflectance compression
     "ScanOrderSerializer": dict.fromkeys(
         [
             "check_estimators_overwrite_params", "check_estimators_fit_returns_self",
@@ -160,7 +160,7 @@ EXPECTED_FAILED_CHECKS = {
         ],
         "X holds point coordinates, at least 3 columns (x, y, z); the check fits 2 columns",
     ),
-    # --- cellflux-flow-matching ---
+    # CellFlux flow matching
     # fit(X, y) needs control rows (y == control_label) and predict needs the target
     # perturbation when fit saw several; the checks' own y and calls cannot supply them.
     # tests/generative/test_cellflux.py checks row order, subsets, determinism, NaN/inf and
@@ -180,12 +180,12 @@ EXPECTED_FAILED_CHECKS = {
             "labels; predict transports noised controls, so rows depend on the seeded noise",
         ),
     },
-    # --- lwi-continual-learning ---
+    # LwI continual learning
     "LwIClassifier": {
         "check_fit_score_takes_y": "partial_fit learns a new task whose classes must be "
         "disjoint from the fitted ones; the check re-feeds the same classes",
     },
-    # --- f16-high-frame-rate-video ---
-    # --- mas-gpt ---
+    # F-16 high-frame-rate video: none
+    # MAS-GPT
     # none (see TEST_PARAMS)
 }
