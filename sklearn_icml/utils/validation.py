@@ -161,11 +161,11 @@ _ENCODE_HINT = (
 _RESCALE_HINT = "Rescale it (e.g. sklearn.preprocessing.StandardScaler in a Pipeline)"
 
 
-def _first_non_numeric(array):
-    """``(where, value)`` of the first entry of ``array`` that is not a number, or None.
+def _first_string(array):
+    """``(where, value)`` of the first entry of ``array`` that is a string, or None.
 
     ``where`` is "column 'name'" for a DataFrame and "row i, column j" (or "position i")
-    for an array. Only called on the error path.
+    for an array. Only object (and string) dtypes are read entry by entry.
     """
     if hasattr(array, "columns") and hasattr(array, "dtypes"):  # pandas DataFrame
         for col in array.columns:
@@ -173,7 +173,7 @@ def _first_non_numeric(array):
             if column.dtype.kind in "biufc":
                 continue
             for value in column.to_numpy(dtype=object):
-                if not _is_number(value):
+                if _is_string(value):
                     return f"column {col!r}", value
         return None
     try:
@@ -181,9 +181,9 @@ def _first_non_numeric(array):
     except (TypeError, ValueError):  # ragged nested lists: numpy's message is kept
         return None
     if arr.ndim == 0:
-        return (None, arr.item()) if not _is_number(arr.item()) else None
+        return (None, arr.item()) if _is_string(arr.item()) else None
     for index, value in np.ndenumerate(arr):
-        if not _is_number(value):
+        if _is_string(value):
             if arr.ndim == 1:
                 return f"position {index[0]}", value
             if arr.ndim == 2:
@@ -192,8 +192,8 @@ def _first_non_numeric(array):
     return None
 
 
-def _is_number(value):
-    return isinstance(value, numbers.Number | np.number | np.bool_) or value is None
+def _is_string(value):
+    return isinstance(value, str | bytes | np.str_ | np.bytes_)
 
 
 def _who(estimator, default):
@@ -217,8 +217,9 @@ def _complex_error(name, array, estimator=None):
 
 
 def _string_error(name, array, estimator=None):
-    """ValueError for non-numeric ``array``, or None when no string is found in it."""
-    found = _first_non_numeric(array)
+    """ValueError for strings in ``array``, or None when none is found in it (other objects
+    that are not numbers are left to scikit-learn's TypeError)."""
+    found = _first_string(array)
     if found is None:
         return None
     where, value = found
