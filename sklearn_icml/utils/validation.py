@@ -231,6 +231,20 @@ def _string_error(name, array, estimator=None):
     )
 
 
+def _kind(dtype):
+    """numpy's kind character of a numpy or pandas dtype (pandas' extension dtypes, such as
+    the string dtype, are not numpy dtypes but carry a ``kind``), or None."""
+    if dtype is None:
+        return None
+    kind = getattr(dtype, "kind", None)
+    if kind is None:
+        try:
+            kind = np.dtype(dtype).kind
+        except TypeError:
+            return None
+    return kind
+
+
 def check_not_complex(array, name, estimator=None):
     """Raise :class:`ComplexInputError` (a TypeError and a ValueError) if ``array`` holds
     complex numbers (numpy would drop the imaginary part with only a ComplexWarning);
@@ -251,13 +265,14 @@ def check_not_complex(array, name, estimator=None):
             dtype = np.asarray(array).dtype
         except (TypeError, ValueError):
             return array
-    if dtype is not None and np.dtype(dtype).kind == "c":
+    kind = _kind(dtype)
+    if kind == "c":
         raise _complex_error(name, array, estimator)
     if hasattr(array, "dtypes") and any(
         getattr(d, "kind", "") == "c" for d in np.atleast_1d(array.dtypes)
     ):
         raise _complex_error(name, array, estimator)
-    if dtype is not None and np.dtype(dtype).kind == "O":
+    if kind == "O":
         try:
             values = np.asarray(array, dtype=object).ravel()
         except (TypeError, ValueError):

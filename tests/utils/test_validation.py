@@ -61,3 +61,12 @@ def test_old_names_warn_and_still_work():
     assert out.shape == (1, 2)
     with pytest.warns(FutureWarning, match="`validate_data` was renamed `validate_input`"):
         validation.validate_data(LinearRegression(), np.ones((2, 2)))
+
+
+def test_pandas_string_dtypes_are_read_as_strings():
+    y = pd.Series(["a", "b", "a"], dtype="string")
+    _, y_out = validate_input(LinearRegression(), np.ones((3, 2)), y)
+    assert list(y_out) == ["a", "b", "a"]
+    X = pd.DataFrame({"c": pd.Series(["x", "y"], dtype="string")})
+    with pytest.raises(ValueError, match="first at column 'c'"):
+        validate_input(LinearRegression(), X)
