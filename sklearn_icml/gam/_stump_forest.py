@@ -13,7 +13,13 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    _fit_context,
+    is_classifier,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch
@@ -37,15 +43,20 @@ from ._encoding import (
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
+from ._row_source import InMemoryRows
 from ._rows import validation_split
 
 
 class _BaseStumpForestGAM(BaseEstimator):
     """Fitting, shape functions and plotting shared by the regressor and the classifier.
 
-    A subclass writes ``_encode_target(X, y)``, which validates the data (categorical
-    columns already coded, NaN allowed) and returns ``(X, y, loss)`` with ``y`` as the loss
-    wants it, and ``_stratify(y)``, the labels of a stratified validation split (or None).
+    A subclass writes ``_encode_target(X, y)``, which validates the data in memory
+    (categorical columns already coded, NaN allowed) and returns ``(X, y, loss)`` with ``y``
+    as the loss wants it, and ``_loss_for_target(classes)``, the loss (and ``classes_``).
+
+    ``fit`` is one path for rows in memory and for dask input: it validates the input and
+    sets every attribute, then fits the forest on a :class:`._row_source.RowSource` (the
+    binned rows in memory, or the persisted partitions of :mod:`._dask`).
     """
 
     _parameter_constraints = {
@@ -180,38 +191,141 @@ class _BaseStumpForestGAM(BaseEstimator):
         self : object
             The fitted model.
         """
-        if _dask.is_dask_collection(X):  # dask array or DataFrame: rows stay on the workers
-            return _dask.fit(self, X, y, sample_weight)
-        X, y, loss = self._encode_target(self._code_categories_fit(X), y)
-        names = list(getattr(self, "feature_names_in_", self._names(X)))
-        n_features = X.shape[1]
+        on_dask = _dask.is_dask_collection(X)  # dask array or DataFrame: rows stay there
+        if on_dask:
+            X, y, loss, names, classes = self._check_dask_input(X, y)
+        else:
+            X, y, loss = self._encode_target(self._code_categories_fit(X), y)
+            names = list(getattr(self, "feature_names_in_", self._names(X)))
+            classes = getattr(self, "classes_", None)
+        n_samples, n_features = X.shape
         categories = self._categories or [None] * n_features
         self.is_categorical_ = np.array([c is not None for c in categories], dtype=bool)
         self.categories_ = categories
         monotone = check_monotonic_cst(
             self.monotonic_cst, n_features, self.is_categorical_, names, loss.n_values
         )
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not w.sum() > 0:
+        if on_dask:
+            weight, w, low, high, total = _dask.weights(sample_weight, X)
+            if not (np.isfinite(low) and np.isfinite(high)) or not low >= 0:
+                raise ValueError(
+                    "sample_weight must be finite and non-negative. Got weights from "
+                    f"{low!r} to {high!r} instead."
+                )
+        else:
+            w = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+            total = w.sum()
+        if not total > 0:
             raise ValueError(
                 "sample_weight sums to zero; at least one weight must be > 0. Got "
-                f"{w.sum()!r} instead."
+                f"{total!r} instead."
             )
         rng = check_random_state(self.random_state)
-        self.bin_edges_ = feature_bin_edges(X, categories, self.max_bins, rng, names)
+        # the edges of a dask input are computed on the rows that the in-memory rule samples
+        sample = _dask.binning_sample(X, rng) if on_dask else X
+        if on_dask and np.any(np.isinf(sample)):
+            raise ValueError("Input X contains infinity.")
+        self.bin_edges_ = feature_bin_edges(sample, categories, self.max_bins, rng, names)
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
-        xb = bin_features(X, self.bin_edges_, self.max_bins)
+        self.do_early_stopping_ = self._early_stopping(n_samples)
+        if on_dask:
+            train, validation, all_rows = self._dask_rows(X, y, weight, w, classes, rng)
+        else:
+            train, validation, all_rows = self._memory_rows(X, y, w, rng)
+        return self._fit_rows(train, n_edges, loss, monotone, rng, validation, all_rows)
 
-        self.do_early_stopping_ = self._early_stopping(X.shape[0])
-        validation, all_rows = None, None
-        if self.do_early_stopping_:
-            train, val = validation_split(
-                X.shape[0], self.validation_fraction, draw_seed(rng), self._stratify(y)
+    def _check_dask_input(self, X, y):
+        """``(X, y, loss, names, classes)`` of dask input: ``X`` a dask array with its
+        categorical columns coded, ``y`` a dask array with the same row chunks; sets
+        ``n_features_in_``, ``feature_names_in_`` and the classes."""
+        _dask.import_dask()
+        columns = getattr(X, "columns", None)
+        n_features = len(columns) if columns is not None else (X.shape[1] if X.ndim == 2 else 0)
+        names = (
+            [str(c) for c in columns] if columns is not None
+            else [f"x{j}" for j in range(n_features)]
+        )
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-            validation = (np.ascontiguousarray(xb[:, val]), y[val], w[val])
-            all_rows = (xb, y, w)
-            xb, y, w = np.ascontiguousarray(xb[:, train]), y[train], w[train]
-        return self._fit_binned((xb, y, w), n_edges, loss, monotone, rng, validation, all_rows)
+        if columns is None and X.ndim != 2:
+            raise ValueError(
+                f"X must be 2-D (n_samples, n_features). Got shape {X.shape!r} instead."
+            )
+        mask = categorical_mask(X, self.categorical_features)  # "from_dtype": frames only
+        self._categories = (
+            _dask.learn_categories(X, mask, self.max_bins, names) if mask.any() else None
+        )
+        X = _dask.coded_rows(X, self._categories)
+        y = _dask.as_dask_array(y, "y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (n_samples,). Got shape {y.shape!r} instead.")
+        if X.chunks[0] != y.chunks[0]:
+            raise ValueError(
+                "the row chunks of y must be those of X (each partition of X with its own "
+                "targets); rechunk y with y.rechunk({0: X.chunks[0]}). Got X row chunks "
+                f"{X.chunks[0]!r} and y chunks {y.chunks[0]!r} instead."
+            )
+        if X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(
+                f"X must have at least 1 row and 1 column. Got shape {X.shape!r} instead."
+            )
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise ValueError(
+                "X must be numeric (or its categorical columns named in "
+                f"categorical_features). Got dtype {X.dtype} instead."
+            )
+        classes = None
+        if is_classifier(self):
+            classes = _dask.labels(y)
+            check_classification_targets(classes)
+        elif not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+            raise ValueError(
+                "y must be numeric for a regressor (strings are never cast to numbers). Got "
+                f"dtype {y.dtype} instead."
+            )
+        loss = self._loss_for_target(classes)
+        self.n_features_in_ = n_features
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(list(columns), dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return X, y, loss, names, classes
+
+    def _memory_rows(self, X, y, w, rng):
+        """``(train, validation, all_rows)``: the binned rows in memory, split for early
+        stopping (``validation``, ``all_rows`` None without it)."""
+        xb = bin_features(X, self.bin_edges_, self.max_bins)
+        if not self.do_early_stopping_:
+            return InMemoryRows(xb, y, w), None, None
+        train, val = validation_split(
+            X.shape[0], self.validation_fraction, draw_seed(rng),
+            y if is_classifier(self) else None,
+        )
+        validation = InMemoryRows(np.ascontiguousarray(xb[:, val]), y[val], w[val])
+        train = InMemoryRows(np.ascontiguousarray(xb[:, train]), y[train], w[train])
+        return train, validation, InMemoryRows(xb, y, w)
+
+    def _dask_rows(self, X, y, weight, w, classes, rng):
+        """``(train, validation, all_rows)``: the binned partitions of dask input, persisted
+        on the workers, with a validation split per partition for early stopping."""
+        splits = None
+        if self.do_early_stopping_:
+            seeds = np.random.RandomState(draw_seed(rng)).randint(2**31 - 1, size=X.numblocks[0])
+            splits = [(self.validation_fraction, int(s), classes is not None) for s in seeds]
+        train, validation, all_rows, n_bad = _dask.bin_partitions(
+            X, y, weight, w, self.bin_edges_, self.max_bins, classes, splits
+        )
+        if n_bad[0]:
+            raise ValueError(f"Input X contains infinity ({int(n_bad[0])} values).")
+        if n_bad[1]:
+            raise ValueError(f"Input y contains NaN or infinity ({int(n_bad[1])} values).")
+        return train, validation, all_rows
 
     def _early_stopping(self, n_samples):
         """Whether this fit holds rows out: ``early_stopping``, where "auto" means when
@@ -220,26 +334,22 @@ class _BaseStumpForestGAM(BaseEstimator):
         by_size = self.n_stumps == "auto"
         return (by_size if early == "auto" else bool(early)) and n_samples >= 2
 
-    def _fit_binned(self, train, n_edges, loss, monotone, rng, validation=None, all_rows=None,
-                    problem_class=None, stacklevel=5):
-        """Fit the forest on the binned rows ``train = (xb, y, w)`` and store it.
+    def _fit_rows(self, train, n_edges, loss, monotone, rng, validation, all_rows):
+        """Fit the forest on the binned rows ``train`` (a :class:`._row_source.RowSource`)
+        and store it.
 
         With early stopping, ``validation`` holds the held-out rows and ``all_rows`` every
         row: once the validation loss stops improving, a forest of the best sweep's size is
-        fitted afresh on all rows. ``problem_class`` keeps the rows elsewhere (dask: then
-        ``xb`` describes the partitions and ``y``, ``w`` are None). ``stacklevel`` points the
-        convergence warning at the user's call.
+        fitted afresh on all rows.
         """
         common = dict(
             max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
             tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
             name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
-            problem_class=problem_class,
         )
-        xb, y, w = train
         problem, info = fit_stump_forest(
-            xb, n_edges, y, w, loss, n_stumps=self.n_stumps, validation=validation, **common
+            train, n_edges, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
         self.n_iter_ = info["n_iter"]
         if self.do_early_stopping_:
@@ -247,19 +357,10 @@ class _BaseStumpForestGAM(BaseEstimator):
             if info["converged"]:
                 # the size of the best sweep, fitted afresh on all rows (the validation
                 # rows too) until the objective settles
-                xb, y, w = all_rows
                 problem, info = fit_stump_forest(
-                    xb, n_edges, y, w, loss, n_stumps=max(problem.n_stumps, 1), **common,
+                    all_rows, n_edges, loss, n_stumps=max(problem.n_stumps, 1), **common,
                 )
                 self.n_iter_ += info["n_iter"]
-        self._finish_fit(problem, info, loss, problem.bin_weight(), stacklevel)
-        return self
-
-    def _finish_fit(self, problem, info, loss, bin_weight, stacklevel):
-        """Warn when ``max_iter`` ended the fit, then store the forest (also the dask fit's).
-
-        ``bin_weight[j, b]``: the training weight in bin ``b`` of feature ``j``.
-        """
         if not info["converged"]:
             what = (
                 "the validation loss was still improving"
@@ -270,10 +371,11 @@ class _BaseStumpForestGAM(BaseEstimator):
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=stacklevel,
+                stacklevel=4,
             )
         self.objective_history_ = info["history"]
-        self._store_forest(problem, loss, bin_weight)
+        self._store_forest(problem, loss, problem.bin_weight())
+        return self
 
     def _store_forest(self, problem, loss, bin_weight):
         self._loss = loss
@@ -313,9 +415,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         else:
             self.intercept_ = self._intercept.copy()
             self.leaf_values_ = self._leaves.copy()
-
-    def _stratify(self, y):
-        return None
 
     # -- shape functions ----------------------------------------------------------------
     def _used_features(self):
@@ -741,9 +840,6 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         if n_classes == 2:
             return _LogisticLoss()
         return _SoftmaxLoss(n_classes)
-
-    def _stratify(self, y):
-        return y
 
     def decision_function(self, X):
         """Raw score: log-odds of ``classes_[1]`` (binary) or class logits.
