@@ -546,7 +546,18 @@ class _BaseStumpForestGAM(BaseEstimator):
         return plot_shape_functions(self, features, ncols, figsize)
 
 
-_PARAMS_DOC = """
+class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
+    """Additive regression model: a forest of stumps optimised jointly.
+
+    ``F(x) = intercept_ + sum_t s_t(x)``, each stump ``s_t`` taking ``a_t`` when
+    ``x[d_t] <= theta_t`` and ``c_t`` otherwise; grouping the stumps by feature gives one
+    step shape function per feature. All stumps are fitted on one objective, the squared
+    loss plus an L2 penalty on the leaves, by alternating an exact search for each stump
+    (every feature, every bin threshold, by prefix sums) with a joint ridge refit of all
+    leaves (Cholesky, unpenalised intercept).
+
+    Parameters
+    ----------
     n_stumps : int or "auto", default="auto"
         Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
         adds 10 stumps (each the best stump on the current residual), early stopping on a
@@ -615,9 +626,13 @@ _PARAMS_DOC = """
     verbose : int, default=0
         Print one line per sweep (objective, validation loss, stumps used, elapsed time)
         when > 0.
-"""
 
-_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    intercept_ : float
+        The constant term.
+    leaf_values_ : ndarray of shape (n_stumps_, 2)
+        Left and right value ``(a_t, c_t)`` of each stump.
     features_ : ndarray of shape (n_stumps_,)
         Feature of each stump; -1 marks a zero stump (no valid split, leaves 0).
     thresholds_ : ndarray of shape (n_stumps_,)
@@ -654,9 +669,17 @@ _ATTRIBUTES_DOC = """
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Column names, when ``X`` was a DataFrame with string column names.
-"""
 
-_NOTES_DOC = """
+    See Also
+    --------
+    StumpForestGAMClassifier : the same model for classification.
+    sklearn.ensemble.GradientBoostingRegressor : with ``max_depth=1``, boosted stumps.
+
+    Notes
+    -----
+    The objective is ``E = 1/2 sum_i w_i (y_i - F(x_i))^2 + l2_reg / 2 sum_t (a_t^2 +
+    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly.
+
     As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
     instead of one at a time as in boosting. The details are this implementation's
     choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
@@ -684,45 +707,13 @@ _NOTES_DOC = """
     losses), so ``fit`` also takes dask arrays and DataFrames (``dask`` extra): the rows
     stay in their partitions and only those sums travel; the result is the in-memory fit's
     (same stumps), with early stopping on a split drawn per partition.
-"""
 
-_REFERENCES_DOC = """
+    References
+    ----------
     .. [1] M. Gabidolla and M. A. Carreira-Perpinan, "Generalized additive models via
        direct optimization of regularized decision stump forests", ICML 2025, PMLR 267,
        pp. 18047-18061.
-"""
 
-
-class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
-    __doc__ = f"""Additive regression model: a forest of stumps optimised jointly.
-
-    ``F(x) = intercept_ + sum_t s_t(x)``, each stump ``s_t`` taking ``a_t`` when
-    ``x[d_t] <= theta_t`` and ``c_t`` otherwise; grouping the stumps by feature gives one
-    step shape function per feature. All stumps are fitted on one objective, the squared
-    loss plus an L2 penalty on the leaves, by alternating an exact search for each stump
-    (every feature, every bin threshold, by prefix sums) with a joint ridge refit of all
-    leaves (Cholesky, unpenalised intercept).
-
-    Parameters
-    ----------{_PARAMS_DOC}
-    Attributes
-    ----------
-    intercept_ : float
-        The constant term.
-    leaf_values_ : ndarray of shape (n_stumps_, 2)
-        Left and right value ``(a_t, c_t)`` of each stump.{_ATTRIBUTES_DOC}
-    See Also
-    --------
-    StumpForestGAMClassifier : the same model for classification.
-    sklearn.ensemble.GradientBoostingRegressor : with ``max_depth=1``, boosted stumps.
-
-    Notes
-    -----
-    The objective is ``E = 1/2 sum_i w_i (y_i - F(x_i))^2 + l2_reg / 2 sum_t (a_t^2 +
-    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly.
-{_NOTES_DOC}
-    References
-    ----------{_REFERENCES_DOC}
     Examples
     --------
     >>> from sklearn_icml.datasets import make_additive_regression
@@ -780,7 +771,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
 
 
 class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
-    __doc__ = f"""Additive classification model: a forest of stumps optimised jointly.
+    """Additive classification model: a forest of stumps optimised jointly.
 
     Binary problems use the logistic loss on one score ``F(x) = intercept_ + sum_t
     s_t(x)``; K > 2 classes use the softmax cross-entropy with leaf values in ``R^K``.
@@ -790,7 +781,76 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     intercept jointly (Newton for binary, L-BFGS for multiclass).
 
     Parameters
-    ----------{_PARAMS_DOC}
+    ----------
+    n_stumps : int or "auto", default="auto"
+        Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
+        adds 10 stumps (each the best stump on the current residual), early stopping on a
+        validation split ends the growth, and a forest of the size of the best sweep is
+        then fitted on all rows (the validation rows too). An integer fixes T. The model
+        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
+        values per stump, plus the intercept).
+    max_iter : int, default=100
+        Most sweeps (a stump step on every stump, then one leaf step; with
+        ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
+        when the fit ends here with the objective (or the validation loss) still falling.
+    l2_reg : float, default=100.0
+        L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
+        is not penalised). 0 is allowed; larger values shrink each stump, so that
+        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
+        boosting).
+    min_samples_leaf : int, default=20
+        Fewest training rows in each leaf of a stump. The count is unweighted even when
+        ``sample_weight`` is given. A stump with no valid split stays a zero stump.
+    max_bins : int, default=255
+        Candidate thresholds are midpoints between consecutive distinct values, or, for
+        features with more than ``max_bins`` distinct values, ``max_bins - 1`` quantiles
+        (computed on at most 200,000 rows drawn with ``random_state``). Missing values get
+        a bin of their own (code ``max_bins``). A categorical feature may have at most
+        ``max_bins`` categories.
+    categorical_features : "from_dtype", array-like of int, str or bool, or None, \
+            default="from_dtype"
+        Which features are categorical, as in HistGradientBoosting: ``"from_dtype"`` takes
+        the DataFrame columns of ``category`` dtype; else indices, column names, or a
+        boolean mask; None: none. A stump on a categorical feature sends a set of
+        categories left (the best set, found by sorting the categories by their
+        gradient/Hessian ratio). Categories not seen in ``fit`` are treated as missing.
+    monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+        Monotone constraint per feature: 1 increasing, -1 decreasing, 0 none (a dict maps
+        feature names or indices to constraints). Held exactly: every stump on a
+        constrained feature has its leaves ordered (right minus left of the constraint's
+        sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
+        Not for categorical features nor multiclass models. The missing value of a
+        constrained feature is not constrained.
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+        when their mean loss has not improved by more than ``tol`` in
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
+        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
+        forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
+        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
+        fit stops at the first sweep that lowers the objective per unit of sample weight
+        by at most ``tol``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+    n_iter_no_change : int, default=10
+        Sweeps without improvement of the validation loss before stopping.
+    tol : float, default=1e-7
+        Smallest improvement that counts, of the mean validation loss (early stopping) or
+        of the objective per unit of sample weight.
+    init : {"greedy", "random"}, default="greedy"
+        ``"greedy"`` adds the stumps one at a time, each the best stump on the current
+        residual; ``"random"`` draws a random feature and threshold per stump with zero
+        leaves.
+    n_jobs : int, default=None
+        Threads of the numba kernels (parallel over features); None uses numba's default
+        (all cores), -1 all cores. Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the order in which stumps are visited, the random init, the validation split
+        and the rows used for binning.
+    verbose : int, default=0
+        Print one line per sweep (objective, validation loss, stumps used, elapsed time)
+        when > 0.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -798,16 +858,85 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     intercept_ : float or ndarray of shape (n_classes,)
         The constant term (a float for binary problems, the log-odds of ``classes_[1]``).
     leaf_values_ : ndarray of shape (n_stumps_, 2) or (n_stumps_, 2, n_classes)
-        Left and right value of each stump.{_ATTRIBUTES_DOC}
+        Left and right value of each stump.
+    features_ : ndarray of shape (n_stumps_,)
+        Feature of each stump; -1 marks a zero stump (no valid split, leaves 0).
+    thresholds_ : ndarray of shape (n_stumps_,)
+        Threshold of each numeric stump: rows with ``x[features_[t]] <= thresholds_[t]``
+        take the left leaf; ``inf`` for a stump that splits missing from present values
+        and for a zero stump; NaN for a categorical stump.
+    left_categories_ : list of (ndarray or None)
+        Per stump, the categories that take the left leaf (None for numeric stumps).
+    missing_go_to_left_ : ndarray of bool of shape (n_stumps_,)
+        Whether missing values (and unseen categories) take the left leaf. Chosen by the
+        objective when the feature had missing values in ``fit``; otherwise they go to the
+        leaf with more training rows.
+    n_stumps_ : int
+        Number of stumps (zero stumps included).
+    is_categorical_ : ndarray of bool of shape (n_features_in_,)
+        The categorical features.
+    categories_ : list of (ndarray or None)
+        Sorted categories of each categorical feature seen in ``fit`` (None for numeric).
+    bin_edges_ : list of ndarray
+        Candidate thresholds of each feature (for a categorical one, midpoints between
+        its category codes).
+    objective_history_ : list of float
+        Objective ``E`` of the final fit after the initialisation (element 0) and after
+        each sweep up to the one kept; non-increasing.
+    validation_score_ : ndarray
+        Negative mean validation loss after the initialisation and each sweep of the
+        early-stopped fit (only with early stopping).
+    do_early_stopping_ : bool
+        Whether early stopping was used.
+    n_iter_ : int
+        Sweeps run (those of the size search and of the final fit, with
+        ``n_stumps="auto"``).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``X`` was a DataFrame with string column names.
+
     See Also
     --------
     StumpForestGAMRegressor : the same model for regression.
     sklearn.ensemble.GradientBoostingClassifier : with ``max_depth=1``, boosted stumps.
 
     Notes
-    -----{_NOTES_DOC}
+    -----
+    As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
+    instead of one at a time as in boosting. The details are this implementation's
+    choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
+    ``min_samples_leaf`` (an unweighted count, so a weight is not the same as a repeated
+    row); candidate thresholds are the bins of ``max_bins`` (quantiles, as histogram
+    gradient boosting bins them), so a stump search costs O(bins) per feature after one
+    histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
+    kept only if ``E`` does not increase, which makes ``objective_history_``
+    non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
+    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+
+    Beyond [1]_, for tabular data: missing values have a bin whose side each stump
+    chooses by the exact objective (as HistGradientBoosting does); a categorical stump
+    splits the category set, the best split among the prefixes of the categories sorted
+    by gradient/Hessian ratio, which is the exact best split of the stump gain (Fisher's
+    ordering; for multiclass models the best over one ordering per class, a heuristic);
+    the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
+    are held by ordering the two leaves of every constrained stump, which allows every
+    monotone shape on the chosen thresholds. A feature without missing values in ``fit``
+    sends missing values at predict time to the leaf with more training rows, stump by
+    stump (HistGradientBoosting's rule). [1]_'s total-variation smoothness penalty is not
+    implemented.
+
+    Every quantity either step needs is a sum over rows (histograms, normal equations,
+    losses), so ``fit`` also takes dask arrays and DataFrames (``dask`` extra): the rows
+    stay in their partitions and only those sums travel; the result is the in-memory fit's
+    (same stumps), with early stopping on a split drawn per partition.
+
     References
-    ----------{_REFERENCES_DOC}
+    ----------
+    .. [1] M. Gabidolla and M. A. Carreira-Perpinan, "Generalized additive models via
+       direct optimization of regularized decision stump forests", ICML 2025, PMLR 267,
+       pp. 18047-18061.
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
