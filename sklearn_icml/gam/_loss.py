@@ -139,7 +139,14 @@ def ridge_leaves(sums, M, A, sw, swy, l2_reg, D=None):
 
 
 class _Loss:
-    """What every loss shares: the exact leaf solve on rows in memory."""
+    """What every loss shares: one score per row unless it says otherwise, and the exact
+    leaf solve on rows in memory."""
+
+    n_values = 1
+
+    def target_sums(self, y, w):
+        """``sum_i w_i y_i``, from which (with ``sum_i w_i``) the intercept is found."""
+        return np.array([np.dot(w, y)])
 
     def solve_leaves(self, rows, F, j, goes_left, a, l2_reg):
         """Exact values of both leaves of stump (``j``, ``goes_left``) added to the scores
@@ -151,11 +158,7 @@ class _Loss:
 class _SquaredLoss(_Loss):
     """``l(y, f) = (y - f)^2 / 2``: regression; every step has a closed form."""
 
-    n_values = 1
     exact_stump_step = True
-
-    def target_sums(self, y, w):
-        return np.array([np.dot(w, y)])
 
     def intercept_from_sums(self, sw, sums):
         return np.array([sums[0] / sw])
@@ -190,11 +193,7 @@ class _SquaredLoss(_Loss):
 class _LogisticLoss(_Loss):
     """``l(y, f) = log(1 + e^f) - y f`` for ``y`` in {0, 1}: binary classification."""
 
-    n_values = 1
     exact_stump_step = False
-
-    def target_sums(self, y, w):
-        return np.array([np.dot(w, y)])
 
     def intercept_from_sums(self, sw, sums):
         p = np.clip(sums[0] / sw, 1e-12, 1 - 1e-12)

@@ -9,6 +9,7 @@ partitions), :mod:`._stump_kernels` (numba kernels) and :mod:`._plotting` (shape
 plots).
 """
 
+import functools
 import numbers
 import warnings
 
@@ -45,6 +46,20 @@ from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
 from ._row_source import InMemoryRows
 from ._rows import validation_split
+
+
+def _chunkwise_on_dask(method):
+    """``method(X)`` that, for a dask array or DataFrame ``X``, gives a dask array computed
+    chunk by chunk (:func:`._dask.predict`)."""
+
+    @functools.wraps(method)
+    def on_chunks(self, X):
+        if _dask.is_dask_collection(X):
+            check_is_fitted(self)
+            return _dask.predict(self, X, method.__name__)
+        return method(self, X)
+
+    return on_chunks
 
 
 class _BaseStumpForestGAM(BaseEstimator):
@@ -749,6 +764,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     def _loss_for_target(self, classes):
         return _SquaredLoss()
 
+    @_chunkwise_on_dask
     def predict(self, X):
         """Predict ``intercept_ + sum_j f_j(x_j)``.
 
@@ -763,9 +779,6 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
-        if _dask.is_dask_collection(X):  # a dask array of the predictions, chunk by chunk
-            check_is_fitted(self)
-            return _dask.predict(self, X)
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
@@ -970,6 +983,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
             return _LogisticLoss()
         return _SoftmaxLoss(n_classes)
 
+    @_chunkwise_on_dask
     def decision_function(self, X):
         """Raw score: log-odds of ``classes_[1]`` (binary) or class logits.
 
@@ -984,12 +998,10 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``intercept_ + sum_j f_j(x_j)``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "decision_function")
         raw = self._raw_predict(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
+    @_chunkwise_on_dask
     def predict_proba(self, X):
         """Class probabilities.
 
@@ -1004,12 +1016,10 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "predict_proba")
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
+    @_chunkwise_on_dask
     def predict(self, X):
         """Most probable class.
 
@@ -1024,8 +1034,5 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "predict")
         raw = self._raw_predict(X)
         return self.classes_[self._loss.predict_index(raw)]
