@@ -208,11 +208,10 @@ class _BaseStumpForestGAM(BaseEstimator):
         """
         on_dask = _dask.is_dask_collection(X)  # dask array or DataFrame: rows stay there
         if on_dask:
-            X, y, loss, names, classes = self._check_dask_input(X, y)
+            X, y, loss, names = self._check_dask_input(X, y)
         else:
             X, y, loss = self._encode_target(self._code_categories_fit(X), y)
             names = list(getattr(self, "feature_names_in_", self._names(X)))
-            classes = getattr(self, "classes_", None)
         n_samples, n_features = X.shape
         categories = self._categories or [None] * n_features
         self.is_categorical_ = np.array([c is not None for c in categories], dtype=bool)
@@ -246,13 +245,13 @@ class _BaseStumpForestGAM(BaseEstimator):
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
         self.do_early_stopping_ = self._early_stopping(n_samples)
         if on_dask:
-            train, validation, all_rows = self._dask_rows(X, y, weight, w, classes, rng)
+            train, validation, all_rows = self._dask_rows(X, y, weight, w, rng)
         else:
             train, validation, all_rows = self._memory_rows(X, y, w, rng)
         return self._fit_rows(train, n_edges, loss, monotone, rng, validation, all_rows)
 
     def _check_dask_input(self, X, y):
-        """``(X, y, loss, names, classes)`` of dask input: ``X`` a dask array with its
+        """``(X, y, loss, names)`` of dask input: ``X`` a dask array with its
         categorical columns coded, ``y`` a dask array with the same row chunks; sets
         ``n_features_in_``, ``feature_names_in_`` and the classes."""
         _dask.import_dask()
@@ -310,7 +309,7 @@ class _BaseStumpForestGAM(BaseEstimator):
             self.feature_names_in_ = np.asarray(list(columns), dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        return X, y, loss, names, classes
+        return X, y, loss, names
 
     def _memory_rows(self, X, y, w, rng):
         """``(train, validation, all_rows)``: the binned rows in memory, split for early
@@ -326,9 +325,10 @@ class _BaseStumpForestGAM(BaseEstimator):
         train = InMemoryRows(np.ascontiguousarray(xb[:, train]), y[train], w[train])
         return train, validation, InMemoryRows(xb, y, w)
 
-    def _dask_rows(self, X, y, weight, w, classes, rng):
+    def _dask_rows(self, X, y, weight, w, rng):
         """``(train, validation, all_rows)``: the binned partitions of dask input, persisted
         on the workers, with a validation split per partition for early stopping."""
+        classes = self.classes_ if is_classifier(self) else None
         splits = None
         if self.do_early_stopping_:
             seeds = np.random.RandomState(draw_seed(rng)).randint(2**31 - 1, size=X.numblocks[0])
