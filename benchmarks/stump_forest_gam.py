@@ -8,13 +8,10 @@ forest.
 Run: python benchmarks/stump_forest_gam.py [--quick]
 """
 
-import json
-import os
 import resource
 import time
 import tracemalloc
 import warnings
-from pathlib import Path
 
 import numpy as np
 from _harness import Report, Target, median_time, parse_args, timed_fit
@@ -120,7 +117,8 @@ def e1(report, quick):
     pred = model.predict(X_te)
     rows = [["StumpForestGAM (T=60, l2=1)", rmse(pred, y_te), rmse(pred, f_te),
              sf_params(model), sf_time, 1.0]]
-    # at most 80 stumps = 241 parameters, the issue's budget; tuned on the training set only
+    # at most 80 stumps = 241 parameters, within the 250-parameter budget of the targets;
+    # tuned on the training set only
     grid = {"n_stumps": [40, 60, 80], "l2_reg": [1.0, 10.0, 100.0]}
     search = GridSearchCV(
         StumpForestGAMRegressor(max_iter=10, min_samples_leaf=20, random_state=0),
@@ -171,11 +169,11 @@ def e1(report, quick):
         check("share of used stumps on x4, x5", Target(hi=0.15), noise_share),
         check("SF RMSE - GB-stumps RMSE", Target(hi=0.03), sf_rmse - gb_rmse),
         check("SF RMSE / RidgeCV RMSE", Target(hi=0.6), sf_rmse / measured["RidgeCV"]),
-        check("(issue) SF RMSE / EBM RMSE", Target(hi=1.01), sf_rmse / ebm_rmse),
-        check("(issue) tuned SF RMSE / EBM RMSE", Target(hi=1.01), tuned_rmse / ebm_rmse),
-        check("(issue) SF parameters", Target(hi=250), sf_params(model)),
-        check("(issue) tuned SF parameters", Target(hi=250), sf_params(best)),
-        check("(issue) SF fit time / GB-stumps fit time", Target(hi=1), sf_time / gb_time),
+        check("SF RMSE / EBM RMSE", Target(hi=1.01), sf_rmse / ebm_rmse),
+        check("tuned SF RMSE / EBM RMSE", Target(hi=1.01), tuned_rmse / ebm_rmse),
+        check("SF parameters", Target(hi=250), sf_params(model)),
+        check("tuned SF parameters", Target(hi=250), sf_params(best)),
+        check("SF fit time / GB-stumps fit time", Target(hi=1), sf_time / gb_time),
     ]
     report.add_table("E1 targets", ["quantity", "target", "measured", "holds"], targets)
 
@@ -437,20 +435,11 @@ def cpu_fit(model, X, y):
     return time.process_time() - start, model
 
 
-def _peer_cache():
-    """Peers' results from an earlier run (``SF_BENCH_CACHE=path.json``), to rerun SF only."""
-    path = os.environ.get("SF_BENCH_CACHE")
-    if not path:
-        return None, {}
-    return path, (json.load(open(path)) if os.path.exists(path) else {})
-
-
 def real_data(report, quick):
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
     seeds = [0] if quick else [0, 1, 2]
     datasets = REAL_DATA[2:5] if quick else REAL_DATA
-    cache_path, cache = _peer_cache()
     rows, summary = [], []
     for package, name, target, kind, transform in datasets:
         X, y = load_real(package, name, target, kind, transform)
@@ -479,22 +468,14 @@ def real_data(report, quick):
                         interaction_cst="no_interactions", random_state=0), hgb_params),
                 ]
             for label, make, count in models:
-                key = f"{name}/{seed}/{label}/{'quick' if quick else 'full'}"
-                if label != "StumpForestGAM" and key in cache:
-                    result = cache[key]
+                seconds, model = cpu_fit(make(), X_tr, y_tr)
+                if kind == "reg":
+                    result = {"error": rmse(model.predict(X_te), y_te), "auc": None}
                 else:
-                    seconds, model = cpu_fit(make(), X_tr, y_tr)
-                    if kind == "reg":
-                        result = {"error": rmse(model.predict(X_te), y_te), "auc": None}
-                    else:
-                        p = model.predict_proba(X_te)[:, 1]
-                        result = {"error": float(log_loss(y_te, p)),
-                                  "auc": float(roc_auc_score(y_te, p))}
-                    result.update(cpu=seconds, params=count(model))
-                    if label != "StumpForestGAM":
-                        cache[key] = result
-                        if cache_path:
-                            json.dump(cache, open(cache_path, "w"))
+                    p = model.predict_proba(X_te)[:, 1]
+                    result = {"error": float(log_loss(y_te, p)),
+                              "auc": float(roc_auc_score(y_te, p))}
+                result.update(cpu=seconds, params=count(model))
                 per_model.setdefault(label, []).append(result)
         metric = "RMSE" + (" (log)" if transform == "log" else "") if kind == "reg" \
             else "log-loss"
@@ -553,7 +534,6 @@ def real_scale(report, quick):
     sizes = [10_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
     ebm_max = 30_000 if quick else 100_000
     rows, ratio_1e5 = [], None
-    cache_path, cache = _peer_cache()
     for n in sizes:
         X, y, f = make_additive_regression(int(n / 0.7) + 1, 20, random_state=0)
         X_tr, X_te, y_tr, _, _, f_te = train_test_split(X, y, f, test_size=0.3, random_state=0)
@@ -561,13 +541,8 @@ def real_scale(report, quick):
         sf_err = rmse(sf.predict(X_te), f_te)
         row = [X_tr.shape[0], sf_err, sf_seconds, sf_params(sf)]
         if n <= ebm_max:
-            key = f"scale/{n}/EBM/{'quick' if quick else 'full'}"
-            if key not in cache:
-                ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
-                cache[key] = [rmse(ebm.predict(X_te), f_te), ebm_seconds, ebm_params(ebm)]
-                if cache_path:
-                    json.dump(cache, open(cache_path, "w"))
-            ebm_err, ebm_seconds, ebm_count = cache[key]
+            ebm_seconds, ebm = cpu_fit(ebm_regressor(), X_tr, y_tr)
+            ebm_err, ebm_count = rmse(ebm.predict(X_te), f_te), ebm_params(ebm)
             row += [ebm_err, ebm_seconds, ebm_count, sf_err / ebm_err]
             if n == 100_000 or (quick and n == sizes[-1]):
                 ratio_1e5 = sf_err / ebm_err
@@ -609,45 +584,14 @@ def main(argv=None):
         "`interactions=0`. Fit times: median of 3 fits (1 with --quick).",
     )
 
-    sections = {"e1": e1, "e2": e2, "e3": e3, "scale": scale, "real_data": real_data,
-                "real_scale": real_scale}
-    # SF_BENCH_SECTIONS=real_data,real_scale reruns some sections and keeps the others of
-    # the results file as they were (the file then says which run each section is from)
-    only = [name for name in os.environ.get("SF_BENCH_SECTIONS", "").split(",") if name]
-    for name in only:
-        if name not in sections:
-            raise SystemExit(f"SF_BENCH_SECTIONS: unknown section {name!r}; known: "
-                             f"{sorted(sections)}")
-
     def run_all():
-        for name, section in sections.items():
-            if not only or name in only:
-                section(report, args.quick)
+        for section in (e1, e2, e3, scale, real_data, real_scale):
+            section(report, args.quick)
 
     seconds, _ = median_time(run_all, repeat=1, warmup=0)
     report.add("Run time", f"{seconds:.0f} s in all (the machine line gives the load average "
                "at the start).")
-    if only:
-        merge_into_results(report, only)
     report.write()
-
-
-def merge_into_results(report, only):
-    """Put the sections of the previous results file that this run did not redo in front
-    of the new ones, and say so."""
-    path = Path(__file__).parent / "results" / f"{report.name}{'.quick' if report.quick else ''}.md"
-    if not path.exists():
-        return
-    old = path.read_text().split("\n## ")
-    machine = next((line for line in old[0].splitlines() if line.startswith("Machine:")), "")
-    new_headings = {report.sections[i][3:] for i in range(len(report.sections))
-                    if report.sections[i].startswith("## ")}
-    kept = [chunk for chunk in old[1:] if chunk.split("\n", 1)[0] not in new_headings]
-    head, body = report.sections[:4], report.sections[4:]
-    note = (f"Sections rerun in this run: {', '.join(only)} (machine line above). The other "
-            f"sections are from the previous run of this script ({machine or 'unknown'}), "
-            "with the code of that time.")
-    report.sections = head + [note, ""] + [f"## {chunk}" for chunk in kept] + body
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ class Reductions:
 
         from sklearn_icml.gam import _dask
 
-        self._dask, self._tree_sum, self._map_sum = _dask, _dask._tree_sum, _dask._Partitions.map_sum
+        self._dask, self._tree_sum, self._row_sum = _dask, _dask._tree_sum, _dask.DaskPartitions.row_sum
         inside, calls = [], self.calls
         names = {"_add_counts": "counts + pair counts (one chain per worker)",
                  "_item": "non-finite counts (after binning)", "_n_rows": "row counts"}
@@ -170,10 +170,10 @@ class Reductions:
                               "per_worker": key == "_add_counts"})
             return result
 
-        def map_sum(partitions, function, *args):
+        def row_sum(partitions, function, *args):
             inside.append(1)
             try:
-                result = self._map_sum(partitions, function, *args)
+                result = self._row_sum(partitions, function, *args)
             finally:
                 inside.pop()
             calls.append({"task": function.__name__, "parts": len(partitions.parts),
@@ -181,11 +181,11 @@ class Reductions:
                           "tree": False, "per_worker": False})
             return result
 
-        _dask._tree_sum, _dask._Partitions.map_sum = tree_sum, map_sum
+        _dask._tree_sum, _dask.DaskPartitions.row_sum = tree_sum, row_sum
         return self
 
     def __exit__(self, *exc):
-        self._dask._tree_sum, self._dask._Partitions.map_sum = self._tree_sum, self._map_sum
+        self._dask._tree_sum, self._dask.DaskPartitions.row_sum = self._tree_sum, self._row_sum
 
 
 def dask_run(n, n_chunks):

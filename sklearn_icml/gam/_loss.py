@@ -4,25 +4,26 @@ A loss object gives the optimiser (:mod:`._optimizer`) everything it needs about
 objective ``E = sum_i w_i l(y_i, F(x_i)) + l2_reg / 2 * sum_t (a_t^2 + c_t^2)``, so the
 optimiser never asks which loss it runs:
 
-* ``intercept(y, w)``: the best constant raw score, the link of the weighted mean of the
-  target (``target_sums`` and ``intercept_from_sums``, so that a fit whose rows are in
-  partitions computes it from summed partitions);
+* ``target_sums(y, w)`` and ``intercept_from_sums(sum_w, sums)``: the best constant raw
+  score, the link of the weighted mean of the target, from sums over rows;
 * ``loss(y, F, w)`` and ``grad_hess(y, F, w)``: the data term and its per-row derivatives
   (``hess`` is None when it is the constant ``w``);
 * ``exact_stump_step``: True when the Newton leaf values of a stump are already its exact
   optimum (the squared loss), so the stump step needs no line search nor acceptance test;
-* ``solve_leaves(problem, j, goes_left, a)``: the exact values of the two leaves of a new
-  stump, starting from their Newton values ``a``; ``leaf_newton(oracle, a, l2_reg)`` is the
-  same solve driven by ``oracle(points, active, terms)``, which returns the summed
-  ``side_terms`` of the active leaves (a leaf drops out once solved);
+* ``solve_leaves(rows, F, j, goes_left, a, l2_reg)``: the exact values of the two leaves of
+  a new stump added to the scores ``F`` of rows in memory, starting from their Newton values
+  ``a``; ``leaf_newton(oracle, a, l2_reg)`` is the same solve driven by
+  ``oracle(points, active, terms)``, which returns the summed ``side_terms`` of the active
+  leaves (a leaf drops out once solved), as the rows of a dask fit answer it;
 * ``fit_leaves(problem, seg)``: the leaf step, every leaf and the intercept refitted jointly
   with the splits fixed (ridge by Cholesky, Newton, or L-BFGS).
 
+* ``inverse_link(raw)``: the prediction (mean or class probabilities) from raw scores.
+
 Every pass over the rows of a leaf step is a sum over rows, asked of the problem as
 ``problem.row_sum(function, *args)`` with ``function(rows, *args)`` (``rows``: the binned
-data, target and weights of some rows). In memory that is one call on all rows; the dask
-problem sums the calls over the partitions, so the same code fits both.
-* ``inverse_link(raw)``: the prediction (mean or class probabilities) from raw scores.
+data, target and weights of some rows). In memory that is one call on all rows; on dask the
+calls are summed over the partitions (:mod:`._row_source`), so the same code fits both.
 
 ``F`` has shape (n_samples, n_values); ``n_values`` is 1 except for the softmax loss (one
 score per class). ``problem`` is the :class:`._optimizer.StumpForestProblem` being fitted.
@@ -34,7 +35,7 @@ import scipy.optimize
 from scipy.special import expit, logsumexp, softmax
 
 from . import _stump_kernels as K
-from ._rows import forest_scores
+from ._rows import forest_scores, leaf_sides
 
 _LEAF_NEWTON_ITER = 20
 _LEAF_NEWTON_TOL = 1e-10
@@ -138,24 +139,26 @@ def ridge_leaves(sums, M, A, sw, swy, l2_reg, D=None):
 
 
 class _Loss:
-    """What every loss shares: the intercept from target sums and the exact leaf solve."""
+    """What every loss shares: one score per row unless it says otherwise, and the exact
+    leaf solve on rows in memory."""
 
-    def intercept(self, y, w):
-        return self.intercept_from_sums(float(w.sum()), self.target_sums(y, w))
+    n_values = 1
 
-    def solve_leaves(self, problem, j, goes_left, a):
-        """Exact values of both leaves of stump (``j``, ``goes_left``) from Newton's ``a``."""
-        return self.leaf_newton(problem.leaf_oracle(j, goes_left), a, problem.l2_reg)
+    def target_sums(self, y, w):
+        """``sum_i w_i y_i``, from which (with ``sum_i w_i``) the intercept is found."""
+        return np.array([np.dot(w, y)])
+
+    def solve_leaves(self, rows, F, j, goes_left, a, l2_reg):
+        """Exact values of both leaves of stump (``j``, ``goes_left``) added to the scores
+        ``F`` of ``rows``, from Newton's ``a``."""
+        sides = leaf_sides(rows, F, j, goes_left)
+        return self.leaf_newton(lambda *request: self.side_terms(sides, *request), a, l2_reg)
 
 
 class _SquaredLoss(_Loss):
     """``l(y, f) = (y - f)^2 / 2``: regression; every step has a closed form."""
 
-    n_values = 1
     exact_stump_step = True
-
-    def target_sums(self, y, w):
-        return np.array([np.dot(w, y)])
 
     def intercept_from_sums(self, sw, sums):
         return np.array([sums[0] / sw])
@@ -190,11 +193,7 @@ class _SquaredLoss(_Loss):
 class _LogisticLoss(_Loss):
     """``l(y, f) = log(1 + e^f) - y f`` for ``y`` in {0, 1}: binary classification."""
 
-    n_values = 1
     exact_stump_step = False
-
-    def target_sums(self, y, w):
-        return np.array([np.dot(w, y)])
 
     def intercept_from_sums(self, sw, sums):
         p = np.clip(sums[0] / sw, 1e-12, 1 - 1e-12)
@@ -227,12 +226,12 @@ class _LogisticLoss(_Loss):
                 hess[side, 0, 0] = np.dot(w, p * (1 - p))
         return values, grads, hess
 
-    def solve_leaves(self, problem, j, goes_left, a):
+    def solve_leaves(self, rows, F, j, goes_left, a, l2_reg):
         """Each leaf by the numba safeguarded Newton on the rows in memory."""
         return np.array([
             [K.logistic_leaf_newton(
-                problem.F, problem.y, problem.w, problem.xb[j], goes_left, left, float(a[s, 0]),
-                problem.l2_reg, _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
+                F, rows.y, rows.w, rows.xb[j], goes_left, left, float(a[s, 0]),
+                l2_reg, _LEAF_NEWTON_ITER, _LEAF_NEWTON_TOL,
             )]
             for s, left in enumerate((True, False))
         ])

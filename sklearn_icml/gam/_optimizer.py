@@ -19,7 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from . import _stump_kernels as K
-from ._rows import Rows, bin_weights, forest_scores, leaf_sides, weight_histograms
+from ._rows import Stump, bin_weights, data_loss, initial_statistics
 
 # below this many cells (n_samples * n_features) the serial kernels are used: thread start-up
 # costs more than it saves, by far on a loaded machine
@@ -79,25 +79,25 @@ def leaves_are_finite(intercept, leaves):
 
 
 class StumpForestProblem:
-    """State of one fit: binned data, stumps, current ``F``; the two steps as methods.
+    """State of one fit: the stumps, the scores of the forest; the two steps as methods.
 
     A stump ``t`` is its feature ``features[t]`` (-1: a zero stump), the boolean
     ``left[t, b]`` of the bins its left leaf takes (a threshold, a category set, and the
     side of the missing bin) and its two leaves ``leaves[t]``.
 
-    The rows are in memory. Every pass over them that the leaf step and the losses make is
-    a :meth:`row_sum`, and what the stump step does to the rows is in the hooks
-    :meth:`residual_histograms`, :meth:`add_new_stump`, :meth:`solve_stump_leaves` and
-    :meth:`accept_exact_stump`, so that a subclass can keep the rows elsewhere (the dask
-    problem of :mod:`._dask`).
+    The rows are a :class:`._row_source.RowSource`: rows in memory or the partitions of a
+    dask input. The problem makes every decision; it asks the rows only for sums over them
+    (:meth:`row_sum`), for the scores of the forest on them and what depends on those
+    (histograms, the exact leaves of a new stump, losses).
     """
 
     def __init__(
-        self, xb, n_edges, y, w, loss, *, n_stumps, l2_reg, min_samples_leaf, parallel,
+        self, rows, n_edges, loss, *, n_stumps, l2_reg, min_samples_leaf, parallel,
         categorical, monotone, missing_bin,
     ):
-        self.xb, self.y, self.w, self.loss = xb, y, w, loss
-        self._F_stale, self.hist_g = False, None
+        self.rows, self.loss = rows, loss
+        rows.parallel = parallel
+        self._scores_stale, self.hist_g = False, None
         self.parallel = parallel
         self.n_edges = n_edges
         self.categorical = np.asarray(categorical, dtype=bool)
@@ -113,31 +113,26 @@ class StumpForestProblem:
         self.initial_state()
 
     def initial_state(self):
-        """Intercept-only ``F`` and the statistics fixed for the whole fit (counts, pairs)."""
-        xb, y, w, loss, parallel = self.xb, self.y, self.w, self.loss, self.parallel
-        self.counts = np.zeros((xb.shape[0], self.n_bins), dtype=np.int64)
-        for j in range(xb.shape[0]):
-            self.counts[j] = np.bincount(xb[j], minlength=self.n_bins)[: self.n_bins]
-        self.total_weight = self.sw = float(w.sum())
-        self.swy = float(np.dot(w, y))
-        self.base_intercept = loss.intercept(y, w)  # the best forest without stumps
-        self.intercept = self.base_intercept.copy()
-        self.F = np.tile(self.intercept, (xb.shape[1], 1))
+        """Intercept-only scores and the statistics fixed for the whole fit (counts, pairs)."""
+        rows, loss = self.rows, self.loss
+        self.weight = rows.weight  # the constant weight of every row, or None
+        # pair counts, when the stump step updates histograms from them
+        self.counts, self.pairs = rows.bin_counts(
+            self.n_bins, self.use_pairs(rows.shape, loss, rows.weight is not None)
+        )
         # the Hessian histogram when the loss's Hessian is the constant w, and the
         # histogram of w y, from which (with the pair counts) the ridge leaf step is solved
-        self.hist_h = self.hist_wy = None
-        if loss.exact_stump_step:
-            self.hist_h, self.hist_wy = weight_histograms(
-                Rows(xb, y, w, parallel), self.n_bins
-            )
-        self.pairs = None  # pair counts, when the stump step updates histograms from them
-        if self.use_pairs(xb.shape, loss, np.all(w == w[0])):
-            self.pairs = K.pair_counts(xb, self.n_bins, parallel)
-            self.weight = float(w[0])  # the constant weight of every row
+        hist_h, hist_wy, sw, swy, target = rows.row_sum(initial_statistics, loss, self.n_bins)
+        self.hist_h, self.hist_wy = (hist_h, hist_wy) if loss.exact_stump_step else (None, None)
+        self.total_weight = self.sw = sw
+        self.swy = swy
+        self.base_intercept = loss.intercept_from_sums(sw, target)  # the best constant
+        self.intercept = self.base_intercept.copy()
+        self.scores = rows.scores(self.forest(self.intercept, self.leaves))
 
     def row_sum(self, function, *args):
         """``function(rows, *args)``, a sum over the training rows (see :mod:`._rows`)."""
-        return function(Rows(self.xb, self.y, self.w, self.parallel), *args)
+        return self.rows.row_sum(function, *args)
 
     def bin_weight(self):
         """``[j, b]``: the training weight in bin ``b`` of feature ``j``."""
@@ -153,29 +148,25 @@ class StumpForestProblem:
             and table_bytes <= PAIR_TABLE_MAX_FRACTION * 8 * n_samples * n_features
         )
 
-    # -- F and the gradient histogram of the pair-count stump step ---------------------------
+    # -- the scores and the gradient histogram of the pair-count stump step ------------------
     # With pair counts the stump step keeps ``hist_g`` (the gradient histogram of the current
-    # forest) up to date instead of ``F``; ``F`` is then recomputed from the stumps when it is
-    # read (once per leaf step), which also restarts ``hist_g`` from a pass over the rows so
-    # that rounding does not accumulate over more than one sweep.
+    # forest) up to date instead of the scores; they are then recomputed from the stumps when
+    # they are read (once per leaf step), which also restarts ``hist_g`` from a pass over the
+    # rows so that rounding does not accumulate over more than one sweep.
     @property
-    def F(self):
-        if self._F_stale:
-            self._F = self.predict_from(self.segments(), self.intercept, self.leaves)
-            self._F_stale = False
+    def scores(self):
+        """The scores of the current forest on the training rows, as the rows keep them."""
+        if self._scores_stale:
+            self._scores = self.rows.scores(self.forest(self.intercept, self.leaves))
+            self._scores_stale = False
             self.hist_g = None
-        return self._F
+        return self._scores
 
-    @F.setter
-    def F(self, value):
-        self._F = value
-        self._F_stale = False
+    @scores.setter
+    def scores(self, value):
+        self._scores = value
+        self._scores_stale = False
         self.hist_g = None
-
-    def gradient_histogram(self):
-        """Histogram of the gradient of the current forest: one pass over the rows."""
-        g, _ = self.loss.grad_hess(self.y, self.F, self.w)
-        return K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
 
     def _pair_update(self, feature, goes_left, leaves, scale):
         """``hist_g`` after adding ``scale`` times the stump to the forest (pair counts)."""
@@ -184,7 +175,7 @@ class StumpForestProblem:
             self.hist_g, self.pairs, self.counts, int(feature), goes_left,
             w0 * scale * float(leaves[0, 0]), w0 * scale * float(leaves[1, 0]), self.parallel,
         )
-        self._F_stale = True
+        self._scores_stale = True
 
     @property
     def n_stumps(self):
@@ -200,10 +191,24 @@ class StumpForestProblem:
 
     def state(self):
         return (self.features.copy(), self.left.copy(), self.leaves.copy(),
-                self.intercept.copy(), self.F.copy())
+                self.intercept.copy())
 
     def restore(self, state):
-        self.features, self.left, self.leaves, self.intercept, self.F = state
+        self.features, self.left, self.leaves, self.intercept = state
+        self._scores_stale = True
+
+    def stump(self, t):
+        """Stump ``t`` (a copy)."""
+        return Stump(int(self.features[t]), self.left[t].copy(), self.leaves[t].copy())
+
+    def forest_with(self, t, stump):
+        """The forest (see :meth:`forest`) with stump ``t`` replaced by ``stump``."""
+        saved = self.stump(t)
+        self.features[t], self.left[t], self.leaves[t] = stump
+        try:
+            return self.forest(self.intercept, self.leaves)
+        finally:
+            self.features[t], self.left[t], self.leaves[t] = saved
 
     # -- objective ----------------------------------------------------------------------
     def penalty(self, leaves=None):
@@ -211,10 +216,7 @@ class StumpForestProblem:
         return 0.5 * self.l2_reg * float(np.sum(leaves * leaves))
 
     def objective(self):
-        return self.loss.loss(self.y, self.F, self.w) + self.penalty()
-
-    def add_stump(self, F, feature, goes_left, leaves, scale=1.0):
-        K.add_stump(F, self.xb[feature], goes_left, leaves[0], leaves[1], scale)
+        return self.rows.data_loss(self.scores, self.loss) + self.penalty()
 
     def _keeps_monotone(self, j, leaves):
         s = self.monotone[j]
@@ -223,7 +225,7 @@ class StumpForestProblem:
     # -- (A) stump step -----------------------------------------------------------------
     def stump_step(self, t):
         """Replace stump ``t`` by the best stump on the others' residual, if ``E`` drops."""
-        old = (self.features[t], self.left[t].copy(), self.leaves[t].copy())
+        old = self.stump(t)
         hist_g, hist_h = self.residual_histograms(t, old)
         gains, lefts = K.best_splits(
             hist_g, hist_h, self.counts, self.n_edges, self.l2_reg, self.msl,
@@ -239,72 +241,74 @@ class StumpForestProblem:
         goes_left = lefts[j]
         gl, hl = hist_g[j][goes_left].sum(0), hist_h[j][goes_left].sum(0)
         gr, hr = hist_g[j].sum(0) - gl, hist_h[j].sum(0) - hl
-        new_leaves = np.stack(
+        new = Stump(j, goes_left, np.stack(
             [_newton_value(gl, hl, self.l2_reg), _newton_value(gr, hr, self.l2_reg)]
-        )
+        ))
         if self.loss.exact_stump_step:  # the Newton values are the exact optimum
-            self.add_new_stump(j, goes_left, new_leaves)
-        else:
-            new_leaves = self.solve_stump_leaves(j, goes_left, new_leaves)
-            # keep the old stump when E does not drop (also when e_new is nan) or when the
-            # exact leaves broke a monotone constraint that the Newton leaves kept
-            if not self.accept_exact_stump(t, old, j, goes_left, new_leaves):
-                return
-        self.features[t] = j
-        self.left[t] = goes_left
-        self.leaves[t] = new_leaves
+            self.features[t], self.left[t], self.leaves[t] = new
+            self.add_new_stump(new)
+            return
+        new = new._replace(leaves=self.rows.stump_leaves(
+            self.scores, self.loss, j, goes_left, new.leaves, self.l2_reg
+        ))
+        # keep the old stump when E does not drop (also when e_new is nan) or when the
+        # exact leaves broke a monotone constraint that the Newton leaves kept
+        if self.accept_exact_stump(t, old, new):
+            self.features[t], self.left[t], self.leaves[t] = new
 
     def residual_histograms(self, t, old):
-        """Gradient and Hessian histograms of the forest without stump ``t`` (whose feature,
-        left bins and leaves are ``old``), which leaves the forest for the step."""
-        old_feature, old_left, old_leaves = old
+        """Gradient and Hessian histograms of the forest without stump ``t`` (whose old
+        stump is ``old``), which leaves the forest for the step."""
         if self.pairs is not None:
             if self.hist_g is None:  # one pass over the rows per sweep, at its start
-                self.hist_g = self.gradient_histogram()
-            if old_feature >= 0:
-                self._pair_update(old_feature, old_left, old_leaves, -1.0)
+                self.hist_g = self.rows.histograms(self.scores, self.loss, self.n_bins)[0]
+            if old.feature >= 0:
+                self._pair_update(old.feature, old.goes_left, old.leaves, -1.0)
             return self.hist_g, self.hist_h
-        if old_feature >= 0:
-            self.add_stump(self.F, old_feature, old_left, old_leaves, -1.0)
-        g, h = self.loss.grad_hess(self.y, self.F, self.w)
-        hist_g = K.bin_histograms(self.xb, g, self.n_bins, self.parallel)
-        if h is None:
-            return hist_g, self.hist_h
-        return hist_g, K.bin_histograms(self.xb, h, self.n_bins, self.parallel)
+        if old.feature >= 0:
+            def residual():
+                leaves = self.leaves.copy()
+                leaves[t] = 0.0
+                return self.forest(self.intercept, leaves)
 
-    def add_new_stump(self, j, goes_left, leaves):
-        """Add the new stump of an exact stump step to the forest."""
+            self.scores = self.rows.add_stump(self.scores, old, -1.0, residual)
+        hist_g, hist_h = self.rows.histograms(self.scores, self.loss, self.n_bins)
+        return hist_g, self.hist_h if self.loss.exact_stump_step else hist_h
+
+    def add_new_stump(self, new):
+        """Add the new stump of an exact stump step (already in the stumps) to the forest."""
         if self.pairs is not None:
-            self._pair_update(j, goes_left, leaves, 1.0)
+            self._pair_update(new.feature, new.goes_left, new.leaves, 1.0)
         else:
-            self.add_stump(self.F, j, goes_left, leaves)
+            self.scores = self.rows.add_stump(
+                self.scores, new, 1.0, lambda: self.forest(self.intercept, self.leaves)
+            )
 
-    def solve_stump_leaves(self, j, goes_left, leaves):
-        """Exact leaves of the new stump (a loss without ``exact_stump_step``)."""
-        return self.loss.solve_leaves(self, j, goes_left, leaves)
-
-    def leaf_oracle(self, j, goes_left):
-        """``(points, active, terms) -> side_terms`` of the leaves of (``j``, ``goes_left``)."""
-        sides = leaf_sides(Rows(self.xb, self.y, self.w), self.F, j, goes_left)
-        return lambda *request: self.loss.side_terms(sides, *request)
-
-    def accept_exact_stump(self, t, old, j, goes_left, new_leaves):
-        """Add the new stump if ``E`` drops and it keeps its monotone constraint, else put
+    def accept_exact_stump(self, t, old, new):
+        """Add the ``new`` stump if ``E`` drops and it keeps its monotone constraint, else put
         stump ``t``'s ``old`` one back; True when the new one is taken."""
-        old_feature, old_left, old_leaves = old
-        F_new = self.F.copy()
-        self.add_stump(F_new, j, goes_left, new_leaves)
-        e_new = self.loss.loss(self.y, F_new, self.w) + self.penalty(new_leaves)
-        F_old = self.F
-        if old_feature >= 0:
-            F_old = self.F.copy()
-            self.add_stump(F_old, old_feature, old_left, old_leaves)
-        e_old = self.loss.loss(self.y, F_old, self.w) + self.penalty(old_leaves)
-        if not e_new <= e_old or not self._keeps_monotone(j, new_leaves):
-            self.F = F_old
+        (e_new, with_new), (e_old, with_old) = self.rows.candidate_losses(
+            self.scores, self.loss, [
+                (new, lambda: self.forest_with(t, new)),
+                (old, lambda: self.forest(self.intercept, self.leaves)),
+            ],
+        )
+        e_new += self.penalty(new.leaves)
+        e_old += self.penalty(old.leaves)
+        if not e_new <= e_old or not self._keeps_monotone(new.feature, new.leaves):
+            self.scores = with_old
             return False
-        self.F = F_new
+        self.scores = with_new
         return True
+
+    def initialise(self, stumps, init, rng):
+        """Give each of ``stumps`` its first stump: the best on the current residual
+        (``init="greedy"``) or a random one with zero leaves."""
+        for t in stumps:
+            if init == "greedy":
+                self.stump_step(t)
+            else:
+                self.random_stump(t, rng)
 
     def random_stump(self, t, rng):
         """Give stump ``t`` a random feature and valid threshold, leaves left at 0.
@@ -374,11 +378,6 @@ class StumpForestProblem:
         values = seg.A @ leaves.reshape(-1, leaves.shape[-1])
         return seg.without_map(), values, intercept
 
-    def predict_from(self, seg, intercept, leaves):
-        """Raw scores ``F`` on the training rows for the given intercept and leaves."""
-        rows = Rows(self.xb, self.y, self.w, self.parallel)
-        return forest_scores(rows, *self.forest(intercept, leaves, seg))
-
     def monotone_rows(self):
         """``D`` with ``D @ leaves.ravel() >= 0`` iff every constrained stump is monotone."""
         used = np.flatnonzero(self.features >= 0)
@@ -413,36 +412,20 @@ class StumpForestProblem:
                 return e_old
             if D is not None:
                 leaves = self._snap_monotone(leaves)
-        e_new, F = self.evaluate(seg, intercept, leaves)
+        scores = self.rows.scores(self.forest(intercept, leaves, seg))
+        e_new = self.rows.data_loss(scores, self.loss) + self.penalty(leaves)
         if e_new <= e_old:
-            self.set_leaves(intercept, leaves, F)
+            self.intercept, self.leaves, self.scores = intercept, leaves, scores
             return e_new
         return e_old
 
-    def evaluate(self, seg, intercept, leaves):
-        """``(E, F)`` of the forest with these leaves (``seg`` None: no stump used)."""
-        if seg is None:
-            F = np.tile(intercept, (self.xb.shape[1], 1))
-        else:
-            F = self.predict_from(seg, intercept, leaves)
-        return self.loss.loss(self.y, F, self.w) + self.penalty(leaves), F
-
-    def set_leaves(self, intercept, leaves, F):
-        """Take the leaves of a leaf step (``F``: their scores, from :meth:`evaluate`)."""
-        self.intercept, self.leaves, self.F = intercept, leaves, F
-
     def validation_loss(self, validation):
-        """Mean loss of the current forest on the held-out rows ``(xb, y, w)``."""
-        xb_val, y_val, w_val = validation
-        return self.loss.loss(y_val, self.raw_scores(xb_val), w_val) / float(w_val.sum())
-
-    def raw_scores(self, xb):
-        """Raw scores of other rows (binned as the training rows) for the current forest."""
-        if not np.any(self.features >= 0):
-            return np.tile(self.intercept, (xb.shape[1], 1))
-        seg = self.segments()
-        values = seg.A @ self.leaves.reshape(-1, self.leaves.shape[-1])
-        return K.segment_predict(xb, seg.features, seg.lut, values, self.intercept, False)
+        """Mean loss of the current forest on the held-out rows ``validation`` (a
+        :class:`._row_source.RowSource`)."""
+        total, weight = validation.row_sum(
+            data_loss, self.loss, *self.forest(self.intercept, self.leaves)
+        )
+        return float(total) / float(weight)
 
 
 # stumps added per sweep when n_stumps="auto"
@@ -459,21 +442,19 @@ def _should_stop(scores, n_iter_no_change, tol):
 
 
 def fit_stump_forest(
-    xb, n_edges, y, w, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
+    rows, n_edges, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
     n_jobs, rng, verbose=0, name="StumpForestGAM", categorical=None, monotone=None,
-    missing_bin=None, validation=None, n_iter_no_change=10, warm_start=None,
-    problem_class=None,
+    missing_bin=None, validation=None, n_iter_no_change=10,
 ):
     """Initialise the stumps, then sweep (stump steps, then a leaf step) until it stops.
 
     Parameters
     ----------
-    xb : ndarray of shape (n_features, n_samples), unsigned integers
-        Binned training data (:func:`._encoding.bin_features`).
+    rows : :class:`._row_source.RowSource`
+        The binned training rows (:func:`._encoding.bin_features`), the target (as the loss
+        wants it) and the sample weights: in memory or in the partitions of a dask input.
     n_edges : ndarray of shape (n_features,)
         Number of candidate thresholds of each feature (value bins are ``0..n_edges``).
-    y, w : ndarray of shape (n_samples,)
-        Target (as the loss wants it) and sample weights.
     loss : loss object of :mod:`._loss`
     n_stumps : int or "auto"
         A fixed forest size, or ``"auto"``: start empty and add ``STUMPS_PER_SWEEP``
@@ -488,18 +469,11 @@ def fit_stump_forest(
         Categorical mask and monotone constraints (-1, 0, 1).
     missing_bin : int
         Bin code of missing values (default: one past the largest value bin).
-    validation : tuple (xb_val, y_val, w_val) or None
-        Held-out rows for early stopping (what the problem's ``validation_loss`` takes):
-        the fit stops when their mean loss has not
+    validation : :class:`._row_source.RowSource` or None
+        Held-out rows for early stopping: the fit stops when their mean loss has not
         improved by more than ``tol`` in ``n_iter_no_change`` sweeps, and returns the forest
         of the best sweep. Without them, the fit stops at the first sweep that lowers the
         objective per unit weight by at most ``tol``.
-
-    warm_start : tuple (features, left, leaves, intercept) or None
-        Start from these stumps (a fixed size ``len(features)``) instead of initialising.
-    problem_class : type, default=None
-        :class:`StumpForestProblem` or a subclass keeping the rows elsewhere (the dask
-        problem of :mod:`._dask`, whose ``xb`` describes the partitions).
 
     Returns
     -------
@@ -511,32 +485,22 @@ def fit_stump_forest(
         validation loss per sweep, or None), ``converged`` (False when ``max_iter`` ended
         the fit).
     """
-    n_features = xb.shape[0]
+    n_features = rows.shape[0]
     categorical = np.zeros(n_features, bool) if categorical is None else categorical
     monotone = np.zeros(n_features, np.int64) if monotone is None else monotone
     missing_bin = int(n_edges.max()) + 1 if missing_bin is None else missing_bin
     auto = isinstance(n_stumps, str)
     start = time.perf_counter()
     with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
-        problem = (problem_class or StumpForestProblem)(
-            xb, n_edges, y, w, loss,
-            n_stumps=0 if auto else (n_stumps if warm_start is None else len(warm_start[0])),
+        problem = StumpForestProblem(
+            rows, n_edges, loss,
+            n_stumps=0 if auto else n_stumps,
             l2_reg=l2_reg,
             min_samples_leaf=min_samples_leaf,
-            parallel=n_jobs != 1 and xb.size >= PARALLEL_MIN_CELLS,
+            parallel=n_jobs != 1 and rows.size >= PARALLEL_MIN_CELLS,
             categorical=categorical, monotone=monotone, missing_bin=missing_bin,
         )
-        if warm_start is not None:
-            problem.features, problem.left, problem.leaves, problem.intercept = (
-                np.array(a, copy=True) for a in warm_start
-            )
-            problem.F = problem.raw_scores(xb)
-        else:
-            for t in range(problem.n_stumps):
-                if init == "greedy":
-                    problem.stump_step(t)
-                else:
-                    problem.random_stump(t, rng)
+        problem.initialise(range(problem.n_stumps), init, rng)
         weight = problem.total_weight
 
         def score():
@@ -553,11 +517,7 @@ def fit_stump_forest(
         n_iter = 0
         for n_iter in range(1, max_iter + 1):
             if auto:
-                for t in problem.grow(STUMPS_PER_SWEEP):
-                    if init == "greedy":
-                        problem.stump_step(t)
-                    else:
-                        problem.random_stump(t, rng)
+                problem.initialise(problem.grow(STUMPS_PER_SWEEP), init, rng)
             for t in rng.permutation(problem.n_stumps):
                 problem.stump_step(t)
             history.append(problem.leaf_step())

@@ -4,8 +4,9 @@ Every pass over the rows that the optimiser (:mod:`._optimizer`) and the losses
 (:mod:`._loss`) make is a function ``function(rows, *args)`` whose result is a sum over the
 rows (an array, a float, or a tuple of them). The problem being fitted calls it through
 ``problem.row_sum(function, *args)``: in memory once on all rows, on dask once per
-partition, the results summed (:mod:`._dask`). A forest travels to such a function as its
-segment table (:class:`._optimizer._Segments` without its leaf map) and segment values.
+partition, the results summed (:mod:`._row_source`, :mod:`._dask`). A forest travels to
+such a function as its segment table (:class:`._optimizer._Segments` without its leaf map)
+and segment values.
 """
 
 from typing import NamedTuple
@@ -25,6 +26,15 @@ class Rows(NamedTuple):
     parallel: bool = False
 
 
+class Stump(NamedTuple):
+    """A stump: its ``feature`` (-1: a zero stump), the boolean ``goes_left[b]`` of the bins
+    its left leaf takes, and its two ``leaves`` (shape (2, n_values))."""
+
+    feature: int
+    goes_left: np.ndarray
+    leaves: np.ndarray
+
+
 def forest_scores(rows, seg, values, intercept):
     """Raw scores ``F`` (n_samples, n_values) of the forest with these segment values."""
     return K.segment_predict(rows.xb, seg.features, seg.lut, values, intercept, rows.parallel)
@@ -36,10 +46,36 @@ def data_loss(rows, loss, seg, values, intercept):
     return np.array([loss.loss(rows.y, F, rows.w), float(rows.w.sum())])
 
 
+def data_losses(rows, loss, *forests):
+    """The data term of each forest (``(segment table, segment values, intercept)``)."""
+    return np.array([data_loss(rows, loss, *forest)[0] for forest in forests])
+
+
+def initial_statistics(rows, loss, n_bins):
+    """What a fit computes once: the ``w`` and ``w y`` histograms when the loss's Hessian
+    is the constant ``w`` (else 0.0), ``sum w``, ``sum w y`` and the loss's target sums."""
+    hist_h = hist_wy = 0.0
+    if loss.exact_stump_step:
+        hist_h, hist_wy = weight_histograms(rows, n_bins)
+    return (hist_h, hist_wy, float(rows.w.sum()), float(np.dot(rows.w, rows.y)),
+            loss.target_sums(rows.y, rows.w))
+
+
+def bin_counts(rows, n_bins):
+    """``[j, b]``: the number of rows in bin ``b`` of feature ``j`` (int64)."""
+    return np.stack([np.bincount(r, minlength=n_bins)[:n_bins] for r in rows.xb]).astype(
+        np.int64
+    )
+
+
 def gradient_histograms(rows, loss, seg, values, intercept, n_bins):
     """Per-feature histograms over bins of the gradient and the Hessian of the loss at the
     forest (the Hessian histogram is 0 when the loss's Hessian is the constant ``w``)."""
-    F = forest_scores(rows, seg, values, intercept)
+    return score_histograms(rows, loss, forest_scores(rows, seg, values, intercept), n_bins)
+
+
+def score_histograms(rows, loss, F, n_bins):
+    """:func:`gradient_histograms` at the raw scores ``F`` of the rows."""
     g, h = loss.grad_hess(rows.y, F, rows.w)
     hist_g = K.bin_histograms(rows.xb, g, n_bins, rows.parallel)
     hist_h = 0.0 if h is None else K.bin_histograms(rows.xb, h, n_bins, rows.parallel)

@@ -9,11 +9,18 @@ partitions), :mod:`._stump_kernels` (numba kernels) and :mod:`._plotting` (shape
 plots).
 """
 
+import functools
 import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    _fit_context,
+    is_classifier,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch
@@ -37,15 +44,34 @@ from ._encoding import (
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
+from ._row_source import InMemoryRows
 from ._rows import validation_split
+
+
+def _chunkwise_on_dask(method):
+    """``method(X)`` that, for a dask array or DataFrame ``X``, gives a dask array computed
+    chunk by chunk (:func:`._dask.predict`)."""
+
+    @functools.wraps(method)
+    def on_chunks(self, X):
+        if _dask.is_dask_collection(X):
+            check_is_fitted(self)
+            return _dask.predict(self, X, method.__name__)
+        return method(self, X)
+
+    return on_chunks
 
 
 class _BaseStumpForestGAM(BaseEstimator):
     """Fitting, shape functions and plotting shared by the regressor and the classifier.
 
-    A subclass writes ``_encode_target(X, y)``, which validates the data (categorical
-    columns already coded, NaN allowed) and returns ``(X, y, loss)`` with ``y`` as the loss
-    wants it, and ``_stratify(y)``, the labels of a stratified validation split (or None).
+    A subclass writes ``_encode_target(X, y)``, which validates the data in memory
+    (categorical columns already coded, NaN allowed) and returns ``(X, y, loss)`` with ``y``
+    as the loss wants it, and ``_loss_for_target(classes)``, the loss (and ``classes_``).
+
+    ``fit`` is one path for rows in memory and for dask input: it validates the input and
+    sets every attribute, then fits the forest on a :class:`._row_source.RowSource` (the
+    binned rows in memory, or the persisted partitions of :mod:`._dask`).
     """
 
     _parameter_constraints = {
@@ -180,38 +206,141 @@ class _BaseStumpForestGAM(BaseEstimator):
         self : object
             The fitted model.
         """
-        if _dask.is_dask_collection(X):  # dask array or DataFrame: rows stay on the workers
-            return _dask.fit(self, X, y, sample_weight)
-        X, y, loss = self._encode_target(self._code_categories_fit(X), y)
-        names = list(getattr(self, "feature_names_in_", self._names(X)))
-        n_features = X.shape[1]
+        on_dask = _dask.is_dask_collection(X)  # dask array or DataFrame: rows stay there
+        if on_dask:
+            X, y, loss, names = self._check_dask_input(X, y)
+        else:
+            X, y, loss = self._encode_target(self._code_categories_fit(X), y)
+            names = list(getattr(self, "feature_names_in_", self._names(X)))
+        n_samples, n_features = X.shape
         categories = self._categories or [None] * n_features
         self.is_categorical_ = np.array([c is not None for c in categories], dtype=bool)
         self.categories_ = categories
         monotone = check_monotonic_cst(
             self.monotonic_cst, n_features, self.is_categorical_, names, loss.n_values
         )
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        if not w.sum() > 0:
+        if on_dask:
+            weight, w, low, high, total = _dask.weights(sample_weight, X)
+            if not (np.isfinite(low) and np.isfinite(high)) or not low >= 0:
+                raise ValueError(
+                    "sample_weight must be finite and non-negative. Got weights from "
+                    f"{low!r} to {high!r} instead."
+                )
+        else:
+            w = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+            total = w.sum()
+        if not total > 0:
             raise ValueError(
                 "sample_weight sums to zero; at least one weight must be > 0. Got "
-                f"{w.sum()!r} instead."
+                f"{total!r} instead."
             )
         rng = check_random_state(self.random_state)
-        self.bin_edges_ = feature_bin_edges(X, categories, self.max_bins, rng, names)
+        # the edges of a dask input are computed on the rows that the in-memory rule samples
+        sample = _dask.binning_sample(X, rng) if on_dask else X
+        if on_dask and np.any(np.isinf(sample)):
+            raise ValueError("Input X contains infinity.")
+        self.bin_edges_ = feature_bin_edges(sample, categories, self.max_bins, rng, names)
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
-        xb = bin_features(X, self.bin_edges_, self.max_bins)
+        self.do_early_stopping_ = self._early_stopping(n_samples)
+        if on_dask:
+            train, validation, all_rows = self._dask_rows(X, y, weight, w, rng)
+        else:
+            train, validation, all_rows = self._memory_rows(X, y, w, rng)
+        return self._fit_rows(train, n_edges, loss, monotone, rng, validation, all_rows)
 
-        self.do_early_stopping_ = self._early_stopping(X.shape[0])
-        validation, all_rows = None, None
-        if self.do_early_stopping_:
-            train, val = validation_split(
-                X.shape[0], self.validation_fraction, draw_seed(rng), self._stratify(y)
+    def _check_dask_input(self, X, y):
+        """``(X, y, loss, names)`` of dask input: ``X`` a dask array with its
+        categorical columns coded, ``y`` a dask array with the same row chunks; sets
+        ``n_features_in_``, ``feature_names_in_`` and the classes."""
+        _dask.import_dask()
+        columns = getattr(X, "columns", None)
+        n_features = len(columns) if columns is not None else (X.shape[1] if X.ndim == 2 else 0)
+        names = (
+            [str(c) for c in columns] if columns is not None
+            else [f"x{j}" for j in range(n_features)]
+        )
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-            validation = (np.ascontiguousarray(xb[:, val]), y[val], w[val])
-            all_rows = (xb, y, w)
-            xb, y, w = np.ascontiguousarray(xb[:, train]), y[train], w[train]
-        return self._fit_binned((xb, y, w), n_edges, loss, monotone, rng, validation, all_rows)
+        if columns is None and X.ndim != 2:
+            raise ValueError(
+                f"X must be 2-D (n_samples, n_features). Got shape {X.shape!r} instead."
+            )
+        mask = categorical_mask(X, self.categorical_features)  # "from_dtype": frames only
+        self._categories = (
+            _dask.learn_categories(X, mask, self.max_bins, names) if mask.any() else None
+        )
+        X = _dask.coded_rows(X, self._categories)
+        y = _dask.as_dask_array(y, "y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D (n_samples,). Got shape {y.shape!r} instead.")
+        if X.chunks[0] != y.chunks[0]:
+            raise ValueError(
+                "the row chunks of y must be those of X (each partition of X with its own "
+                "targets); rechunk y with y.rechunk({0: X.chunks[0]}). Got X row chunks "
+                f"{X.chunks[0]!r} and y chunks {y.chunks[0]!r} instead."
+            )
+        if X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(
+                f"X must have at least 1 row and 1 column. Got shape {X.shape!r} instead."
+            )
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise ValueError(
+                "X must be numeric (or its categorical columns named in "
+                f"categorical_features). Got dtype {X.dtype} instead."
+            )
+        classes = None
+        if is_classifier(self):
+            classes = _dask.labels(y)
+            check_classification_targets(classes)
+        elif not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+            raise ValueError(
+                "y must be numeric for a regressor (strings are never cast to numbers). Got "
+                f"dtype {y.dtype} instead."
+            )
+        loss = self._loss_for_target(classes)
+        self.n_features_in_ = n_features
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(list(columns), dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return X, y, loss, names
+
+    def _memory_rows(self, X, y, w, rng):
+        """``(train, validation, all_rows)``: the binned rows in memory, split for early
+        stopping (``validation``, ``all_rows`` None without it)."""
+        xb = bin_features(X, self.bin_edges_, self.max_bins)
+        if not self.do_early_stopping_:
+            return InMemoryRows(xb, y, w), None, None
+        train, val = validation_split(
+            X.shape[0], self.validation_fraction, draw_seed(rng),
+            y if is_classifier(self) else None,
+        )
+        validation = InMemoryRows(np.ascontiguousarray(xb[:, val]), y[val], w[val])
+        train = InMemoryRows(np.ascontiguousarray(xb[:, train]), y[train], w[train])
+        return train, validation, InMemoryRows(xb, y, w)
+
+    def _dask_rows(self, X, y, weight, w, rng):
+        """``(train, validation, all_rows)``: the binned partitions of dask input, persisted
+        on the workers, with a validation split per partition for early stopping."""
+        classes = self.classes_ if is_classifier(self) else None
+        splits = None
+        if self.do_early_stopping_:
+            seeds = np.random.RandomState(draw_seed(rng)).randint(2**31 - 1, size=X.numblocks[0])
+            splits = [(self.validation_fraction, int(s), classes is not None) for s in seeds]
+        train, validation, all_rows, n_bad = _dask.bin_partitions(
+            X, y, weight, w, self.bin_edges_, self.max_bins, classes, splits
+        )
+        if n_bad[0]:
+            raise ValueError(f"Input X contains infinity ({int(n_bad[0])} values).")
+        if n_bad[1]:
+            raise ValueError(f"Input y contains NaN or infinity ({int(n_bad[1])} values).")
+        return train, validation, all_rows
 
     def _early_stopping(self, n_samples):
         """Whether this fit holds rows out: ``early_stopping``, where "auto" means when
@@ -220,26 +349,22 @@ class _BaseStumpForestGAM(BaseEstimator):
         by_size = self.n_stumps == "auto"
         return (by_size if early == "auto" else bool(early)) and n_samples >= 2
 
-    def _fit_binned(self, train, n_edges, loss, monotone, rng, validation=None, all_rows=None,
-                    problem_class=None, stacklevel=5):
-        """Fit the forest on the binned rows ``train = (xb, y, w)`` and store it.
+    def _fit_rows(self, train, n_edges, loss, monotone, rng, validation, all_rows):
+        """Fit the forest on the binned rows ``train`` (a :class:`._row_source.RowSource`)
+        and store it.
 
         With early stopping, ``validation`` holds the held-out rows and ``all_rows`` every
         row: once the validation loss stops improving, a forest of the best sweep's size is
-        fitted afresh on all rows. ``problem_class`` keeps the rows elsewhere (dask: then
-        ``xb`` describes the partitions and ``y``, ``w`` are None). ``stacklevel`` points the
-        convergence warning at the user's call.
+        fitted afresh on all rows.
         """
         common = dict(
             max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
             tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
             name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
-            problem_class=problem_class,
         )
-        xb, y, w = train
         problem, info = fit_stump_forest(
-            xb, n_edges, y, w, loss, n_stumps=self.n_stumps, validation=validation, **common
+            train, n_edges, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
         self.n_iter_ = info["n_iter"]
         if self.do_early_stopping_:
@@ -247,19 +372,10 @@ class _BaseStumpForestGAM(BaseEstimator):
             if info["converged"]:
                 # the size of the best sweep, fitted afresh on all rows (the validation
                 # rows too) until the objective settles
-                xb, y, w = all_rows
                 problem, info = fit_stump_forest(
-                    xb, n_edges, y, w, loss, n_stumps=max(problem.n_stumps, 1), **common,
+                    all_rows, n_edges, loss, n_stumps=max(problem.n_stumps, 1), **common,
                 )
                 self.n_iter_ += info["n_iter"]
-        self._finish_fit(problem, info, loss, problem.bin_weight(), stacklevel)
-        return self
-
-    def _finish_fit(self, problem, info, loss, bin_weight, stacklevel):
-        """Warn when ``max_iter`` ended the fit, then store the forest (also the dask fit's).
-
-        ``bin_weight[j, b]``: the training weight in bin ``b`` of feature ``j``.
-        """
         if not info["converged"]:
             what = (
                 "the validation loss was still improving"
@@ -270,10 +386,11 @@ class _BaseStumpForestGAM(BaseEstimator):
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=stacklevel,
+                stacklevel=4,
             )
         self.objective_history_ = info["history"]
-        self._store_forest(problem, loss, bin_weight)
+        self._store_forest(problem, loss, problem.bin_weight())
+        return self
 
     def _store_forest(self, problem, loss, bin_weight):
         self._loss = loss
@@ -313,9 +430,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         else:
             self.intercept_ = self._intercept.copy()
             self.leaf_values_ = self._leaves.copy()
-
-    def _stratify(self, y):
-        return None
 
     # -- shape functions ----------------------------------------------------------------
     def _used_features(self):
@@ -447,7 +561,18 @@ class _BaseStumpForestGAM(BaseEstimator):
         return plot_shape_functions(self, features, ncols, figsize)
 
 
-_PARAMS_DOC = """
+class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
+    """Additive regression model: a forest of stumps optimised jointly.
+
+    ``F(x) = intercept_ + sum_t s_t(x)``, each stump ``s_t`` taking ``a_t`` when
+    ``x[d_t] <= theta_t`` and ``c_t`` otherwise; grouping the stumps by feature gives one
+    step shape function per feature. All stumps are fitted on one objective, the squared
+    loss plus an L2 penalty on the leaves, by alternating an exact search for each stump
+    (every feature, every bin threshold, by prefix sums) with a joint ridge refit of all
+    leaves (Cholesky, unpenalised intercept).
+
+    Parameters
+    ----------
     n_stumps : int or "auto", default="auto"
         Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
         adds 10 stumps (each the best stump on the current residual), early stopping on a
@@ -516,9 +641,13 @@ _PARAMS_DOC = """
     verbose : int, default=0
         Print one line per sweep (objective, validation loss, stumps used, elapsed time)
         when > 0.
-"""
 
-_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    intercept_ : float
+        The constant term.
+    leaf_values_ : ndarray of shape (n_stumps_, 2)
+        Left and right value ``(a_t, c_t)`` of each stump.
     features_ : ndarray of shape (n_stumps_,)
         Feature of each stump; -1 marks a zero stump (no valid split, leaves 0).
     thresholds_ : ndarray of shape (n_stumps_,)
@@ -555,9 +684,17 @@ _ATTRIBUTES_DOC = """
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Column names, when ``X`` was a DataFrame with string column names.
-"""
 
-_NOTES_DOC = """
+    See Also
+    --------
+    StumpForestGAMClassifier : the same model for classification.
+    sklearn.ensemble.GradientBoostingRegressor : with ``max_depth=1``, boosted stumps.
+
+    Notes
+    -----
+    The objective is ``E = 1/2 sum_i w_i (y_i - F(x_i))^2 + l2_reg / 2 sum_t (a_t^2 +
+    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly.
+
     As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
     instead of one at a time as in boosting. The details are this implementation's
     choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
@@ -585,45 +722,13 @@ _NOTES_DOC = """
     losses), so ``fit`` also takes dask arrays and DataFrames (``dask`` extra): the rows
     stay in their partitions and only those sums travel; the result is the in-memory fit's
     (same stumps), with early stopping on a split drawn per partition.
-"""
 
-_REFERENCES_DOC = """
+    References
+    ----------
     .. [1] M. Gabidolla and M. A. Carreira-Perpinan, "Generalized additive models via
        direct optimization of regularized decision stump forests", ICML 2025, PMLR 267,
        pp. 18047-18061.
-"""
 
-
-class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
-    __doc__ = f"""Additive regression model: a forest of stumps optimised jointly.
-
-    ``F(x) = intercept_ + sum_t s_t(x)``, each stump ``s_t`` taking ``a_t`` when
-    ``x[d_t] <= theta_t`` and ``c_t`` otherwise; grouping the stumps by feature gives one
-    step shape function per feature. All stumps are fitted on one objective, the squared
-    loss plus an L2 penalty on the leaves, by alternating an exact search for each stump
-    (every feature, every bin threshold, by prefix sums) with a joint ridge refit of all
-    leaves (Cholesky, unpenalised intercept).
-
-    Parameters
-    ----------{_PARAMS_DOC}
-    Attributes
-    ----------
-    intercept_ : float
-        The constant term.
-    leaf_values_ : ndarray of shape (n_stumps_, 2)
-        Left and right value ``(a_t, c_t)`` of each stump.{_ATTRIBUTES_DOC}
-    See Also
-    --------
-    StumpForestGAMClassifier : the same model for classification.
-    sklearn.ensemble.GradientBoostingRegressor : with ``max_depth=1``, boosted stumps.
-
-    Notes
-    -----
-    The objective is ``E = 1/2 sum_i w_i (y_i - F(x_i))^2 + l2_reg / 2 sum_t (a_t^2 +
-    c_t^2)``. The stump step is exact; the leaf step solves the ridge problem exactly.
-{_NOTES_DOC}
-    References
-    ----------{_REFERENCES_DOC}
     Examples
     --------
     >>> from sklearn_icml.datasets import make_additive_regression
@@ -659,6 +764,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     def _loss_for_target(self, classes):
         return _SquaredLoss()
 
+    @_chunkwise_on_dask
     def predict(self, X):
         """Predict ``intercept_ + sum_j f_j(x_j)``.
 
@@ -673,15 +779,12 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
-        if _dask.is_dask_collection(X):  # a dask array of the predictions, chunk by chunk
-            check_is_fitted(self)
-            return _dask.predict(self, X)
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
 
 class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
-    __doc__ = f"""Additive classification model: a forest of stumps optimised jointly.
+    """Additive classification model: a forest of stumps optimised jointly.
 
     Binary problems use the logistic loss on one score ``F(x) = intercept_ + sum_t
     s_t(x)``; K > 2 classes use the softmax cross-entropy with leaf values in ``R^K``.
@@ -691,7 +794,76 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     intercept jointly (Newton for binary, L-BFGS for multiclass).
 
     Parameters
-    ----------{_PARAMS_DOC}
+    ----------
+    n_stumps : int or "auto", default="auto"
+        Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
+        adds 10 stumps (each the best stump on the current residual), early stopping on a
+        validation split ends the growth, and a forest of the size of the best sweep is
+        then fitted on all rows (the validation rows too). An integer fixes T. The model
+        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
+        values per stump, plus the intercept).
+    max_iter : int, default=100
+        Most sweeps (a stump step on every stump, then one leaf step; with
+        ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
+        when the fit ends here with the objective (or the validation loss) still falling.
+    l2_reg : float, default=100.0
+        L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
+        is not penalised). 0 is allowed; larger values shrink each stump, so that
+        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
+        boosting).
+    min_samples_leaf : int, default=20
+        Fewest training rows in each leaf of a stump. The count is unweighted even when
+        ``sample_weight`` is given. A stump with no valid split stays a zero stump.
+    max_bins : int, default=255
+        Candidate thresholds are midpoints between consecutive distinct values, or, for
+        features with more than ``max_bins`` distinct values, ``max_bins - 1`` quantiles
+        (computed on at most 200,000 rows drawn with ``random_state``). Missing values get
+        a bin of their own (code ``max_bins``). A categorical feature may have at most
+        ``max_bins`` categories.
+    categorical_features : "from_dtype", array-like of int, str or bool, or None, \
+            default="from_dtype"
+        Which features are categorical, as in HistGradientBoosting: ``"from_dtype"`` takes
+        the DataFrame columns of ``category`` dtype; else indices, column names, or a
+        boolean mask; None: none. A stump on a categorical feature sends a set of
+        categories left (the best set, found by sorting the categories by their
+        gradient/Hessian ratio). Categories not seen in ``fit`` are treated as missing.
+    monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+        Monotone constraint per feature: 1 increasing, -1 decreasing, 0 none (a dict maps
+        feature names or indices to constraints). Held exactly: every stump on a
+        constrained feature has its leaves ordered (right minus left of the constraint's
+        sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
+        Not for categorical features nor multiclass models. The missing value of a
+        constrained feature is not constrained.
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+        when their mean loss has not improved by more than ``tol`` in
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
+        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
+        forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
+        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
+        fit stops at the first sweep that lowers the objective per unit of sample weight
+        by at most ``tol``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+    n_iter_no_change : int, default=10
+        Sweeps without improvement of the validation loss before stopping.
+    tol : float, default=1e-7
+        Smallest improvement that counts, of the mean validation loss (early stopping) or
+        of the objective per unit of sample weight.
+    init : {"greedy", "random"}, default="greedy"
+        ``"greedy"`` adds the stumps one at a time, each the best stump on the current
+        residual; ``"random"`` draws a random feature and threshold per stump with zero
+        leaves.
+    n_jobs : int, default=None
+        Threads of the numba kernels (parallel over features); None uses numba's default
+        (all cores), -1 all cores. Results do not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the order in which stumps are visited, the random init, the validation split
+        and the rows used for binning.
+    verbose : int, default=0
+        Print one line per sweep (objective, validation loss, stumps used, elapsed time)
+        when > 0.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -699,16 +871,85 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     intercept_ : float or ndarray of shape (n_classes,)
         The constant term (a float for binary problems, the log-odds of ``classes_[1]``).
     leaf_values_ : ndarray of shape (n_stumps_, 2) or (n_stumps_, 2, n_classes)
-        Left and right value of each stump.{_ATTRIBUTES_DOC}
+        Left and right value of each stump.
+    features_ : ndarray of shape (n_stumps_,)
+        Feature of each stump; -1 marks a zero stump (no valid split, leaves 0).
+    thresholds_ : ndarray of shape (n_stumps_,)
+        Threshold of each numeric stump: rows with ``x[features_[t]] <= thresholds_[t]``
+        take the left leaf; ``inf`` for a stump that splits missing from present values
+        and for a zero stump; NaN for a categorical stump.
+    left_categories_ : list of (ndarray or None)
+        Per stump, the categories that take the left leaf (None for numeric stumps).
+    missing_go_to_left_ : ndarray of bool of shape (n_stumps_,)
+        Whether missing values (and unseen categories) take the left leaf. Chosen by the
+        objective when the feature had missing values in ``fit``; otherwise they go to the
+        leaf with more training rows.
+    n_stumps_ : int
+        Number of stumps (zero stumps included).
+    is_categorical_ : ndarray of bool of shape (n_features_in_,)
+        The categorical features.
+    categories_ : list of (ndarray or None)
+        Sorted categories of each categorical feature seen in ``fit`` (None for numeric).
+    bin_edges_ : list of ndarray
+        Candidate thresholds of each feature (for a categorical one, midpoints between
+        its category codes).
+    objective_history_ : list of float
+        Objective ``E`` of the final fit after the initialisation (element 0) and after
+        each sweep up to the one kept; non-increasing.
+    validation_score_ : ndarray
+        Negative mean validation loss after the initialisation and each sweep of the
+        early-stopped fit (only with early stopping).
+    do_early_stopping_ : bool
+        Whether early stopping was used.
+    n_iter_ : int
+        Sweeps run (those of the size search and of the final fit, with
+        ``n_stumps="auto"``).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``X`` was a DataFrame with string column names.
+
     See Also
     --------
     StumpForestGAMRegressor : the same model for regression.
     sklearn.ensemble.GradientBoostingClassifier : with ``max_depth=1``, boosted stumps.
 
     Notes
-    -----{_NOTES_DOC}
+    -----
+    As in [1]_, all stumps of the forest are fitted jointly on one regularised objective
+    instead of one at a time as in boosting. The details are this implementation's
+    choices, not taken from [1]_: the regulariser is the L2 penalty on the leaves plus
+    ``min_samples_leaf`` (an unweighted count, so a weight is not the same as a repeated
+    row); candidate thresholds are the bins of ``max_bins`` (quantiles, as histogram
+    gradient boosting bins them), so a stump search costs O(bins) per feature after one
+    histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
+    kept only if ``E`` does not increase, which makes ``objective_history_``
+    non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
+    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+
+    Beyond [1]_, for tabular data: missing values have a bin whose side each stump
+    chooses by the exact objective (as HistGradientBoosting does); a categorical stump
+    splits the category set, the best split among the prefixes of the categories sorted
+    by gradient/Hessian ratio, which is the exact best split of the stump gain (Fisher's
+    ordering; for multiclass models the best over one ordering per class, a heuristic);
+    the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
+    are held by ordering the two leaves of every constrained stump, which allows every
+    monotone shape on the chosen thresholds. A feature without missing values in ``fit``
+    sends missing values at predict time to the leaf with more training rows, stump by
+    stump (HistGradientBoosting's rule). [1]_'s total-variation smoothness penalty is not
+    implemented.
+
+    Every quantity either step needs is a sum over rows (histograms, normal equations,
+    losses), so ``fit`` also takes dask arrays and DataFrames (``dask`` extra): the rows
+    stay in their partitions and only those sums travel; the result is the in-memory fit's
+    (same stumps), with early stopping on a split drawn per partition.
+
     References
-    ----------{_REFERENCES_DOC}
+    ----------
+    .. [1] M. Gabidolla and M. A. Carreira-Perpinan, "Generalized additive models via
+       direct optimization of regularized decision stump forests", ICML 2025, PMLR 267,
+       pp. 18047-18061.
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
@@ -742,9 +983,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
             return _LogisticLoss()
         return _SoftmaxLoss(n_classes)
 
-    def _stratify(self, y):
-        return y
-
+    @_chunkwise_on_dask
     def decision_function(self, X):
         """Raw score: log-odds of ``classes_[1]`` (binary) or class logits.
 
@@ -759,12 +998,10 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             ``intercept_ + sum_j f_j(x_j)``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "decision_function")
         raw = self._raw_predict(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
+    @_chunkwise_on_dask
     def predict_proba(self, X):
         """Class probabilities.
 
@@ -779,12 +1016,10 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to 1; columns follow ``classes_``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "predict_proba")
         raw = self._raw_predict(X)  # checks that the model is fitted
         return self._loss.inverse_link(raw)
 
+    @_chunkwise_on_dask
     def predict(self, X):
         """Most probable class.
 
@@ -799,8 +1034,5 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         y_pred : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        if _dask.is_dask_collection(X):
-            check_is_fitted(self)
-            return _dask.predict(self, X, "predict")
         raw = self._raw_predict(X)
         return self.classes_[self._loss.predict_index(raw)]

@@ -11,6 +11,7 @@ from sklearn_icml.datasets import make_additive_regression
 from sklearn_icml.gam import StumpForestGAMRegressor, _loss, _optimizer, _rows
 from sklearn_icml.gam import _stump_kernels as K
 from sklearn_icml.gam._binning import bin_data, bin_data_reference, bin_dtype, bin_edges
+from sklearn_icml.gam._row_source import InMemoryRows
 
 
 @pytest.mark.parametrize("max_bins", [2, 17, 255, 256, 1000])
@@ -50,7 +51,8 @@ def test_ridge_normal_equations_from_pair_counts_equal_a_pass_over_the_rows():
     y = rng.normal(size=600)
     w = np.full(600, weight)
     problem = _optimizer.StumpForestProblem(
-        xb, np.full(5, n_bins - 2), y, w, _loss._SquaredLoss(), n_stumps=6, l2_reg=1.0,
+        InMemoryRows(xb, y, w), np.full(5, n_bins - 2), _loss._SquaredLoss(), n_stumps=6,
+        l2_reg=1.0,
         min_samples_leaf=1, parallel=False, categorical=np.zeros(5, bool),
         monotone=np.zeros(5, np.int64), missing_bin=n_bins - 1,
     )

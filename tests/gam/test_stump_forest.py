@@ -1,5 +1,6 @@
-"""StumpForestGAMRegressor / StumpForestGAMClassifier: the spec's tests (section 7) and bad
-inputs (section 8)."""
+"""StumpForestGAMRegressor / StumpForestGAMClassifier: the properties of the method
+(exact stumps, the ridge leaf step, a non-increasing objective, additivity, invariances,
+reproducibility), the classifier, bad input, and tabular data."""
 
 import warnings
 
@@ -53,7 +54,7 @@ def _design(model, X):
     return np.column_stack(cols), used
 
 
-# --- spec 7.1 ---------------------------------------------------------------------------
+# a single stump
 def test_single_stump_separates_two_groups_exactly():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.uniform(0, 1, 50), rng.uniform(5, 6, 70)])
@@ -70,7 +71,7 @@ def test_single_stump_separates_two_groups_exactly():
     assert model.intercept_ + c == pytest.approx(y[50:].mean(), abs=1e-10)
 
 
-# --- spec 7.3 ---------------------------------------------------------------------------
+# the leaf step is the ridge solution on the fixed splits
 @pytest.mark.parametrize("weighted", [False, True])
 def test_leaf_step_equals_sklearn_ridge_on_the_final_splits(reg_data, weighted):
     X, y = reg_data
@@ -115,7 +116,7 @@ def test_softmax_leaf_step_is_a_stationary_point():
     np.testing.assert_allclose(P.sum(0), 0, atol=1e-4)
 
 
-# --- spec 7.4 ---------------------------------------------------------------------------
+# the objective never increases
 def _assert_monotone(history):
     h = np.asarray(history)
     assert np.all(h[1:] <= h[:-1] * (1 + 1e-9) + 1e-12), h
@@ -151,7 +152,7 @@ def test_multiclass_objective_history_is_monotone():
     assert clf.score(X, y) > 0.7
 
 
-# --- spec 7.5 ---------------------------------------------------------------------------
+# additivity of the per-feature contributions
 def test_additivity_and_locality_of_contributions(reg_data, clf_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(**FAST).fit(X, y)
@@ -188,7 +189,7 @@ def test_shape_functions_reproduce_contributions(reg_data):
     assert np.all(contrib[:, unused] == 0)
 
 
-# --- spec 7.6 ---------------------------------------------------------------------------
+# limits of the L2 penalty and of the target
 def test_huge_l2_reg_gives_the_mean_and_constant_target_gives_zero_leaves(reg_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(**{**FAST, "l2_reg": 1e12}).fit(X, y)
@@ -198,7 +199,7 @@ def test_huge_l2_reg_gives_the_mean_and_constant_target_gives_zero_leaves(reg_da
     assert const.intercept_ == pytest.approx(2.5, abs=1e-12)
 
 
-# --- spec 7.7 ---------------------------------------------------------------------------
+# invariance to increasing feature transforms
 def test_increasing_feature_transform_leaves_predictions_unchanged(reg_data):
     X, y = reg_data
     X_exp = X.copy()
@@ -216,7 +217,7 @@ def test_increasing_feature_transform_leaves_predictions_unchanged(reg_data):
     np.testing.assert_allclose(a.predict(X_test), b.predict(X_test_exp), atol=1e-10)
 
 
-# --- spec 7.8 ---------------------------------------------------------------------------
+# reproducibility
 def test_same_seed_same_forest_and_different_seed_different_order(reg_data):
     X, y = reg_data
     a = StumpForestGAMRegressor(**FAST).fit(X, y)
@@ -239,7 +240,7 @@ def test_results_do_not_depend_on_the_number_of_threads(reg_data, clf_data, monk
         assert one.objective_history_ == two.objective_history_
 
 
-# --- spec 7.10 and classifier behaviour --------------------------------------------------
+# the classifier
 @pytest.mark.parametrize(
     "labels", [np.array([-1, 1]), np.array(["a", "b"]), np.array(["x", "y", "z"])]
 )
@@ -328,7 +329,7 @@ def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
     _assert_monotone(model.objective_history_)
 
 
-# --- spec 8: bad input --------------------------------------------------------------------
+# bad input
 @pytest.mark.parametrize(
     "params, match",
     [
@@ -410,7 +411,7 @@ def test_no_warning_on_clean_fit(reg_data):
         StumpForestGAMRegressor(random_state=0).fit(X, y)  # stops early, no warning
 
 
-# --- tabular data: missing values, categorical features, size, constraints ----------------
+# tabular data: missing values, categorical features, size, constraints
 def _with_missing(X, share, seed):
     rng = np.random.default_rng(seed)
     X = X.copy()
@@ -521,8 +522,8 @@ def test_categorical_features_by_index_name_and_mask_agree():
     frame, y, _ = _categorical_frame(800, 1)
     codes = frame.assign(color=frame["color"].cat.codes.astype(float))
     ref = StumpForestGAMRegressor(**FAST).fit(frame, y)
-    for spec in ([0], ["color"], [True, False]):
-        model = StumpForestGAMRegressor(**FAST, categorical_features=spec).fit(codes, y)
+    for which in ([0], ["color"], [True, False]):
+        model = StumpForestGAMRegressor(**FAST, categorical_features=which).fit(codes, y)
         np.testing.assert_allclose(model.predict(codes), ref.predict(frame), atol=1e-10)
     X = codes.to_numpy()
     model = StumpForestGAMRegressor(**FAST, categorical_features=[0]).fit(X, y)

@@ -52,7 +52,7 @@ def _scan(xb, g, h, n_edges, missing_bin, l2_reg, msl, **kwargs):
 @pytest.mark.parametrize("missing_share", [0.0, 0.2])
 def test_prefix_scan_finds_brute_force_best_split(seed, n_values, min_samples_leaf,
                                                   missing_share):
-    # spec test 2: n=30, D=3, the fast scan against a brute force over all thresholds and,
+    # n=30, D=3: the fast scan against a brute force over all thresholds and,
     # with missing rows, both sides for the missing bin
     rng = np.random.default_rng(seed)
     xb, n_edges, missing_bin = _split_inputs(rng, 30, 3, 12, missing_share)
