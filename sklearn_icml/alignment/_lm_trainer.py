@@ -247,6 +247,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         BOS).
     learning_rate : float, default=1e-3
         Adam learning rate.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     max_epochs : int, default=20
     batch_size : int, default=32
     %(device)s
@@ -256,8 +258,6 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the shuffling.
     %(verbose)s
-    lr : float, default="deprecated"
-        Deprecated name of ``learning_rate`` (removed in 0.4).
     **kwargs
         Parameters prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
@@ -310,10 +310,10 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         "n_heads": [POSITIVE_INT],
         "bos_token": [NON_NEGATIVE_INT, None],
         "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
         "callbacks": [list, None],
-        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -332,6 +332,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         n_heads=2,
         bos_token=None,
         learning_rate=1e-3,
+        lr=DEPRECATED,
         max_epochs=20,
         batch_size=32,
         device="cpu",
@@ -339,7 +340,6 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         callbacks=None,
         random_state=None,
         verbose=0,
-        lr=DEPRECATED,
         **kwargs,
     ):
         self.module = module
@@ -355,6 +355,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.n_heads = n_heads
         self.bos_token = bos_token
         self.learning_rate = learning_rate
+        self.lr = lr
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.device = device
@@ -362,7 +363,6 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.callbacks = callbacks
         self.random_state = random_state
         self.verbose = verbose
-        self.lr = lr
         self._store_routed_params(kwargs)
 
     # encoding

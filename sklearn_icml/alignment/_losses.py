@@ -26,9 +26,13 @@ torch = optional_import("torch", "neural")
 F = torch.nn.functional
 
 
-def _loss_params(scale):
-    """``validate_params`` of a loss whose positive, finite scale is called ``scale``."""
-    return validate_params(
+def _margin_loss(scale):
+    """Decorator of a loss of the margin whose positive, finite scale is called ``scale``.
+
+    Validates ``h``, the scale and ``p`` (``validate_params``) and makes everything after
+    ``h`` keyword-only (positional calls warn until 0.4).
+    """
+    validate = validate_params(
         {
             "h": ["array-like"],
             scale: [FINITE_POSITIVE_REAL],
@@ -36,6 +40,7 @@ def _loss_params(scale):
         },
         prefer_skip_nested_validation=True,
     )
+    return lambda loss: keyword_only_after(1)(validate(loss))
 
 
 def _as_tensor(x, name, like=None):
@@ -70,8 +75,7 @@ def _soft_loss(g, h, p):
     return p * g(h) + (1.0 - p) * g(-h)
 
 
-@keyword_only_after(1)
-@_loss_params("beta")
+@_margin_loss("beta")
 def logistic_loss(h, *, beta=0.1, p=None):
     """DPO's logistic loss ``-log sigmoid(beta * h) = softplus(-beta * h)``.
 
@@ -112,8 +116,7 @@ def logistic_loss(h, *, beta=0.1, p=None):
     return _soft_loss(lambda t: F.softplus(-beta * t), h, p)
 
 
-@keyword_only_after(1)
-@_loss_params("tau")
+@_margin_loss("tau")
 def squared_loss(h, *, tau=0.1, p=None):
     """IPO's squared loss ``(h - 1 / (2 tau))**2``.
 
@@ -151,8 +154,7 @@ def squared_loss(h, *, tau=0.1, p=None):
     return _soft_loss(lambda t: (t - target) ** 2, h, p)
 
 
-@keyword_only_after(1)
-@_loss_params("delta")
+@_margin_loss("delta")
 def hinge_loss(h, *, delta=1.0, p=None):
     """SLiC-HF's hinge loss ``max(0, delta - h)`` (usually with no normaliser).
 
@@ -188,8 +190,7 @@ def hinge_loss(h, *, delta=1.0, p=None):
     return _soft_loss(lambda t: F.relu(delta - t), h, p)
 
 
-@keyword_only_after(1)
-@_loss_params("beta")
+@_margin_loss("beta")
 def exponential_loss(h, *, beta=0.1, p=None):
     """GPO's exponential loss ``exp(-beta * h)``.
 
@@ -218,8 +219,7 @@ def exponential_loss(h, *, beta=0.1, p=None):
     return _soft_loss(lambda t: torch.exp(-beta * t), h, p)
 
 
-@keyword_only_after(1)
-@_loss_params("beta")
+@_margin_loss("beta")
 def truncated_quadratic_loss(h, *, beta=0.1, p=None):
     """GPO's truncated quadratic loss ``max(0, 1 - beta * h)**2``.
 
@@ -249,8 +249,7 @@ def truncated_quadratic_loss(h, *, beta=0.1, p=None):
     return _soft_loss(lambda t: F.relu(1.0 - beta * t) ** 2, h, p)
 
 
-@keyword_only_after(1)
-@_loss_params("beta")
+@_margin_loss("beta")
 def savage_loss(h, *, beta=0.1, p=None):
     """GPO's Savage loss ``1 / (1 + exp(beta * h))**2 = sigmoid(-beta * h)**2``.
 

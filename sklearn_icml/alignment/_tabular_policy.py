@@ -179,6 +179,8 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         Weight of the squared log-ratio regulariser towards ``reference_policy``.
     learning_rate : float, default=0.05
         Step size of ``solver="gd"``.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     max_iter : int, default=5000
         Iterations (gradient steps, or L-BFGS iterations).
     batch_size : int or None, default=None
@@ -193,8 +195,6 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         Draws the mini-batches.
     verbose : int, default=0
         Print the objective every ``max_iter // 10`` iterations when > 0.
-    lr : float, default="deprecated"
-        Deprecated name of ``learning_rate`` (removed in 0.4).
 
     Attributes
     ----------
@@ -268,13 +268,13 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
         "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "max_iter": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT, None],
         "tol": [NON_NEGATIVE_REAL],
         "estimate_data_policy": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -289,13 +289,13 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         solver="lbfgs",
         kl_coef=0.0,
         learning_rate=0.05,
+        lr=DEPRECATED,
         max_iter=5000,
         batch_size=None,
         tol=1e-8,
         estimate_data_policy=False,
         random_state=None,
         verbose=0,
-        lr=DEPRECATED,
     ):
         self.loss = loss
         self.beta = beta
@@ -306,13 +306,13 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         self.solver = solver
         self.kl_coef = kl_coef
         self.learning_rate = learning_rate
+        self.lr = lr
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.tol = tol
         self.estimate_data_policy = estimate_data_policy
         self.random_state = random_state
         self.verbose = verbose
-        self.lr = lr
 
     # fitting
 

@@ -132,6 +132,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
         Windows per optimiser step.
     learning_rate : float, default=1e-3
         Adam learning rate, decayed to 0 with a cosine schedule.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     prob_floor : float, default=1e-6
         Probability mixed into every symbol, ``P = (1 - 256 eps) softmax + eps``, so no
         symbol has zero probability.
@@ -150,8 +152,6 @@ class SerLiCCodec(_BaseReflectanceCodec):
         Seeds the weight initialisation and the order of training windows.
     verbose : int, default=0
         Print one line per epoch when > 0.
-    lr : float, default="deprecated"
-        Deprecated name of ``learning_rate`` (removed in 0.4).
 
     Attributes
     ----------
@@ -237,10 +237,10 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "max_epochs": [NON_NEGATIVE_INT],
         "batch_size": [POSITIVE_INT],
         "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
         # not None: decoding must run on the thread count the encoder ran on
         "n_jobs": [POSITIVE_INT],
-        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -262,6 +262,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         max_epochs=5,
         batch_size=64,
         learning_rate=1e-3,
+        lr=DEPRECATED,
         prob_floor=1e-6,
         float_reflectance="reject",
         drop_origin=False,
@@ -269,7 +270,6 @@ class SerLiCCodec(_BaseReflectanceCodec):
         device="cpu",
         random_state=None,
         verbose=0,
-        lr=DEPRECATED,
     ):
         self.n_lasers = n_lasers
         self.n_azimuth = n_azimuth
@@ -287,6 +287,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.lr = lr
         self.prob_floor = prob_floor
         self.float_reflectance = float_reflectance
         self.drop_origin = drop_origin
@@ -294,7 +295,6 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-        self.lr = lr
 
     @classmethod
     def paper_light(cls, **params):

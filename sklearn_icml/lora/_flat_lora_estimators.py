@@ -38,8 +38,8 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
         "learning_rate": [POSITIVE_REAL],
-        "weight_decay": [NON_NEGATIVE_REAL],
         "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "weight_decay": [NON_NEGATIVE_REAL],
     }
 
     def __init__(
@@ -57,12 +57,12 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         max_epochs=30,
         batch_size=64,
         learning_rate=1e-2,
+        lr=DEPRECATED,
         weight_decay=0.0,
         random_state=None,
         device="cpu",
         n_jobs=1,
         verbose=0,
-        lr=DEPRECATED,
         **kwargs,
     ):
         self.module = module
@@ -77,12 +77,12 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.lr = lr
         self.weight_decay = weight_decay
         self.random_state = random_state
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.lr = lr
         self._store_routed_params(kwargs)
 
     def _base_module(self, n_features, n_outputs):
@@ -255,6 +255,8 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     batch_size : int, default=64
     learning_rate : float, default=1e-2
         AdamW learning rate.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     weight_decay : float, default=0.0
         AdamW weight decay.
     random_state : int, RandomState instance or None, default=None
@@ -263,8 +265,6 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     %(torch_n_jobs)s
     verbose : int, default=0
         0 is silent; 1 prints skorch's per-epoch table.
-    lr : float, default="deprecated"
-        Deprecated name of ``learning_rate`` (removed in 0.4).
     **kwargs
         Parameters routed to the skorch net as skorch routes them (``module__*``,
         ``optimizer__*``, ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,

@@ -141,6 +141,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     max_epochs : int, default=30
     learning_rate : float, default=2e-3
         AdamW learning rate, annealed to 0 by a cosine schedule over ``max_epochs``.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     batch_size : int, default=64
     weight_decay : float, default=0.01
         AdamW weight decay.
@@ -148,8 +150,6 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     %(torch_n_jobs)s
     %(random_state)s
     %(verbose)s
-    lr : float, default="deprecated"
-        Deprecated name of ``learning_rate`` (removed in 0.4).
     **kwargs
         Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__``, routed to the skorch
@@ -221,9 +221,9 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         "n_heads": [POSITIVE_INT],
         "max_epochs": [POSITIVE_INT],
         "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "batch_size": [POSITIVE_INT],
         "weight_decay": [NON_NEGATIVE_REAL],
-        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -240,13 +240,13 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         n_heads=4,
         max_epochs=30,
         learning_rate=2e-3,
+        lr=DEPRECATED,
         batch_size=64,
         weight_decay=0.01,
         device="cpu",
         n_jobs=1,
         random_state=None,
         verbose=0,
-        lr=DEPRECATED,
         **kwargs,
     ):
         self.fps = fps
@@ -260,13 +260,13 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         self.n_heads = n_heads
         self.max_epochs = max_epochs
         self.learning_rate = learning_rate
+        self.lr = lr
         self.batch_size = batch_size
         self.weight_decay = weight_decay
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-        self.lr = lr
         self._store_routed_params(kwargs)
 
     # input
