@@ -72,16 +72,18 @@ def agreement(report, quick):
 
 def simulations(report):
     rows = []
-    y, ch, _ = make_multiple_choice_predictions(20000, 4, [0.9, 0.6], random_state=0)
+    y, ch, _ = make_multiple_choice_predictions(
+        20000, n_options=4, accuracies=[0.9, 0.6], random_state=0
+    )
     rows.append(["E2 discrete, independent", "0 +- 0.02",
                  capa_score(y, ch[0], ch[1], discrete=True, n_options=4)])
     y, _, pr = make_multiple_choice_predictions(
-        20000, 4, [0.9, 0.6], confidence=[0.7, 0.5], random_state=0
+        20000, n_options=4, accuracies=[0.9, 0.6], confidence=[0.7, 0.5], random_state=0
     )
     rows.append(["E2 probabilistic (q = 0.7, 0.5)", "0 +- 0.02", capa_score(y, pr[0], pr[1])])
     for rho, spec_run in [(0.2, 0.190), (0.5, 0.499), (0.8, 0.804)]:
         y, ch, _ = make_multiple_choice_predictions(
-            20000, 4, [0.7, 0.7], copy_prob=rho, random_state=0
+            20000, n_options=4, accuracies=[0.7, 0.7], copy_prob=rho, random_state=0
         )
         rows.append([f"E3 rho = {rho} (spec's run: {spec_run})", f"{rho} +- 0.02",
                      capa_score(y, ch[0], ch[1], discrete=True, n_options=4)])

@@ -1,4 +1,4 @@
-"""F-16 high-frame-rate video (Li et al., ICML 2025): spec experiments E1-E3 and peers.
+"""F-16 high-frame-rate video (Li et al., ICML 2025): experiments E1-E3 and peers.
 
 Run: python benchmarks/f16_high_frame_rate_video.py [--quick] [--skip-long | --long-only]
      [--long-n N]
@@ -36,7 +36,7 @@ from sklearn_icml.video._frames import encode_videos
 SEED = 0
 
 
-# ---------------------------------------------------------------- peers
+# peers
 class Conv3dNet(torch.nn.Module):
     """Two Conv3d layers (3 x 3 x 3, spatial stride 2), global average pool, linear head."""
 
@@ -93,7 +93,7 @@ def angular_moment_features(X):
     ])
 
 
-# ---------------------------------------------------------------- main
+# main
 def _own_args(argv):
     """Split this script's own flags from the harness's (``--quick``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -129,7 +129,7 @@ def main(argv=None):
         f"AdamW lr 2e-3 cosine, {epochs} epochs, batch 64), one torch thread, on a shared "
         "2-core machine (other jobs running, so absolute times are inflated; compare "
         "ratios). Neural fit times are single runs (a fit takes minutes); predict and "
-        "encoder times are medians of 3. Prototype values are those of the spec, section 6.",
+        "encoder times are medians of 3. Prototype values are those of the reference prototype.",
     )
 
     def model(**kw):
@@ -142,7 +142,7 @@ def main(argv=None):
         return
     X, y = make_rotating_dot_videos(n_train, duration_s=2, random_state=SEED)
 
-    # ---------------- E1
+    # E1
     e1 = {}
     for fps in (16, 4, 1):
         clf = model(fps=fps)
@@ -174,7 +174,7 @@ def main(argv=None):
     )
     report.write()
 
-    # ---------------- E3a: the 16-FPS model read at lower rates
+    # E3a: the 16-FPS model read at lower rates
     rows = []
     e3a = {}
     for rate in (16, 8, 4, 2, 1):
@@ -191,7 +191,7 @@ def main(argv=None):
         rows,
     )
 
-    # ---------------- E3b: radius task
+    # E3b: radius task
     Xr, yr = make_rotating_dot_videos(n_train, duration_s=2, task="radius", random_state=SEED)
     Xrt, yrt = make_rotating_dot_videos(n_test, duration_s=2, task="radius",
                                         random_state=SEED + 1)
@@ -224,7 +224,7 @@ def main(argv=None):
     )
     report.write()
 
-    # ---------------- E2: aligner ablation on 1-s videos
+    # E2: aligner ablation on 1-s videos
     X1, y1 = make_rotating_dot_videos(n_train, duration_s=1, random_state=SEED)
     e2 = {}
     for aligner in ("multiframe", "meanpool"):
@@ -248,7 +248,7 @@ def main(argv=None):
     )
     report.write()
 
-    # ---------------- peers on the E1 data
+    # peers on the E1 data
     peers = []
     single = model(fps=1, aligner="single")
     s_fit, single = timed_fit(single, X, y, repeat=1)
@@ -303,7 +303,7 @@ def main(argv=None):
     )
     report.write()
 
-    # ---------------- figure
+    # figure
     try:
         import matplotlib
 
@@ -329,7 +329,7 @@ def main(argv=None):
     except ImportError:
         pass
 
-    # ---------------- long variant
+    # long variant
     if skip_long:
         report.add("Long variant", "Not run in this process (--skip-long).")
         report.write()

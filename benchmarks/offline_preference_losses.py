@@ -1,8 +1,8 @@
-"""Offline preference losses (Agarwal, Dann & Marinov, ICML 2025): spec E1-E4, LM check, peers.
+"""Offline preference losses (Agarwal, Dann & Marinov, ICML 2025): E1-E4, LM check, peers.
 
 Run: python benchmarks/offline_preference_losses.py [--quick]
 
-Common setup (spec section 6): one context, K = 4 responses, rewards r = [1, .5, 0, -.5],
+Common setup (the paper's tabular example): one context, K = 4 responses, rewards r = [1, .5, 0, -.5],
 pi_ref = [.1, .2, .3, .4], Bradley-Terry preferences, pairs drawn independently from a
 sampling policy m (uniform unless said otherwise), logits initialised at 0.
 
@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_icml.alignment import (
     PreferenceLMTrainer,
     TabularPreferencePolicy,
-    benchmark_policy,
+    closed_form_policy,
     hinge_loss,
     logistic_loss,
     make_preference_pairs,
@@ -61,7 +61,7 @@ def deterministic(r):
 
 def fit_population(loss, *, pref=None, sampling=None, normalizer="reference", nu=REF, **params):
     pairs, labels, weight = population_pairs(
-        None if pref is not None else R, pref, sampling=sampling
+        None if pref is not None else R, pref_matrix=pref, sampling=sampling
     )
     kwargs = {}
     if normalizer == "reference":
@@ -91,21 +91,21 @@ def policy_rows(name, pol, target_pi, target_value, target_kl, tol=TOL):
     ]
 
 
-HEAD = ["run", "quantity", "target (spec)", "measured", "max err / tol"]
+HEAD = ["run", "quantity", "target", "measured", "max err / tol"]
 
 
 def e1(report, quick):
     target = ([0.2376, 0.2882, 0.2622, 0.2120], 0.2756, 0.141)
     rows = []
     rows += policy_rows("population, L-BFGS", fit_population("logistic", beta=1.0), *target)
-    gd = fit_population("logistic", beta=1.0, solver="gd", lr=0.25, max_iter=20000)
+    gd = fit_population("logistic", beta=1.0, solver="gd", learning_rate=0.25, max_iter=20000)
     rows += policy_rows(f"population, GD ({gd.n_iter_} steps)", gd, *target)
     n = 20_000 if quick else 200_000
     pairs, labels = make_preference_pairs(R, n_pairs=n, random_state=0)
     sampled = TabularPreferencePolicy(loss="logistic", beta=1.0).fit(
         pairs, labels, reference_policy=REF)
     rows += policy_rows(f"{n} sampled pairs, L-BFGS", sampled, *target, tol=0.01)
-    closed = benchmark_policy(R, nu=REF, beta=1.0)
+    closed = closed_form_policy(R, nu=REF, beta=1.0)
     rows.append(["closed form pi ∝ ref exp(r/beta)", "pi", vec(target[0]), vec(closed),
                  ok(closed, target[0], TOL)])
     report.add_table("E1 logistic (DPO), beta = 1, nu = pi_ref, uniform sampling", HEAD, rows,
@@ -129,12 +129,12 @@ def e2(report):
     d = np.abs(log_u.policy_ - log_r.policy_).max()
     rows.append(["logistic: uniform vs m = pi_ref", "max |pi diff|", "0 (independent of m)",
                  f"{d:.1e}", "ok" if d < 1e-6 else "MISS"])
-    closed = benchmark_policy(R, nu=REF, loss="squared", tau=1.0, sampling=REF)
+    closed = closed_form_policy(R, nu=REF, loss="squared", tau=1.0, sampling=REF)
     rows.append(["closed form pi ∝ ref exp(P(y>m)/tau), m = pi_ref", "pi",
                  vec([0.1239, 0.2233, 0.2985, 0.3543]), vec(closed),
                  ok(closed, [0.1239, 0.2233, 0.2985, 0.3543], TOL)])
     report.add_table("E2 squared (IPO), tau = 1, nu = pi_ref: dependence on the sampling policy",
-                     HEAD, rows, note="The spec gives no KL target for E2 (not measured "
+                     HEAD, rows, note="No KL target is set for E2 (not measured "
                      f"against one); measured KL(pi||ref) = {uni.kl_to(REF)[0]:.4f} (uniform m).")
 
 
@@ -146,7 +146,7 @@ def e3(report, quick):
     targets = {1000: (0.92, 1.93), 10_000: (0.99, 2.24), 100_000: (0.999, 2.29)}
     for n in steps:
         start = time.perf_counter()
-        pol = fit_population("logistic", beta=1.0, pref=P, solver="gd", lr=0.25, max_iter=n,
+        pol = fit_population("logistic", beta=1.0, pref=P, solver="gd", learning_rate=0.25, max_iter=n,
                              tol=0.0)
         sec = time.perf_counter() - start
         pb, kl = pol.policy_[0, 0], pol.kl_to(REF)[0]
@@ -156,8 +156,9 @@ def e3(report, quick):
                      round(float(kl), 4), ok(kl, targets[n][1], 0.05)])
     report.add_table(
         "E3 deterministic labels (winner = higher reward; ties 0.5 on a = b)", HEAD, rows,
-        note="Gradient descent uses lr 0.25 on the weighted *mean* pair loss, which is the "
-        "spec's lr 0.5 on its population sum sum m(a)m(b)P(a>b)loss(h(a,b)) (half the mean): "
+        note="Gradient descent uses learning_rate 0.25 on the weighted *mean* pair loss, which "
+        "is a step of 0.5 on the paper's population sum sum m(a)m(b)P(a>b)loss(h(a,b)) (half "
+        "the mean): "
         "the same trajectory. Tolerances: 1e-3 (squared), 0.02 on pi(best), 0.05 on KL.")
 
     grid = [100, 300, 1000, 3000, 10_000, 30_000] + ([] if quick else [100_000])
@@ -165,17 +166,17 @@ def e3(report, quick):
     for beta in (0.1, 1.0, 10.0):
         margins, pis = [], []
         for n in grid:
-            pol = fit_population("logistic", beta=beta, pref=P, solver="gd", lr=0.25,
+            pol = fit_population("logistic", beta=beta, pref=P, solver="gd", learning_rate=0.25,
                                  max_iter=n, tol=0.0)
             margins.append(np.abs(pol.margins_).max())
             pis.append(pol.policy_[0, 0])
         mono = bool(np.all(np.diff(margins) > 0))
         rows.append([f"logistic, beta = {beta}", " / ".join(f"{m:.2f}" for m in margins),
                      " / ".join(f"{p:.3f}" for p in pis),
-                     f"{benchmark_policy(R, nu=REF, beta=beta)[0]:.3f}", mono])
+                     f"{closed_form_policy(R, nu=REF, beta=beta)[0]:.3f}", mono])
     sq_m = []
     for n in grid:
-        pol = fit_population("squared", tau=1.0, pref=P, solver="gd", lr=0.25, max_iter=n,
+        pol = fit_population("squared", tau=1.0, pref=P, solver="gd", learning_rate=0.25, max_iter=n,
                              tol=0.0)
         sq_m.append(np.abs(pol.margins_).max())
     rows.append(["squared, tau = 1", " / ".join(f"{m:.2f}" for m in sq_m),
@@ -183,9 +184,9 @@ def e3(report, quick):
     report.add_table(
         f"E3 non-convergence of the logistic loss: largest |margin| and pi(best) after "
         f"{' / '.join(map(str, grid))} GD steps (lr 0.25)",
-        ["loss", "largest |h|", "pi(best)", "BT benchmark pi(best), same beta",
+        ["loss", "largest |h|", "pi(best)", "BT closed-form pi(best), same beta",
          "largest |h| strictly increasing"], rows,
-        note="Spec: margins grow like log(steps) and the policy collapses onto the best "
+        note="Expected: margins grow like log(steps) and the policy collapses onto the best "
         "response whatever beta (beta only changes the speed); the squared loss reaches its "
         "finite fixed point.")
 
@@ -256,18 +257,18 @@ def lm_check(report, quick):
     rows = []
     for loss, params in (("logistic", {"beta": 1.0}), ("squared", {"tau": 1.0})):
         start = time.perf_counter()
-        tr = PreferenceLMTrainer(loss=loss, **params, vocab_size=4, lr=1e-2, max_epochs=epochs,
+        tr = PreferenceLMTrainer(loss=loss, **params, vocab_size=4, learning_rate=1e-2, max_epochs=epochs,
                                  batch_size=12, random_state=0).fit(*data)
         sec = time.perf_counter() - start
         pol = softmax(tr.sequence_logprob([[0]] * K, CANDIDATES))
         nu = softmax(tr.sequence_logprob([[0]] * K, CANDIDATES, reference=True))
-        target = benchmark_policy(R, nu=nu, loss=loss, **params)
+        target = closed_form_policy(R, nu=nu, loss=loss, **params)
         rows.append([f"{loss} ({epochs} epochs, {sec:.1f} s)", vec(nu, 3), vec(target),
                      vec(pol), f"{np.abs(pol - target).max():.1e}"])
     report.add_table(
         "LM check: tiny causal Transformer (1 layer, d = 32), 4 candidate completions, all "
         "12 ordered pairs with soft BT labels",
-        ["loss", "pi_ref restricted to candidates", "benchmark_policy (target)",
+        ["loss", "pi_ref restricted to candidates", "closed_form_policy (target)",
          "trained LM restricted", "max |err|"], rows,
         note="The LM's normaliser is the model as initialised; restricted to the candidates "
         "the trained LM should equal the tabular closed form with nu = the restricted "
@@ -279,7 +280,7 @@ def lm_check(report, quick):
     epochs = 80 if quick else 300
     checkpoints = [e for e in (10, 30, 100, 300) if e <= epochs]
     for loss, params in (("logistic", {"beta": 1.0}), ("squared", {"tau": 1.0})):
-        tr = PreferenceLMTrainer(loss=loss, **params, vocab_size=4, lr=2e-2, max_epochs=epochs,
+        tr = PreferenceLMTrainer(loss=loss, **params, vocab_size=4, learning_rate=2e-2, max_epochs=epochs,
                                  batch_size=6, random_state=0).fit(*det)
         margin = tr.history_[:, "margin"]
         lw, ll = tr.history_[:, "logp_chosen"], tr.history_[:, "logp_rejected"]
@@ -310,13 +311,17 @@ def trl_peer(report, quick):
     g = torch.Generator().manual_seed(0)
     n = 64
     lw, ll, rw, rl = (-20 * torch.rand(n, generator=g, dtype=torch.float64) for _ in range(4))
-    h = preference_margin(lw, ll, rw, rl)
+    h = preference_margin(lw, ll, ref_logp_w=rw, ref_logp_l=rl)
+
+    def margin():  # timed with each loss, as trl computes it inline
+        return preference_margin(lw, ll, ref_logp_w=rw, ref_logp_l=rl)
+
     rows = []
     for beta in (0.1, 1.0):
         ours = {
-            "sigmoid": lambda b=beta: logistic_loss(preference_margin(lw, ll, rw, rl), b).mean(),
-            "ipo": lambda b=beta: squared_loss(preference_margin(lw, ll, rw, rl), b).mean(),
-            "hinge": lambda b=beta: b * hinge_loss(preference_margin(lw, ll, rw, rl), 1 / b).mean(),
+            "sigmoid": lambda b=beta: logistic_loss(margin(), beta=b).mean(),
+            "ipo": lambda b=beta: squared_loss(margin(), tau=b).mean(),
+            "hinge": lambda b=beta: b * hinge_loss(margin(), delta=1 / b).mean(),
         }
         for loss_type, fn in ours.items():
             t_ours, v_ours = median_time(fn, repeat=5 if quick else 20)
@@ -330,7 +335,7 @@ def trl_peer(report, quick):
         "sequence log-probs (float64)",
         ["trl loss_type", "beta (trl)", "ours", "trl", "|diff| (target <= 1e-6)",
          "time trl / ours"], rows,
-        note="ours: logistic_loss(h, beta), squared_loss(h, tau=beta), "
+        note="ours: logistic_loss(h, beta=beta), squared_loss(h, tau=beta), "
         "beta * hinge_loss(h, delta=1/beta). trl 1.x computes the losses inline in "
         "DPOTrainer._compute_loss; it runs here on a stand-in trainer whose model returns "
         "the given log-probs (one completion token, so trl's IPO token average is the "
@@ -344,15 +349,15 @@ def timings(report, quick):
         pairs, labels, sample_weight=weight, reference_policy=REF), repeat=rep)
     n_gd = 10_000
     t_gd, _ = median_time(lambda: TabularPreferencePolicy(
-        loss="logistic", beta=1.0, solver="gd", lr=0.25, max_iter=n_gd, tol=0.0).fit(
+        loss="logistic", beta=1.0, solver="gd", learning_rate=0.25, max_iter=n_gd, tol=0.0).fit(
         pairs, labels, sample_weight=weight, reference_policy=REF), repeat=rep)
     n_mb = 2_000
     t_mb, _ = median_time(lambda: TabularPreferencePolicy(
-        loss="logistic", beta=1.0, solver="gd", lr=0.25, max_iter=n_mb, batch_size=32,
+        loss="logistic", beta=1.0, solver="gd", learning_rate=0.25, max_iter=n_mb, batch_size=32,
         random_state=0).fit(pairs, labels, sample_weight=weight, reference_policy=REF),
         repeat=rep)
 
-    # a plain torch autograd loop of the same full-batch steps (what the spec suggests)
+    # a plain torch autograd loop of the same full-batch steps (the usual implementation)
     n_torch = 2_000
 
     def torch_gd():
@@ -363,13 +368,13 @@ def timings(report, quick):
         opt = torch.optim.SGD([z], lr=0.25)
         for _ in range(n_torch):
             opt.zero_grad()
-            h = preference_margin(z[a], z[b], lref[a], lref[b])
-            (w * logistic_loss(h, 1.0, p=p)).sum().backward()
+            h = preference_margin(z[a], z[b], ref_logp_w=lref[a], ref_logp_l=lref[b])
+            (w * logistic_loss(h, beta=1.0, p=p)).sum().backward()
             opt.step()
         return z
 
     t_torch, z = median_time(torch_gd, repeat=1 if quick else 3, warmup=0)
-    gd_pol = TabularPreferencePolicy(loss="logistic", beta=1.0, solver="gd", lr=0.25,
+    gd_pol = TabularPreferencePolicy(loss="logistic", beta=1.0, solver="gd", learning_rate=0.25,
                                      max_iter=n_torch, tol=0.0).fit(
         pairs, labels, sample_weight=weight, reference_policy=REF)
     agree = np.abs(torch.softmax(z.detach(), 0).numpy() - gd_pol.policy_[0]).max()

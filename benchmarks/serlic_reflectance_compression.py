@@ -1,8 +1,8 @@
-"""SerLiC: lossless LiDAR reflectance compression; spec experiments E1-E3 and the peers.
+"""SerLiC: lossless LiDAR reflectance compression; experiments E1-E3 and the peers.
 
 Run: python benchmarks/serlic_reflectance_compression.py [--quick]
 
-Every coder codes the same generated test sweeps (spec 6.1 generator, seeds 1000..1004);
+Every coder codes the same generated test sweeps (make_lidar_sweep, seeds 1000..1004);
 rates are bits per point (bpp) of the real coded size unless a row says "entropy".
 """
 
@@ -22,8 +22,8 @@ from sklearn_icml.datasets import make_lidar_sweep
 
 TRAIN_SEEDS = range(16)
 TEST_SEEDS = range(1000, 1005)
-# the calibrated schedule of spec 6.2: 20 epochs at batch 32 (1,280 steps), lr 3e-3 cosine
-E1 = {"window": 256, "d_model": 32, "n_layers": 2, "batch_size": 32, "lr": 3e-3,
+# the calibrated schedule: 20 epochs at batch 32 (1,280 steps), lr 3e-3 cosine
+E1 = {"window": 256, "d_model": 32, "n_layers": 2, "batch_size": 32, "learning_rate": 3e-3,
       "n_jobs": 1, "random_state": 0}
 
 
@@ -41,7 +41,7 @@ def bpp_of(nbytes, n):
     return 8.0 * nbytes / n
 
 
-# --- peers ------------------------------------------------------------------------------
+# peers
 
 
 def general_purpose():
@@ -120,7 +120,7 @@ def peers(report, tests, scan_orders, quick):
         f"Peers on the test sweeps (seeds {TEST_SEEDS.start}..{TEST_SEEDS.stop - 1})",
         ["coder", "bpp mean", "min", "max", "note"],
         rows,
-        note="Spec 6.2 reference (means): oracle 3.96, order-0 5.92, differences 4.40, "
+        note="Reference prototype (means): oracle 3.96, order-0 5.92, differences 4.40, "
         "zlib scan 5.70, lzma scan 4.55, zlib random 6.15, lzma random 6.08.",
     )
     return per_sweep
@@ -155,7 +155,7 @@ def peer_times(tests, scan_orders):
     return out
 
 
-# --- SerLiC ---------------------------------------------------------------------------------
+# SerLiC
 
 
 def fit_codec(name, train, **params):
@@ -224,7 +224,7 @@ def e1(report, train, tests, peer_bpp, configs):
         "2 layers, batch 32, lr 3e-3 cosine, scalar prior-reflectance input)",
         ["check", "target", "measured", "pass"],
         rows,
-        note="Prototype of the spec (GRU, 1,280 steps): 4.242 / 4.273 / 4.133 / 4.135 / 4.471, "
+        note="Reference prototype (GRU, 1,280 steps): 4.242 / 4.273 / 4.133 / 4.135 / 4.471, "
         "mean 4.251; (GRU, 512 steps): mean 4.53, failing (a) on three sweeps.",
     )
     report.add_table(
@@ -252,8 +252,8 @@ def e2(report, train, tests, e1_coded, model, epochs):
             ["exact round trip", "True", str(exact), exact],
             ["fit time / steps", "-", f"{fit_s:.0f} s / {steps}", "-"],
         ],
-        note="lzma shows the same effect: 4.55 (scan) -> 6.08 (random), spec 6.3. The spec's "
-        "5.5 to 6.0 for the random order was not measured by its prototype; a model in random "
+        note="lzma shows the same effect: 4.55 (scan) -> 6.08 (random). The "
+        "5.5 to 6.0 expected for the random order was not measured by the prototype; a model in random "
         "order still sees each point's laser, azimuth and distance (the ground's reflectance "
         "is a function of them) and the other points of its window. Train bpp per epoch: "
         f"{curve}.",
@@ -319,11 +319,11 @@ def main(argv=None):
     train_seeds = range(2) if quick else TRAIN_SEEDS
     test_seeds = TEST_SEEDS
     # (model, epochs, target mean bpp, where the target comes from)
-    configs = [("mamba", 20, 4.25, "spec E1, 1,280 steps"),
+    configs = [("mamba", 20, 4.25, "E1 target, 1,280 steps"),
                ("gru", 8, 4.53, "prototype at 512 steps")]
-    e2_epochs = 20  # E2 needs E1's training budget (spec 6.3 calibration note)
+    e2_epochs = 20  # E2 needs E1's training budget (see Notes)
     if quick:
-        configs = [("mamba", 1, 4.25, "spec E1"), ("gru", 1, 4.53, "prototype")]
+        configs = [("mamba", 1, 4.25, "E1 target"), ("gru", 1, 4.53, "prototype")]
         e2_epochs = 1
     log("generating sweeps")
     train = [make_lidar_sweep(s)[:2] for s in train_seeds]
@@ -339,25 +339,25 @@ def main(argv=None):
         f"Train sweeps: seeds {train_seeds.start}..{train_seeds.stop - 1}; test sweeps: seeds "
         f"{test_seeds.start}..{test_seeds.stop - 1} ({np.mean([t[1].size for t in tests]):.0f} "
         "points each on average), all shuffled as a point cloud file would be. "
-        f"ScanOrderSerializer recovers the exact scan order of every test sweep (spec test "
-        f"7.2): {recovered}. Load average at start: {os.getloadavg()[0]:.1f} on "
+        f"ScanOrderSerializer recovers the exact scan order of every test sweep: "
+        f"{recovered}. Load average at start: {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} cores; torch and numba use 1 thread, except the timed coding of E3 "
         "(2).",
     )
     report.add(
         "Notes",
-        "Spec 6.2 calibrates E1 with a GRU at 1,280 Adam steps (20 epochs at batch 32 over "
+        "E1 is calibrated with a GRU at 1,280 Adam steps (20 epochs at batch 32 over "
         "the 2,050 windows of 16 sweeps, lr 3e-3 cosine) plus the scalar prior-reflectance "
-        "input of spec 3.3 (on by default here: `prior_scalar=True`). This run trains the "
+        "input (on by default here: `prior_scalar=True`). This run trains the "
         "paper's model, Mamba (mambapy's blocks; the training-time scan runs as a numba "
         "recurrence on the CPU), at that full schedule. To keep the run near half an hour "
         "on this shared 2-core machine, the GRU ablation is trained for 8 epochs (512 "
         "steps) instead of 20 and compared with the prototype's own 512-step figure (4.53); "
-        "E2's random-order model gets E1's full 20 epochs, as the spec's calibration note "
-        "asks. The section 4 default schedule (5 "
-        "epochs at batch 64, lr 1e-3: 160 steps) is not rerun: the spec's prototype measured "
+        "E2's random-order model gets E1's full 20 epochs, as its calibration "
+        "requires. The default schedule (5 "
+        "epochs at batch 64, lr 1e-3: 160 steps) is not rerun: the reference prototype measured "
         "it at the order-0 level (6.1 bpp). The paper's baselines (G-PCC RAHT/Predlift, "
-        "Unicorn) are not available in Python; the peers are the ones of spec section 5.",
+        "Unicorn) are not available in Python; the peers are classical and general-purpose coders.",
     )
     log("peers")
     peer_bpp = peers(report, tests, scan_orders, quick)

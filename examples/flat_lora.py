@@ -52,7 +52,8 @@ for _ in range(30):
 models = {}
 for name, rho in (("LoRA", 0.0), ("Flat-LoRA (rho=0.1)", 0.1)):
     models[name] = FlatLoRAClassifier(
-        module=pre, lora_rank=4, lora_alpha=8, lr=3e-3, max_epochs=40, rho=rho, random_state=0
+        module=pre, lora_rank=4, lora_alpha=8, learning_rate=3e-3, max_epochs=40, rho=rho,
+        random_state=0,
     ).fit(train4, y_tr)
     print(f"{name:22s} noisy-4 test acc {models[name].score(test4, y_te):.3f}   "
           f"noisy-6 test acc {models[name].score(test6, y_te):.3f}")

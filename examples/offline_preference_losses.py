@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_icml.alignment import TabularPreferencePolicy, benchmark_policy, population_pairs
+from sklearn_icml.alignment import TabularPreferencePolicy, closed_form_policy, population_pairs
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 warnings.simplefilter("ignore", ConvergenceWarning)
@@ -42,14 +42,15 @@ steps = np.unique(np.geomspace(1, 3000, 40).astype(int))
 
 def trajectory(loss, params, normalizer, nu, rewards=rewards, pref=None, steps=steps):
     """Policy after each number of full-batch GD steps (deterministic, so refits = snapshots)."""
-    pairs, labels, weight = population_pairs(None if pref is not None else rewards, pref,
-                                             sampling=mu)
+    pairs, labels, weight = population_pairs(
+        None if pref is not None else rewards, pref_matrix=pref, sampling=mu
+    )
     key = "data_policy" if normalizer == "data" else "reference_policy"
     kwargs = {key: nu} if normalizer != "none" else {}
     rows = []
     for n in steps:
-        pol = TabularPreferencePolicy(loss=loss, normalizer=normalizer, solver="gd", lr=0.25,
-                                      max_iter=int(n), tol=0.0, **params)
+        pol = TabularPreferencePolicy(loss=loss, normalizer=normalizer, solver="gd",
+                                      learning_rate=0.25, max_iter=int(n), tol=0.0, **params)
         rows.append(pol.fit(pairs, labels, sample_weight=weight, **kwargs).policy_[0])
     return np.array(rows)
 
@@ -60,7 +61,7 @@ for i, (lname, (loss, params)) in enumerate(losses.items()):
     for j, (nname, (normalizer, nu)) in enumerate(normalizers.items()):
         ax = axes[i, j]
         path = trajectory(loss, params, normalizer, nu)
-        target = benchmark_policy(rewards, nu=nu, loss=loss, sampling=mu, **params)
+        target = closed_form_policy(rewards, nu=nu, loss=loss, sampling=mu, **params)
         for k in range(4):
             ax.semilogx(steps, path[:, k], color=colors[k], label=f"y{k} (r={rewards[k]:+.1f})")
             ax.axhline(target[k], color=colors[k], ls="--", lw=0.8)
@@ -82,7 +83,7 @@ for j, (lname, (loss, params)) in enumerate(losses.items()):
 axes[2, 2].axis("off")
 axes[2, 2].text(0.0, 0.5, "Deterministic labels: the logistic loss has no\nfinite minimiser, "
                 "its policy collapses onto the\nbest response whatever beta; the squared\n"
-                "loss converges (dashed lines in rows 1-2:\nclosed-form benchmark_policy).",
+                "loss converges (dashed lines in rows 1-2:\nclosed-form closed_form_policy).",
                 fontsize=10, va="center", transform=axes[2, 2].transAxes)
 for ax in axes[:, 0]:
     ax.set_ylabel("pi(y)")

@@ -36,7 +36,8 @@ train = [make_lidar_sweep(seed, **grid)[:2] for seed in range(4)]
 points, r, oracle_bits, (v, u) = make_lidar_sweep(1000, **grid)
 
 start = time.perf_counter()
-codec = SerLiCCodec(**grid, window=128, max_epochs=12, batch_size=8, lr=5e-3, random_state=0)
+codec = SerLiCCodec(**grid, window=128, max_epochs=12, batch_size=8, learning_rate=5e-3,
+                    random_state=0)
 codec.fit(train)
 print(f"trained {codec.n_params_} parameters in {time.perf_counter() - start:.0f} s "
       f"({codec.n_steps_} steps); train bpp per epoch:",

@@ -73,11 +73,11 @@ TEST_PARAMS = {
     # Flat-LoRA
     # a width-16 MLP, LoRA rank 4, 15 epochs: fast, and enough for the checks' toy data
     "FlatLoRAClassifier": {
-        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
+        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "learning_rate": 0.03,
         "random_state": 0,
     },
     "FlatLoRARegressor": {
-        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "lr": 0.03,
+        "hidden_layer_sizes": (16,), "lora_rank": 4, "max_epochs": 15, "learning_rate": 0.03,
         "random_state": 0,
     },
     # SerLiC reflectance compression

@@ -1,7 +1,7 @@
 """Offline preference optimisation: DPO/IPO/SLiC losses, normalisers, tabular theory.
 
 After Agarwal, Dann & Marinov, "Design Considerations in Offline Preference-based RL"
-(ICML 2025). The tabular policy, the closed-form benchmark policies and the pair helpers
+(ICML 2025). The tabular policy, the closed-form population minimisers and the pair helpers
 are numpy-only; the loss functions (torch) and the language-model trainer (torch, skorch)
 are imported on first access (they are listed in ``_TORCH_NAMES``), so
 ``from sklearn_icml.alignment import TabularPreferencePolicy`` does not import torch.
@@ -13,8 +13,7 @@ from ..utils._lazy import lazy_getattr
 _TORCH_NAMES = set()
 __all__ = []
 
-# --- offline-preference-losses ---
-from ._benchmark import benchmark_policy  # noqa: E402
+from ._closed_form import closed_form_policy  # noqa: E402
 from ._pairs import make_preference_pairs, population_pairs  # noqa: E402
 from ._tabular_policy import TabularPreferencePolicy  # noqa: E402
 
@@ -36,7 +35,7 @@ __all__ += [
     "PreferenceLMTrainer",
     "TabularPreferencePolicy",
     "TinyCausalLM",
-    "benchmark_policy",
+    "closed_form_policy",
     "exponential_loss",
     "hinge_loss",
     "logistic_loss",
@@ -47,6 +46,9 @@ __all__ += [
     "squared_loss",
     "truncated_quadratic_loss",
 ]
+
+# Deprecated names (removed in 0.4): importable, out of __all__ and of the API reference.
+from ._closed_form import benchmark_policy  # noqa: E402, F401
 
 # torch-based names are imported on first access only
 __getattr__ = lazy_getattr(__name__, _LAZY)

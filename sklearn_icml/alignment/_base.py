@@ -2,8 +2,7 @@
 
 :class:`TabularPreferencePolicy` and :class:`PreferenceLMTrainer` both choose a loss of
 :data:`PREFERENCE_LOSSES` and its scale through the same parameters: their constraints
-and the scale the chosen loss reads live in :class:`_PreferenceLossMixin`, their
-documentation in :data:`ALIGNMENT_PIECES` (filled in by :func:`fill_doc`); both check
+and the scale the chosen loss reads live in :class:`_PreferenceLossMixin`; both check
 soft labels with :func:`check_soft_labels`.
 """
 
@@ -11,34 +10,12 @@ soft labels with :func:`check_soft_labels`.
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..utils._docstrings import fill_doc as _fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_REAL
 from ..utils.validation import check_finite
 from ._loss_math import LOSS_NAMES, LOSS_PARAMETER
 
 #: a probability vector must sum to one within this tolerance
 SUM_TOL = 1e-6
-
-
-#: Parameter documentation shared by the preference estimators (numpydoc, unindented).
-ALIGNMENT_PIECES = {
-    "preference_loss": """\
-loss : {"logistic", "squared", "hinge", "exponential", "truncated_quadratic", \
-        "savage"}, default="logistic"
-    Loss of the margin (see :data:`PREFERENCE_LOSSES`): DPO, IPO, SLiC, or the GPO
-    family.
-beta : float, default=0.1
-    Scale of the logistic, exponential, truncated quadratic and savage losses.
-tau : float, default=0.1
-    IPO's ``tau`` (target margin ``1 / (2 tau)``), for ``loss="squared"``.
-delta : float, default=1.0
-    Hinge margin, for ``loss="hinge"``.""",
-}
-
-
-def fill_doc(obj):
-    """Fill the ``%(name)s`` pieces of :data:`ALIGNMENT_PIECES` (and the common ones)."""
-    return _fill_doc(obj, ALIGNMENT_PIECES)
 
 
 class _PreferenceLossMixin:

@@ -15,11 +15,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NonTabularInputMixin
 from ..utils import draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import torch_threads
 from ..utils._training import seeded_torch
 from ..utils.validation import check_finite
-from ._base import _PreferenceLossMixin, check_soft_labels, fill_doc
+from ._base import _PreferenceLossMixin, check_soft_labels
+from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
 torch = optional_import("torch", "neural")
@@ -120,8 +123,11 @@ class PreferenceCriterion(nn.Module):
 
     def forward(self, y_pred, y_true):
         y_true = y_true.to(y_pred.dtype)
-        h = preference_margin(y_pred[:, 0], y_pred[:, 1], y_true[:, 0], y_true[:, 1])
-        loss = PREFERENCE_LOSSES[self.loss](h, self.scale, p=y_true[:, 2]).mean()
+        h = preference_margin(
+            y_pred[:, 0], y_pred[:, 1], ref_logp_w=y_true[:, 0], ref_logp_l=y_true[:, 1]
+        )
+        scale = {LOSS_PARAMETER[self.loss]: self.scale}  # beta, tau or delta
+        loss = PREFERENCE_LOSSES[self.loss](h, **scale, p=y_true[:, 2]).mean()
         if self.kl_coef > 0:
             d = y_pred[:, :2] - y_true[:, 3:5]
             loss = loss + self.kl_coef * (d * d).mean() / 2.0
@@ -215,7 +221,16 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
 
     Parameters
     ----------
-    %(preference_loss)s
+    loss : {"logistic", "squared", "hinge", "exponential", "truncated_quadratic", \
+            "savage"}, default="logistic"
+        Loss of the margin (see :data:`PREFERENCE_LOSSES`): DPO, IPO, SLiC, or the GPO
+        family.
+    beta : float, default=0.1
+        Scale of the logistic, exponential, truncated quadratic and savage losses.
+    tau : float, default=0.1
+        IPO's ``tau`` (target margin ``1 / (2 tau)``), for ``loss="squared"``.
+    delta : float, default=1.0
+        Hinge margin, for ``loss="hinge"``.
     normalizer : {"reference", "data", "none"}, default="reference"
     kl_coef : float, default=0.0
         Weight of ``mean (log pi(y|x) - log pi_ref(y|x))**2 / 2`` over the pair responses.
@@ -230,8 +245,10 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     bos_token : int or None, default=None
         Token prepended to every prompt; None uses ``vocab_size`` (the built-in model's
         BOS).
-    lr : float, default=1e-3
+    learning_rate : float, default=1e-3
         Adam learning rate.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     max_epochs : int, default=20
     batch_size : int, default=32
     %(device)s
@@ -292,7 +309,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         "n_layers": [POSITIVE_INT],
         "n_heads": [POSITIVE_INT],
         "bos_token": [NON_NEGATIVE_INT, None],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
         "callbacks": [list, None],
@@ -313,7 +331,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         n_layers=1,
         n_heads=2,
         bos_token=None,
-        lr=1e-3,
+        learning_rate=1e-3,
+        lr=DEPRECATED,
         max_epochs=20,
         batch_size=32,
         device="cpu",
@@ -335,6 +354,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.n_layers = n_layers
         self.n_heads = n_heads
         self.bos_token = bos_token
+        self.learning_rate = learning_rate
         self.lr = lr
         self.max_epochs = max_epochs
         self.batch_size = batch_size
@@ -345,7 +365,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.verbose = verbose
         self._store_routed_params(kwargs)
 
-    # ---------------------------------------------------------------- encoding
+    # encoding
 
     def _encode(self, prompts, completions):
         """BOS + prompt + completion, right-padded with 0; mask = 1 on completion tokens."""
@@ -380,7 +400,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
                 out.append(sequence_logprob(module, t, m).double().cpu().numpy())
         return np.concatenate(out) if out else np.empty(0)
 
-    # ---------------------------------------------------------------- fit
+    # fit
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, prompts, chosen, rejected, labels=None, *, reference_module=None,
@@ -406,6 +426,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         -------
         self : object
         """
+        learning_rate = renamed_param(self, "lr", "learning_rate")
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         W = _check_sequences(chosen, "chosen", allow_empty=False)
         L = _check_sequences(rejected, "rejected", allow_empty=False)
@@ -481,7 +502,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
             criterion__scale=self._loss_scale(),
             criterion__kl_coef=float(self.kl_coef),
             optimizer=torch.optim.Adam,
-            lr=self.lr,
+            lr=learning_rate,
             max_epochs=self.max_epochs,
             batch_size=self.batch_size,
             iterator_train__shuffle=True,

@@ -1,6 +1,6 @@
 """Torch-free side of the preference losses: names, parameters, numpy value and derivative.
 
-The tabular solver and :func:`benchmark_policy` use only this module, so they run without
+The tabular solver and :func:`closed_form_policy` use only this module, so they run without
 importing torch; ``_losses`` holds the torch functions (the public API) and the tests
 check the two against each other.
 """

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import optional_import
-from ..utils._docstrings import fill_doc
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import CLOSED_UNIT_INTERVAL, FINITE_POSITIVE_REAL
 from ._loss_math import LOSS_NAMES
 
@@ -26,9 +26,13 @@ torch = optional_import("torch", "neural")
 F = torch.nn.functional
 
 
-def _loss_params(scale):
-    """``validate_params`` of a loss whose positive, finite scale is called ``scale``."""
-    return validate_params(
+def _margin_loss(scale):
+    """Decorator of a loss of the margin whose positive, finite scale is called ``scale``.
+
+    Validates ``h``, the scale and ``p`` (``validate_params``) and makes everything after
+    ``h`` keyword-only (positional calls warn until 0.4).
+    """
+    validate = validate_params(
         {
             "h": ["array-like"],
             scale: [FINITE_POSITIVE_REAL],
@@ -36,27 +40,7 @@ def _loss_params(scale):
         },
         prefer_skip_nested_validation=True,
     )
-
-
-#: The parameters and return value that GPO's margin losses share (numpydoc, unindented).
-_GPO_LOSS_PIECES = {
-    "gpo_loss_signature": """\
-h : Tensor or array-like
-    Margins (any shape).
-beta : float, default=0.1
-    Inverse temperature; must be > 0.
-p : Tensor, array-like, float or None, default=None
-    Soft label in ``[0, 1]``, as in :func:`logistic_loss`. None means 1.
-
-Returns
--------
-loss : Tensor
-    Same shape as ``h`` (elementwise).""",
-}
-
-
-def _fill_gpo_doc(loss):
-    return fill_doc(loss, _GPO_LOSS_PIECES)
+    return lambda loss: keyword_only_after(1)(validate(loss))
 
 
 def _as_tensor(x, name, like=None):
@@ -91,8 +75,8 @@ def _soft_loss(g, h, p):
     return p * g(h) + (1.0 - p) * g(-h)
 
 
-@_loss_params("beta")
-def logistic_loss(h, beta=0.1, p=None):
+@_margin_loss("beta")
+def logistic_loss(h, *, beta=0.1, p=None):
     """DPO's logistic loss ``-log sigmoid(beta * h) = softplus(-beta * h)``.
 
     Parameters
@@ -132,8 +116,8 @@ def logistic_loss(h, beta=0.1, p=None):
     return _soft_loss(lambda t: F.softplus(-beta * t), h, p)
 
 
-@_loss_params("tau")
-def squared_loss(h, tau=0.1, p=None):
+@_margin_loss("tau")
+def squared_loss(h, *, tau=0.1, p=None):
     """IPO's squared loss ``(h - 1 / (2 tau))**2``.
 
     With a soft label the pointwise minimiser is ``h = (2 p - 1) / (2 tau)``, finite even
@@ -170,8 +154,8 @@ def squared_loss(h, tau=0.1, p=None):
     return _soft_loss(lambda t: (t - target) ** 2, h, p)
 
 
-@_loss_params("delta")
-def hinge_loss(h, delta=1.0, p=None):
+@_margin_loss("delta")
+def hinge_loss(h, *, delta=1.0, p=None):
     """SLiC-HF's hinge loss ``max(0, delta - h)`` (usually with no normaliser).
 
     trl's ``loss_type="hinge"`` is ``relu(1 - beta * h) = beta * hinge_loss(h, 1/beta)``.
@@ -206,14 +190,23 @@ def hinge_loss(h, delta=1.0, p=None):
     return _soft_loss(lambda t: F.relu(delta - t), h, p)
 
 
-@_loss_params("beta")
-@_fill_gpo_doc
-def exponential_loss(h, beta=0.1, p=None):
+@_margin_loss("beta")
+def exponential_loss(h, *, beta=0.1, p=None):
     """GPO's exponential loss ``exp(-beta * h)``.
 
     Parameters
     ----------
-    %(gpo_loss_signature)s
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Rate of the exponential; must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`; None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        ``exp(-beta * h)`` (soft-label mixed), elementwise.
 
     Examples
     --------
@@ -226,14 +219,24 @@ def exponential_loss(h, beta=0.1, p=None):
     return _soft_loss(lambda t: torch.exp(-beta * t), h, p)
 
 
-@_loss_params("beta")
-@_fill_gpo_doc
-def truncated_quadratic_loss(h, beta=0.1, p=None):
+@_margin_loss("beta")
+def truncated_quadratic_loss(h, *, beta=0.1, p=None):
     """GPO's truncated quadratic loss ``max(0, 1 - beta * h)**2``.
 
     Parameters
     ----------
-    %(gpo_loss_signature)s
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Scale of the margin inside the square (zero loss from ``h = 1 / beta`` on);
+        must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`; None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        ``max(0, 1 - beta * h)**2`` (soft-label mixed), elementwise.
 
     Examples
     --------
@@ -246,9 +249,8 @@ def truncated_quadratic_loss(h, beta=0.1, p=None):
     return _soft_loss(lambda t: F.relu(1.0 - beta * t) ** 2, h, p)
 
 
-@_loss_params("beta")
-@_fill_gpo_doc
-def savage_loss(h, beta=0.1, p=None):
+@_margin_loss("beta")
+def savage_loss(h, *, beta=0.1, p=None):
     """GPO's Savage loss ``1 / (1 + exp(beta * h))**2 = sigmoid(-beta * h)**2``.
 
     A proper composite loss with the logistic link: its population minimiser equals the
@@ -256,7 +258,17 @@ def savage_loss(h, beta=0.1, p=None):
 
     Parameters
     ----------
-    %(gpo_loss_signature)s
+    h : Tensor or array-like
+        Margins (any shape).
+    beta : float, default=0.1
+        Inverse temperature of the sigmoid, as DPO's beta; must be > 0.
+    p : Tensor, array-like, float or None, default=None
+        Soft label in ``[0, 1]``, as in :func:`logistic_loss`; None means 1.
+
+    Returns
+    -------
+    loss : Tensor
+        ``sigmoid(-beta * h)**2`` (soft-label mixed), elementwise.
 
     Examples
     --------
@@ -279,6 +291,7 @@ PREFERENCE_LOSSES = {
     "savage": savage_loss,
 }
 
+@keyword_only_after(2)
 @validate_params(
     {
         "logp_w": ["array-like"],
@@ -288,7 +301,7 @@ PREFERENCE_LOSSES = {
     },
     prefer_skip_nested_validation=True,
 )
-def preference_margin(logp_w, logp_l, ref_logp_w=None, ref_logp_l=None):
+def preference_margin(logp_w, logp_l, *, ref_logp_w=None, ref_logp_l=None):
     """Normalised log-likelihood margin of a pair of responses.
 
     ``h = [log pi(w|x) - log nu(w|x)] - [log pi(l|x) - log nu(l|x)]``, with ``nu`` the
@@ -319,7 +332,7 @@ def preference_margin(logp_w, logp_l, ref_logp_w=None, ref_logp_l=None):
     >>> import torch
     >>> from sklearn_icml.alignment import preference_margin
     >>> preference_margin(torch.tensor([-1.0]), torch.tensor([-3.0]),
-    ...                   torch.tensor([-2.0]), torch.tensor([-2.5]))
+    ...                   ref_logp_w=torch.tensor([-2.0]), ref_logp_l=torch.tensor([-2.5]))
     tensor([1.5000])
     """
     logp_w = _as_tensor(logp_w, "logp_w")

@@ -5,9 +5,10 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
 from ._base import check_policy
-from ._benchmark import check_preferences
+from ._closed_form import check_preferences
 
 
 def _sampling_and_contexts(P, sampling, context_weights):
@@ -28,6 +29,7 @@ def _sampling_and_contexts(P, sampling, context_weights):
     return m, cw
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "rewards": ["array-like", None],
@@ -37,7 +39,7 @@ def _sampling_and_contexts(P, sampling, context_weights):
     },
     prefer_skip_nested_validation=True,
 )
-def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_weights=None):
+def population_pairs(rewards=None, *, pref_matrix=None, sampling=None, context_weights=None):
     """All ordered pairs, with soft labels and weights, whose mean loss is the population loss.
 
     Row ``(c, a, b)`` stands for "context ``c`` drawn, then ``a`` and ``b`` drawn
@@ -45,7 +47,7 @@ def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_w
     ``a = b``) and its weight ``context_weights[c] * m(a) * m(b)``. The weighted mean of
     the soft-label loss over these rows is the expected loss of a pair drawn this way,
     so fitting :class:`TabularPreferencePolicy` on them finds the population minimiser
-    that :func:`benchmark_policy` gives in closed form.
+    that :func:`closed_form_policy` gives in closed form.
 
     Parameters
     ----------
@@ -86,6 +88,7 @@ def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_w
     return pairs, labels, weight
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "rewards": ["array-like", None],
@@ -100,8 +103,8 @@ def population_pairs(rewards=None, pref_matrix=None, *, sampling=None, context_w
 )
 def make_preference_pairs(
     rewards=None,
-    pref_matrix=None,
     *,
+    pref_matrix=None,
     n_pairs=1000,
     sampling=None,
     context_weights=None,

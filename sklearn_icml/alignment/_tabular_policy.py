@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from ..base import NonTabularInputMixin
 from ..utils import check_random_state
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_finite, check_input_array
 from ._base import (
@@ -22,7 +23,6 @@ from ._base import (
     check_policy,
     check_soft_labels,
     check_support,
-    fill_doc,
 )
 from ._loss_math import UNBOUNDED_LOSSES, np_loss_and_grad
 from ._tabular_kernels import LOSS_CODES, gd_tabular
@@ -130,7 +130,6 @@ def _unbounded_contexts(ctx, a, b, p, w, n_contexts, n_responses):
     return out
 
 
-@fill_doc
 class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEstimator):
     """Softmax policy over ``K`` responses per context, fitted by an offline preference loss.
 
@@ -155,7 +154,16 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
 
     Parameters
     ----------
-    %(preference_loss)s
+    loss : {"logistic", "squared", "hinge", "exponential", "truncated_quadratic", \
+            "savage"}, default="logistic"
+        Loss of the margin (see :data:`PREFERENCE_LOSSES`): DPO, IPO, SLiC, or the GPO
+        family.
+    beta : float, default=0.1
+        Scale of the logistic, exponential, truncated quadratic and savage losses.
+    tau : float, default=0.1
+        IPO's ``tau`` (target margin ``1 / (2 tau)``), for ``loss="squared"``.
+    delta : float, default=1.0
+        Hinge margin, for ``loss="hinge"``.
     normalizer : {"reference", "data", "none"}, default="reference"
         Which policy normalises the log-likelihoods: ``reference_policy``, the data
         policy (``data_policy``, or estimated from the pairs when
@@ -164,13 +172,15 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         Parameterisation; ``"log_linear"`` needs ``features`` in ``fit``.
     solver : {"lbfgs", "gd"}, default="lbfgs"
         ``"lbfgs"``: exact full-batch minimisation (scipy's L-BFGS-B with analytic
-        gradients). ``"gd"``: gradient descent with step ``lr`` (full batch in a numba
+        gradients). ``"gd"``: gradient descent with step ``learning_rate`` (full batch in a numba
         kernel; mini-batches of ``batch_size`` pairs when set). The hinge loss is not
         differentiable at its kink: use ``"gd"`` for it.
     kl_coef : float, default=0.0
         Weight of the squared log-ratio regulariser towards ``reference_policy``.
-    lr : float, default=0.05
+    learning_rate : float, default=0.05
         Step size of ``solver="gd"``.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     max_iter : int, default=5000
         Iterations (gradient steps, or L-BFGS iterations).
     batch_size : int or None, default=None
@@ -211,7 +221,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
 
     See Also
     --------
-    benchmark_policy : the closed-form population minimisers.
+    closed_form_policy : the closed-form population minimisers.
     population_pairs : pairs whose weighted loss is the population loss.
     PreferenceLMTrainer : the same losses on a small causal language model.
 
@@ -227,10 +237,10 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
 
     The objective is the weighted *mean* of the soft-label loss. The population objective
     of [1]_, ``sum_{a,b} m(a) m(b) P(a > b) loss(h(a, b))`` over ordered pairs, is half of
-    it, so gradient descent with step ``lr`` here follows that objective's trajectory with
-    step ``2 lr``. The squared log-ratio regulariser (``kl_coef``) stands in for the
-    paper's KL regulariser: it has the same minimiser at ``pi = pi_ref`` and a closed-form
-    gradient.
+    it, so gradient descent with step ``learning_rate`` here follows that objective's
+    trajectory with step ``2 learning_rate``. The squared log-ratio regulariser
+    (``kl_coef``) stands in for the paper's KL regulariser: it has the same minimiser at
+    ``pi = pi_ref`` and a closed-form gradient.
 
     References
     ----------
@@ -257,7 +267,8 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         **_PreferenceLossMixin._parameter_constraints,
         "policy": [StrOptions({"tabular", "log_linear"})],
         "solver": [StrOptions({"lbfgs", "gd"})],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "max_iter": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT, None],
         "tol": [NON_NEGATIVE_REAL],
@@ -277,7 +288,8 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         policy="tabular",
         solver="lbfgs",
         kl_coef=0.0,
-        lr=0.05,
+        learning_rate=0.05,
+        lr=DEPRECATED,
         max_iter=5000,
         batch_size=None,
         tol=1e-8,
@@ -293,6 +305,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         self.policy = policy
         self.solver = solver
         self.kl_coef = kl_coef
+        self.learning_rate = learning_rate
         self.lr = lr
         self.max_iter = max_iter
         self.batch_size = batch_size
@@ -301,7 +314,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         self.random_state = random_state
         self.verbose = verbose
 
-    # ------------------------------------------------------------------ fitting
+    # fitting
 
     def _shapes(self, idx, reference_policy, data_policy, features):
         """(n_contexts, n_responses) from the given policies/features, else the data."""
@@ -390,6 +403,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         self : object
             The fitted policy.
         """
+        self._learning_rate = float(renamed_param(self, "lr", "learning_rate"))
         if self.solver == "lbfgs" and self.batch_size is not None:
             raise ValueError(
                 "solver='lbfgs' is a full-batch solver; use solver='gd' for mini-batches. "
@@ -459,7 +473,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         z = objective.logits(x)
         if not np.all(np.isfinite(z)):
             raise FloatingPointError(
-                "the fitted logits are not finite; lower lr or use solver='lbfgs'."
+                "the fitted logits are not finite; lower learning_rate or use solver='lbfgs'."
             )
         if phi is not None:
             self.theta_ = x
@@ -494,7 +508,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
             return res.x, curve, res.nit, grad_max <= max(self.tol, 1e-12) or res.success
 
         x = x0.copy()
-        lr = float(self.lr)
+        lr = self._learning_rate
         if self.batch_size is None and objective.phi is None and _USE_KERNEL:
             return self._solve_kernel(objective, data, x)
         curve = np.empty(self.max_iter)
@@ -515,7 +529,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
             if not (np.isfinite(f) and np.all(np.isfinite(g))):
                 raise FloatingPointError(
                     f"the objective or its gradient became non-finite at iteration {it + 1} "
-                    f"(lr={self.lr!r}); lower lr."
+                    f"(learning_rate={lr!r}); lower learning_rate."
                 )
             curve[it] = f
             n_iter = it + 1
@@ -535,12 +549,12 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         curve, n_iter, converged, finite = gd_tabular(
             LOSS_CODES[objective.loss], objective.scale, ia, ib, off, p, w,
             objective.kl_coef, kl, np.ascontiguousarray(log_ref, dtype=np.float64),
-            objective.C, objective.K, x, float(self.lr), int(self.max_iter), float(self.tol),
+            objective.C, objective.K, x, self._learning_rate, int(self.max_iter), float(self.tol),
         )
         if not finite:
             raise FloatingPointError(
                 f"the objective or its gradient became non-finite at iteration {n_iter + 1} "
-                f"(lr={self.lr!r}); lower lr."
+                f"(learning_rate={self._learning_rate!r}); lower learning_rate."
             )
         if self.verbose:
             every = max(1, n_iter // 10)
@@ -570,12 +584,12 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         if not self.converged_ and (self.solver == "lbfgs" or self.batch_size is None):
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} "
-                f"iterations (solver={self.solver!r}); raise max_iter or lr.",
+                f"iterations (solver={self.solver!r}); raise max_iter or learning_rate.",
                 ConvergenceWarning,
                 stacklevel=4,
             )
 
-    # ------------------------------------------------------------------ using it
+    # using it
 
     def _margins(self, idx):
         s = self.logits_ - self.log_normalizer_

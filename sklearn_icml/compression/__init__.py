@@ -10,7 +10,6 @@ _TORCH_NAMES = set()
 
 __all__ = []
 
-# --- serlic-reflectance-compression ---
 from ._adaptive import AdaptiveContextCodec  # noqa: E402
 from ._serialization import ScanOrderSerializer  # noqa: E402
 

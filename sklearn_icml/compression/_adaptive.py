@@ -9,7 +9,6 @@ from ..utils import optional_import
 from . import _bitstream
 from ._adaptive_kernels import N_CONTEXTS, N_SYMBOLS, code_lengths, count_rows
 from ._base import _BaseReflectanceCodec
-from ._docstrings import fill_doc
 
 _CHUNK = 4096
 
@@ -19,7 +18,6 @@ def _sequence_starts(prep):
     return np.r_[True, g[1:] != g[:-1]] if g.shape[0] else np.empty(0, dtype=bool)
 
 
-@fill_doc
 class AdaptiveContextCodec(_BaseReflectanceCodec):
     """Lossless reflectance codec with adaptive order-1 context tables (a baseline).
 
@@ -33,14 +31,22 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    %(scan_grid)s
+    n_lasers, n_azimuth, elevation_range
+        The scan grid (laser beams, azimuth bins per revolution, beam elevations in
+        degrees or ``"auto"``), as in :class:`ScanOrderSerializer`; defaults ``32``,
+        ``1024``, ``(-25.0, 3.0)``.
     increment : int, default=32
         Count added to a symbol each time it is coded in a context.
     init : int, default=1
         Initial count of every symbol in every context.
     serialization : {"scan", "random"}, default="scan"
         Coding order: the scan order, or a fixed pseudo-random order (an ablation).
-    %(reflectance_input)s
+    float_reflectance : {"reject", "scale255"}, default="reject"
+        How float reflectance is taken: whole numbers only, or floats in [0, 1] mapped
+        with ``round(255 * r)`` (KITTI style).
+    drop_origin : bool, default=False
+        Accept points at the sensor origin (elevation undefined): they are left out of
+        the model and their reflectance is stored raw (8 bits each).
 
     Attributes
     ----------

@@ -56,7 +56,7 @@ class _BaseReflectanceCodec(BaseCodec):
         "drop_origin": ["boolean"],
     }
 
-    # --- preparation -------------------------------------------------------------------
+    # preparation
     def _make_serializer(self):
         return ScanOrderSerializer(
             n_lasers=self.n_lasers,
@@ -115,7 +115,7 @@ class _BaseReflectanceCodec(BaseCodec):
     def _windows(self, prep, window):
         return build_windows(prep.order, prep.group, prep.v, prep.u, prep.rho, window)
 
-    # --- fingerprint -------------------------------------------------------------------
+    # fingerprint
     def _config(self):
         """Everything besides the weights that changes the coding probabilities."""
         ser = self.serializer_
@@ -138,7 +138,7 @@ class _BaseReflectanceCodec(BaseCodec):
             h.update(np.ascontiguousarray(array).tobytes())
         return h.hexdigest()
 
-    # --- public verbs --------------------------------------------------------------------
+    # public verbs
     def bits_per_point(self, X):
         """Model cross-entropy in bits per point over all given sweeps (no coding).
 

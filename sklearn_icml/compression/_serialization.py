@@ -10,7 +10,6 @@ from sklearn.utils.validation import _check_feature_names_in
 
 from ..utils import check_generator
 from ..utils.validation import validate_input
-from ._docstrings import fill_doc
 from ._validation import SCAN_GRID_CONSTRAINTS, check_points
 
 #: the "previous reflectance" of the first point of every window
@@ -168,7 +167,6 @@ def _check_elevation_table(table, n_lasers):
     return arr.copy()
 
 
-@fill_doc
 class ScanOrderSerializer(TransformerMixin, BaseEstimator):
     """Put a LiDAR point cloud back into the order the sensor scanned it.
 
@@ -181,7 +179,14 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(scan_grid)s
+    n_lasers : int, default=32
+        Number of laser beams ``L`` of the sensor.
+    n_azimuth : int, default=1024
+        Number of azimuth bins ``U`` per revolution.
+    elevation_range : tuple of two floats or "auto", default=(-25.0, 3.0)
+        Elevation of the lowest and the highest beam in degrees; beams are assumed evenly
+        spaced in between. ``"auto"`` takes the minimum and maximum elevation of the
+        points given to :meth:`fit`.
     elevation_table : array-like of shape (n_lasers,), default=None
         The sensor's beam elevations in degrees, ascending; each point goes to the
         nearest beam. Overrides ``elevation_range``.

@@ -2,6 +2,7 @@
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import (
@@ -13,13 +14,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_random_state, draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, REMOVED_IN, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_fits_dtype
 from . import _bitstream
 from ._base import _BaseReflectanceCodec
-from ._docstrings import fill_doc
 from ._model import SerLiCNet, bits_loss
 from ._serialization import START_SYMBOL
 
@@ -27,6 +28,10 @@ torch = optional_import("torch", "neural")
 
 # windows per forward pass in score / bits_per_point
 _SCORE_BATCH = 256
+
+#: Layer sizes that give the codec about 111K trainable parameters, the size of the
+#: paper's light model (see the Notes of SerLiCCodec).
+_ABOUT_111K_PARAMETERS = {"d_model": 64, "n_layers": 2, "d_state": 16, "d_emb": 32}
 
 
 def _pmf(logits, prob_floor):
@@ -70,7 +75,6 @@ def _window_targets(w, refl_kept=None):
     return r
 
 
-@fill_doc
 class SerLiCCodec(_BaseReflectanceCodec):
     """Learned lossless LiDAR reflectance codec: scan-order serialisation + Mamba + range coder.
 
@@ -91,7 +95,10 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     Parameters
     ----------
-    %(scan_grid)s
+    n_lasers, n_azimuth, elevation_range
+        The scan grid (laser beams, azimuth bins per revolution, beam elevations in
+        degrees or ``"auto"``), as in :class:`ScanOrderSerializer`; defaults ``32``,
+        ``1024``, ``(-25.0, 3.0)``.
     window : int, default=256
         Points per window (a window never spans two lasers). :meth:`encode` and
         :meth:`bits_per_point` may use another length (keyword ``window``); the bytes
@@ -123,12 +130,19 @@ class SerLiCCodec(_BaseReflectanceCodec):
         at ``batch_size=32`` on 16 sweeps); the defaults are a light schedule.
     batch_size : int, default=64
         Windows per optimiser step.
-    lr : float, default=1e-3
+    learning_rate : float, default=1e-3
         Adam learning rate, decayed to 0 with a cosine schedule.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     prob_floor : float, default=1e-6
         Probability mixed into every symbol, ``P = (1 - 256 eps) softmax + eps``, so no
         symbol has zero probability.
-    %(reflectance_input)s
+    float_reflectance : {"reject", "scale255"}, default="reject"
+        How float reflectance is taken: whole numbers only, or floats in [0, 1] mapped
+        with ``round(255 * r)`` (KITTI style).
+    drop_origin : bool, default=False
+        Accept points at the sensor origin (elevation undefined): they are left out of
+        the model and their reflectance is stored raw (8 bits each).
     n_jobs : int, default=1
         torch threads during fit and coding. Decode with the same value as encode: the
         probabilities must be bit-identical.
@@ -171,9 +185,10 @@ class SerLiCCodec(_BaseReflectanceCodec):
     Where the library departs from or fills in the paper [1]_: the previous reflectance
     also enters as a scalar with a start-of-window flag (``prior_scalar``), which lets a
     light model learn to use it in far fewer steps; the PMF is floored
-    (``prob_floor``) so that no symbol has zero probability; :meth:`paper_light` sizes
-    the layers to the paper's parameter count, as the paper gives the count but not every
-    layer's shape.
+    (``prob_floor``) so that no symbol has zero probability. The paper gives the parameter
+    count of its light model (about 111K) but not every layer's shape: with the Mamba
+    sequence model, ``d_model=64, n_layers=2, d_state=16, d_emb=32`` reach that count
+    (the defaults are smaller, for a fast fit).
 
     The network is trained by its own loop rather than through skorch: a training
     example is a window of six aligned arrays with a padding mask, the loss is the
@@ -195,7 +210,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
     >>> from sklearn_icml.datasets import make_lidar_sweep
     >>> sweeps = [make_lidar_sweep(s, n_lasers=8, n_azimuth=128)[:2] for s in range(3)]
     >>> codec = SerLiCCodec(n_lasers=8, n_azimuth=128, window=64, sequence_model="gru",
-    ...                     max_epochs=2, lr=1e-2, random_state=0).fit(sweeps[:2])
+    ...                     max_epochs=2, learning_rate=1e-2, random_state=0).fit(sweeps[:2])
     >>> points, r = sweeps[2]
     >>> blob = codec.encode((points, r))
     >>> bool(np.array_equal(codec.decode(blob, points), r))
@@ -221,7 +236,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "prior_scalar": ["boolean"],
         "max_epochs": [NON_NEGATIVE_INT],
         "batch_size": [POSITIVE_INT],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
         # not None: decoding must run on the thread count the encoder ran on
         "n_jobs": [POSITIVE_INT],
@@ -245,7 +261,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
         serialization="scan",
         max_epochs=5,
         batch_size=64,
-        lr=1e-3,
+        learning_rate=1e-3,
+        lr=DEPRECATED,
         prob_floor=1e-6,
         float_reflectance="reject",
         drop_origin=False,
@@ -269,6 +286,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.serialization = serialization
         self.max_epochs = max_epochs
         self.batch_size = batch_size
+        self.learning_rate = learning_rate
         self.lr = lr
         self.prob_floor = prob_floor
         self.float_reflectance = float_reflectance
@@ -280,23 +298,22 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     @classmethod
     def paper_light(cls, **params):
-        """A codec sized like the paper's light model (about 111K parameters).
+        """Deprecated: pass ``d_model=64, n_layers=2, d_state=16, d_emb=32`` instead.
 
-        ``d_model=64, n_layers=2, d_state=16, d_emb=32``: sizes chosen to reach the
-        paper's parameter count, which the paper gives without every layer's shape.
-        Other parameters are passed on.
-
-        Examples
-        --------
-        >>> from sklearn_icml.compression import SerLiCCodec
-        >>> SerLiCCodec.paper_light(random_state=0).d_model
-        64
+        The codec with the layer sizes of about 111K parameters (see Notes); removed in
+        0.4. Other parameters are passed on.
         """
-        config = {"d_model": 64, "n_layers": 2, "d_state": 16, "d_emb": 32}
-        config.update(params)
-        return cls(**config)
+        warnings.warn(
+            "SerLiCCodec.paper_light is deprecated in 0.3 and will be removed in "
+            f"{REMOVED_IN}; pass the sizes it set instead: SerLiCCodec("
+            + ", ".join(f"{k}={v}" for k, v in _ABOUT_111K_PARAMETERS.items())
+            + ", ...).",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return cls(**{**_ABOUT_111K_PARAMETERS, **params})
 
-    # --- windows as tensors ----------------------------------------------------------
+    # windows as tensors
     def _window_arrays(self, prep, refl_kept, window):
         """(v, u, rho, r, r_prev, mask) arrays of shape (n_windows, window)."""
         w = self._windows(prep, window)
@@ -328,7 +345,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
             prior_scalar=self.prior_scalar,
         )
 
-    # --- fit -------------------------------------------------------------------------
+    # fit
     def _fit_model(self, sweeps):
         """Train the network on the windows of ``sweeps`` with the bits-per-point loss."""
         parts = []
@@ -338,6 +355,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
                 parts.append(self._window_arrays(prep, refl[prep.keep], int(self.window))[1:])
         V, U, RHO, R, RPREV, MASK = (np.concatenate(a) for a in zip(*parts))
         n_windows = V.shape[0]
+        learning_rate = float(renamed_param(self, "lr", "learning_rate"))
         rng = check_random_state(self.random_state)
         seed = draw_seed(rng)
         batch = int(self.batch_size)
@@ -351,7 +369,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
                 for a in (V, U, RHO, R, RPREV, MASK)
             ]
             if total:
-                optimizer = torch.optim.Adam(module.parameters(), lr=float(self.lr))
+                optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate)
                 scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total)
                 module.train()
                 self._train(module, optimizer, scheduler, tensors, rng, device)
@@ -412,7 +430,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         )
         return config
 
-    # --- score -----------------------------------------------------------------------
+    # score
     def _model_bits(self, prep, refl_kept, window=None):
         window = int(self.window if window is None else window)
         w, v, u, rho, r, r_prev, mask = self._window_arrays(prep, refl_kept, window)
@@ -451,7 +469,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         )
         return int(self.window if window is None else window)
 
-    # --- coding ----------------------------------------------------------------------
+    # coding
     def encode(self, X, *, window=None):
         """Encode the reflectance of one sweep losslessly, given its geometry.
 

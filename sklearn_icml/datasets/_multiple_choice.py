@@ -5,9 +5,11 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import CLOSED_UNIT_INTERVAL, INT_AT_LEAST_TWO, POSITIVE_INT
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "n_items": [POSITIVE_INT],
@@ -21,9 +23,9 @@ from ..utils._param_validation import CLOSED_UNIT_INTERVAL, INT_AT_LEAST_TWO, PO
 )
 def make_multiple_choice_predictions(
     n_items=1000,
+    *,
     n_options=4,
     accuracies=(0.9, 0.6),
-    *,
     copy_prob=0.0,
     confidence=1.0,
     random_state=None,
@@ -62,8 +64,8 @@ def make_multiple_choice_predictions(
     Examples
     --------
     >>> from sklearn_icml.datasets import make_multiple_choice_predictions
-    >>> y, choices, probas = make_multiple_choice_predictions(5, 3, [0.8, 0.5],
-    ...                                                       random_state=0)
+    >>> y, choices, probas = make_multiple_choice_predictions(
+    ...     5, n_options=3, accuracies=[0.8, 0.5], random_state=0)
     >>> choices.shape, probas.shape
     ((2, 5), (2, 5, 3))
     """

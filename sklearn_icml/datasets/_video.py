@@ -5,6 +5,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 
 _RADII = (3.0, 5.0, 7.0)
@@ -141,6 +142,7 @@ def make_rotating_dot_videos(
     return X, y
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "fps": [POSITIVE_REAL],
@@ -149,7 +151,7 @@ def make_rotating_dot_videos(
     },
     prefer_skip_nested_validation=True,
 )
-def direction_bayes_accuracy(fps, freq_range=(1.0, 6.0), n_grid=1 << 16):
+def direction_bayes_accuracy(fps, *, freq_range=(1.0, 6.0), n_grid=1 << 16):
     """Bayes accuracy of the direction task from frames sampled at ``fps``.
 
     Sampled at rate ``s``, all direction information is in the per-step phase increment

@@ -36,8 +36,8 @@ def demo():
             pre_acc = float((pre(torch.from_numpy(noisy_te)).argmax(1).numpy() == y_te).mean())
     figures = {"pre-trained acc (noisy test)": round(pre_acc, 3)}
     for name, rho in (("LoRA", 0.0), ("Flat-LoRA", 0.1)):
-        clf = FlatLoRAClassifier(module=pre, lora_rank=4, lora_alpha=8, lr=3e-3, max_epochs=15,
-                                 rho=rho, random_state=0).fit(noisy_tr, y_tr)
+        clf = FlatLoRAClassifier(module=pre, lora_rank=4, lora_alpha=8, learning_rate=3e-3,
+                                 max_epochs=15, rho=rho, random_state=0).fit(noisy_tr, y_tr)
         figures[f"{name} acc (noisy test)"] = round(float(clf.score(noisy_te, y_te)), 3)
     figures["perturbed layers"] = len(clf.flat_lora_.layers_)
     return figures

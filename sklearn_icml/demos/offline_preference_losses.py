@@ -23,7 +23,7 @@ def demo():
 
     def fit(loss, pref=None, sampling=None, normalizer="reference", nu=ref, **params):
         pairs, labels, weight = population_pairs(
-            None if pref is not None else rewards, pref, sampling=sampling
+            None if pref is not None else rewards, pref_matrix=pref, sampling=sampling
         )
         key = "data_policy" if normalizer == "data" else "reference_policy"
         kwargs = {key: nu} if normalizer != "none" else {}
@@ -48,7 +48,7 @@ def demo():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for steps in (1_000, 100_000):
-            pol = fit("logistic", deterministic, beta=1.0, solver="gd", lr=0.25,
+            pol = fit("logistic", deterministic, beta=1.0, solver="gd", learning_rate=0.25,
                       max_iter=steps, tol=0.0)
             figures[f"DPO pi(best) after {steps} steps"] = float(pol.policy_[0, 0])
     return figures

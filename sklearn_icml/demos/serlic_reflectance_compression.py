@@ -20,7 +20,7 @@ def demo():
     grid = {"n_lasers": 16, "n_azimuth": 256}
     train = [make_lidar_sweep(s, **grid)[:2] for s in range(4)]
     points, r, oracle, _ = make_lidar_sweep(1000, **grid)
-    codec = SerLiCCodec(**grid, window=128, max_epochs=10, batch_size=8, lr=6e-3,
+    codec = SerLiCCodec(**grid, window=128, max_epochs=10, batch_size=8, learning_rate=6e-3,
                         random_state=0)
     codec.fit(train)
     blob = codec.encode((points, r))

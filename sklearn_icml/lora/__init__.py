@@ -1,27 +1,28 @@
 """LoRA adapters: joint compression of adapter collections and multi-LoRA serving; Flat-LoRA."""
 
-# --- lora-joint-compression ---
+# joint compression of adapter collections and their serving paths ("Compress then Serve")
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._joint_compression import JointLoRACompressor
 from ._peft import compress_peft_collection
-from ._serving import benchmark_multi_lora_forward, separate_lora_forward, shared_basis_forward
+from ._serving import separate_lora_forward, shared_basis_forward
 from ._svd_compression import SVDLoRACompressor
 
-# --- flat-lora ---
+# Flat-LoRA
 # isort: split
 from ._flat_lora import FlatLoRACallback, FlatLoRAPerturbation, inject_lora
 from ._flat_lora_estimators import FlatLoRAClassifier, FlatLoRARegressor
 
+# Deprecated names (removed in 0.4): importable, out of __all__ and of the API reference.
+# isort: split
+from ._serving_timing import benchmark_multi_lora_forward  # noqa: F401
+
 __all__ = [
-    # --- lora-joint-compression ---
     "ClusteredJointLoRACompressor",
     "JointLoRACompressor",
     "SVDLoRACompressor",
-    "benchmark_multi_lora_forward",
     "compress_peft_collection",
     "separate_lora_forward",
     "shared_basis_forward",
-    # --- flat-lora ---
     "FlatLoRACallback",
     "FlatLoRAClassifier",
     "FlatLoRAPerturbation",

@@ -12,8 +12,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
 from ..utils import check_generator, optional_import
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 
 # each perturbation draws one seed in [0, 2**63 - 1) from the Generator of random_state
 _NOISE_SEED_BOUND = 2**63 - 1
@@ -72,7 +72,7 @@ def inject_lora(model, *, rank=8, alpha=16, target_modules=("Linear",)):
     return _inject_lora(model, rank=rank, alpha=alpha, target_modules=target_modules)
 
 
-# ------------------------------------------------------------------ layer discovery
+# layer discovery
 class _Layer:
     """One LoRA-adapted linear layer: its frozen weight (rows = outputs) and merged delta."""
 
@@ -143,7 +143,7 @@ def _cosine(t, total):
     return 0.5 * (1.0 - math.cos(math.pi * t / total))
 
 
-# ------------------------------------------------------------------ the perturbation
+# the perturbation
 #: The parameters FlatLoRAPerturbation, FlatLoRACallback and the estimators share.
 _PERTURBATION_CONSTRAINTS = {
     "rho": [FINITE_NON_NEGATIVE_REAL],
@@ -152,7 +152,6 @@ _PERTURBATION_CONSTRAINTS = {
 }
 
 
-@fill_doc
 class FlatLoRAPerturbation(BaseEstimator):
     """Random filter-wise perturbation of the frozen weights of LoRA layers (Flat-LoRA).
 
@@ -170,7 +169,19 @@ class FlatLoRAPerturbation(BaseEstimator):
 
     Parameters
     ----------
-    %(perturbation_params)s
+    rho : float, default=0.05
+        Perturbation strength (finite, >= 0). ``0`` is plain LoRA: nothing is drawn or
+        touched.
+    schedule : {"cosine", "constant"} or callable, default="cosine"
+        The ramp ``c(t)`` of the noise scale: ``0.5 * (1 - cos(pi t / total_steps))``,
+        ``1``, or ``schedule(t, total_steps)`` returning a float in ``[0, 1]``.
+    interval : int, default=1
+        Perturb one optimiser step in every ``interval``.
+    restore : {"regenerate", "copy"}, default="regenerate"
+        How the noise is removed after each step: ``"regenerate"`` subtracts the noise
+        regenerated from its seed (the paper's memory trick; exact up to one float rounding
+        per step, so meant for float32/float64 base weights); ``"copy"`` keeps a copy of
+        the touched weights and puts it back exactly.
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the noise: :meth:`attach` turns it into a numpy Generator
         (:func:`~sklearn_icml.utils.check_generator`), from which each perturbation draws
@@ -234,8 +245,9 @@ class FlatLoRAPerturbation(BaseEstimator):
         "random_state": ["random_state", np.random.Generator],
     }
 
+    @keyword_only_after(1)
     def __init__(
-        self, rho=0.05, schedule="cosine", interval=1, restore="regenerate", random_state=None
+        self, *, rho=0.05, schedule="cosine", interval=1, restore="regenerate", random_state=None
     ):
         self.rho = rho
         self.schedule = schedule
@@ -243,7 +255,8 @@ class FlatLoRAPerturbation(BaseEstimator):
         self.restore = restore
         self.random_state = random_state
 
-    def attach(self, model, total_steps=None):
+    @keyword_only_after(2)
+    def attach(self, model, *, total_steps=None):
         """Validate the parameters, find the LoRA layers of ``model``, reset the seed stream.
 
         Parameters
@@ -443,6 +456,7 @@ class FlatLoRAPerturbation(BaseEstimator):
             self.unperturb()
             del self._layers
 
+    @keyword_only_after(4)
     @validate_params(
         {
             "model": [HasMethods(["named_modules", "eval", "train"])],
@@ -453,7 +467,7 @@ class FlatLoRAPerturbation(BaseEstimator):
         },
         prefer_skip_nested_validation=True,
     )
-    def expected_sharpness(self, model, loss_fn, batch, n_samples=8, rho=None):
+    def expected_sharpness(self, model, loss_fn, batch, *, n_samples=8, rho=None):
         """``E_eps[L(W' + eps)] - L(W')`` under the filter-wise noise at full scale (c = 1).
 
         Diagnostic of flatness. The model is put in eval mode (restored after), each sample
@@ -517,8 +531,7 @@ def _merged_weight(layer):
     return w if delta is None else w + delta.to(w.dtype)
 
 
-# ------------------------------------------------------------------ skorch callback
-@fill_doc
+# skorch callback
 class FlatLoRACallback(BaseEstimator):
     """skorch callback training the LoRA factors of a net with Flat-LoRA.
 
@@ -537,9 +550,9 @@ class FlatLoRACallback(BaseEstimator):
 
     Parameters
     ----------
-    %(perturbation_params)s
-    random_state : int, RandomState instance, Generator or None, default=None
-        Seeds the noise, as in :class:`FlatLoRAPerturbation`.
+    rho, schedule, interval, restore, random_state
+        The perturbation's parameters, passed on to the :class:`FlatLoRAPerturbation`
+        the callback builds (same meanings and defaults).
     accumulation_steps : int, default=1
         Micro-batches per optimiser step when the net accumulates gradients (an overridden
         ``train_step``): the same noise is kept for all of them.
@@ -584,8 +597,10 @@ class FlatLoRACallback(BaseEstimator):
         "total_steps": [POSITIVE_INT, None],
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         rho=0.05,
         schedule="cosine",
         interval=1,

@@ -11,14 +11,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import (
     check_finite_outputs,
     check_fits_dtype,
     check_layer_sizes,
-    validate_data,
+    validate_input,
 )
-from ._docstrings import fill_doc
 from ._flat_lora import _PERTURBATION_CONSTRAINTS, FlatLoRACallback
 
 
@@ -36,7 +37,8 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         **_PERTURBATION_CONSTRAINTS,
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "weight_decay": [NON_NEGATIVE_REAL],
     }
 
@@ -54,7 +56,8 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         restore="regenerate",
         max_epochs=30,
         batch_size=64,
-        lr=1e-2,
+        learning_rate=1e-2,
+        lr=DEPRECATED,
         weight_decay=0.0,
         random_state=None,
         device="cpu",
@@ -73,6 +76,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         self.restore = restore
         self.max_epochs = max_epochs
         self.batch_size = batch_size
+        self.learning_rate = learning_rate
         self.lr = lr
         self.weight_decay = weight_decay
         self.random_state = random_state
@@ -140,7 +144,8 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         self : object
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, **self._target_checks)
+        self._learning_rate = renamed_param(self, "lr", "learning_rate")
+        X, y = validate_input(self, X, y, **self._target_checks)
         # the LoRA factors train in float32: a finite 1e300 would become inf, then NaN
         check_fits_dtype(X, "X", np.float32, estimator=self)
         if self._target_checks.get("y_numeric"):
@@ -172,7 +177,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
                 criterion=criterion,
                 optimizer=torch.optim.AdamW,
                 optimizer__weight_decay=float(self.weight_decay),
-                lr=float(self.lr),
+                lr=float(self._learning_rate),
                 max_epochs=int(self.max_epochs),
                 batch_size=int(self.batch_size),
                 iterator_train__shuffle=True,
@@ -186,7 +191,8 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         for name, p in self.module_.named_parameters():
             if not torch.isfinite(p).all():
                 raise ValueError(
-                    f"training diverged: parameter {name!r} became non-finite. Lower lr or rho."
+                    f"training diverged: parameter {name!r} became non-finite. Lower "
+                    "learning_rate or rho."
                 )
         return self
 
@@ -200,7 +206,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         from ..utils._skorch import float64_outputs
 
         check_is_fitted(self)
-        X = np.asarray(validate_data(self, X, reset=False), dtype=np.float64)
+        X = np.asarray(validate_input(self, X, reset=False), dtype=np.float64)
         check_fits_dtype(X, "X", np.float32, estimator=self)
         out = float64_outputs(
             self.module_, X, rows_per_chunk=X.shape[0], empty_shape=(0,),
@@ -220,16 +226,83 @@ class FlatLoRAClassifier(NeuralClassifierMixin, _BaseFlatLoRA):
     ``c(t) * rho * ||W'_i|| / sqrt(fan_in)`` (:class:`FlatLoRAPerturbation`, driven by
     :class:`FlatLoRACallback`). ``rho=0`` is plain LoRA, bit for bit.
 
-    %(flat_lora_params)s
+    Parameters
+    ----------
+    module : None, torch.nn.Module or callable, default=None
+        The model to fine-tune. A module instance (typically pre-trained) is deep-copied at
+        ``fit`` and its output size must match the task; a callable is called as
+        ``module(n_features=..., n_outputs=...)``; ``None`` builds a ReLU MLP with
+        ``hidden_layer_sizes`` (randomly initialised from ``random_state``, then frozen).
+    hidden_layer_sizes : tuple of int, default=(64,)
+        Hidden layers of the default MLP.
+    lora_rank : int, default=8
+        LoRA rank ``r``.
+    lora_alpha : float, default=16
+        LoRA alpha (scaling ``alpha / r``).
+    target_modules : tuple of str or str, default=("Linear",)
+        Layers to adapt, by class name (``"Linear"``) or module name (peft's suffix rule).
+    lora_backend : {"own", "peft"}, default="own"
+        The library's minimal LoRA layer, or peft's ``get_peft_model`` (needs peft).
+    rho : float, default=0.05
+        Perturbation strength (finite, >= 0). ``0`` is plain LoRA: nothing is drawn or
+        touched.
+    schedule : {"cosine", "constant"} or callable, default="cosine"
+        The ramp of the noise scale over the run (see :class:`FlatLoRAPerturbation`).
+    restore : {"regenerate", "copy"}, default="regenerate"
+        How the noise is removed after each step (see :class:`FlatLoRAPerturbation`).
+    max_epochs : int, default=30
+        Passes over the training data.
+    batch_size : int, default=64
+    learning_rate : float, default=1e-2
+        AdamW learning rate.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
+    weight_decay : float, default=0.0
+        AdamW weight decay.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the base module, the LoRA initialisation, the shuffling and the noise.
+    %(device)s
+    %(torch_n_jobs)s
+    verbose : int, default=0
+        0 is silent; 1 prints skorch's per-epoch table.
+    **kwargs
+        Parameters routed to the skorch net as skorch routes them (``module__*``,
+        ``optimizer__*``, ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
 
-    %(flat_lora_attributes)s
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+    net_ : skorch.NeuralNet
+        The fitted net; ``module_`` and ``history_`` come from it.
+    module_ : torch.nn.Module
+        The fine-tuned module with its LoRA layers (``net_.module_``).
+    history_ : skorch.History
+        skorch's record of the fit, one entry per epoch.
+    n_epochs_run_ : int
+        Epochs run.
+    flat_lora_ : FlatLoRAPerturbation
+        The perturbation of the fit (``layers_``, ``total_steps_``, ``n_perturb_calls_``).
     classes_ : ndarray of shape (n_classes,)
 
     See Also
     --------
     FlatLoRARegressor, FlatLoRAPerturbation, FlatLoRACallback
 
-    %(flat_lora_notes)s
+    Notes
+    -----
+    The perturbation follows [1]_: filter-wise Gaussian noise on the frozen weights at
+    every optimiser step, removed after the step, with a cosine ramp of its scale. The base
+    model and the LoRA initialisation are drawn under the seed of ``random_state``; the
+    optimiser is AdamW, the usual optimiser of LoRA fine-tuning. Predictions run the module in
+    float64 in one pass, so that they do not depend on which rows are predicted together.
+
+    References
+    ----------
+    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
+       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
 
     Examples
     --------
@@ -264,15 +337,82 @@ class FlatLoRARegressor(NeuralRegressorMixin, _BaseFlatLoRA):
 
     As :class:`FlatLoRAClassifier` with the mean squared error; ``y`` may be 1-D or 2-D.
 
-    %(flat_lora_params)s
+    Parameters
+    ----------
+    module : None, torch.nn.Module or callable, default=None
+        The model to fine-tune. A module instance (typically pre-trained) is deep-copied at
+        ``fit`` and its output size must match the task; a callable is called as
+        ``module(n_features=..., n_outputs=...)``; ``None`` builds a ReLU MLP with
+        ``hidden_layer_sizes`` (randomly initialised from ``random_state``, then frozen).
+    hidden_layer_sizes : tuple of int, default=(64,)
+        Hidden layers of the default MLP.
+    lora_rank : int, default=8
+        LoRA rank ``r``.
+    lora_alpha : float, default=16
+        LoRA alpha (scaling ``alpha / r``).
+    target_modules : tuple of str or str, default=("Linear",)
+        Layers to adapt, by class name (``"Linear"``) or module name (peft's suffix rule).
+    lora_backend : {"own", "peft"}, default="own"
+        The library's minimal LoRA layer, or peft's ``get_peft_model`` (needs peft).
+    rho : float, default=0.05
+        Perturbation strength (finite, >= 0). ``0`` is plain LoRA: nothing is drawn or
+        touched.
+    schedule : {"cosine", "constant"} or callable, default="cosine"
+        The ramp of the noise scale over the run (see :class:`FlatLoRAPerturbation`).
+    restore : {"regenerate", "copy"}, default="regenerate"
+        How the noise is removed after each step (see :class:`FlatLoRAPerturbation`).
+    max_epochs : int, default=30
+        Passes over the training data.
+    batch_size : int, default=64
+    learning_rate : float, default=1e-2
+        AdamW learning rate.
+    weight_decay : float, default=0.0
+        AdamW weight decay.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the base module, the LoRA initialisation, the shuffling and the noise.
+    %(device)s
+    %(torch_n_jobs)s
+    verbose : int, default=0
+        0 is silent; 1 prints skorch's per-epoch table.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
+    **kwargs
+        Parameters routed to the skorch net as skorch routes them (``module__*``,
+        ``optimizer__*``, ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
 
-    %(flat_lora_attributes)s
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+    net_ : skorch.NeuralNet
+        The fitted net; ``module_`` and ``history_`` come from it.
+    module_ : torch.nn.Module
+        The fine-tuned module with its LoRA layers (``net_.module_``).
+    history_ : skorch.History
+        skorch's record of the fit, one entry per epoch.
+    n_epochs_run_ : int
+        Epochs run.
+    flat_lora_ : FlatLoRAPerturbation
+        The perturbation of the fit (``layers_``, ``total_steps_``, ``n_perturb_calls_``).
 
     See Also
     --------
     FlatLoRAClassifier, FlatLoRAPerturbation, FlatLoRACallback
 
-    %(flat_lora_notes)s
+    Notes
+    -----
+    The perturbation follows [1]_: filter-wise Gaussian noise on the frozen weights at
+    every optimiser step, removed after the step, with a cosine ramp of its scale. The base
+    model and the LoRA initialisation are drawn under the seed of ``random_state``; the
+    optimiser is AdamW, the usual optimiser of LoRA fine-tuning. Predictions run the module in
+    float64 in one pass, so that they do not depend on which rows are predicted together.
+
+    References
+    ----------
+    .. [1] T. Li, Z. He, Y. Li, Y. Wang, L. Shang, X. Huang, "Flat-LoRA: Low-Rank Adaptation
+       over a Flat Loss Landscape", ICML 2025, arXiv:2409.14396.
 
     Examples
     --------

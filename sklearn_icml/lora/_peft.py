@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._collection import _to_numpy
@@ -73,6 +74,7 @@ def _factors_by_module(state_dict, position):
     return pairs
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "adapter_state_dicts": [list, tuple, Mapping],
@@ -83,7 +85,7 @@ def _factors_by_module(state_dict, position):
     },
     prefer_skip_nested_validation=False,
 )
-def compress_peft_collection(adapter_state_dicts, rank, core="full", n_clusters=1, *,
+def compress_peft_collection(adapter_state_dicts, *, rank, core="full", n_clusters=1,
                              adapter_configs=None, **kwargs):
     """Jointly compress LoRA adapters saved by peft, one shared basis per weight position.
 

@@ -1,13 +1,11 @@
 """Video understanding methods on torch and skorch (needs the ``neural`` extra)."""
 
-# --- f16-high-frame-rate-video ---
 from ._classifier import F16VideoClassifier, F16VideoModule
 from ._compressor import F16ClipCompressor
 from ._frames import patch_encode, sample_frame_indices
 from ._projector import MultiFrameProjector, make_frame_projector
 
 __all__ = [
-    # --- f16-high-frame-rate-video ---
     "F16ClipCompressor",
     "F16VideoClassifier",
     "F16VideoModule",

@@ -9,6 +9,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin, NonTabularInputMixin
 from ..utils import optional_import
+from ..utils._deprecation import (
+    DEPRECATED,
+    DEPRECATED_PARAM,
+    keyword_only_after,
+    renamed_param,
+)
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import encode_class_labels, torch_threads
@@ -133,8 +139,10 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
     n_heads : int, default=4
         Attention heads; must divide ``hidden_dim``.
     max_epochs : int, default=30
-    lr : float, default=2e-3
+    learning_rate : float, default=2e-3
         AdamW learning rate, annealed to 0 by a cosine schedule over ``max_epochs``.
+    lr : float, default="deprecated"
+        Deprecated name of ``learning_rate`` (removed in 0.4).
     batch_size : int, default=64
     weight_decay : float, default=0.01
         AdamW weight decay.
@@ -212,7 +220,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         "n_layers": [POSITIVE_INT],
         "n_heads": [POSITIVE_INT],
         "max_epochs": [POSITIVE_INT],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "batch_size": [POSITIVE_INT],
         "weight_decay": [NON_NEGATIVE_REAL],
     }
@@ -230,7 +239,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         n_layers=2,
         n_heads=4,
         max_epochs=30,
-        lr=2e-3,
+        learning_rate=2e-3,
+        lr=DEPRECATED,
         batch_size=64,
         weight_decay=0.01,
         device="cpu",
@@ -249,6 +259,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         self.n_layers = n_layers
         self.n_heads = n_heads
         self.max_epochs = max_epochs
+        self.learning_rate = learning_rate
         self.lr = lr
         self.batch_size = batch_size
         self.weight_decay = weight_decay
@@ -258,7 +269,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         self.verbose = verbose
         self._store_routed_params(kwargs)
 
-    # ------------------------------------------------------------------ input
+    # input
     def _validate_clip_layout(self):
         if self.frames_per_clip % self.fps:
             raise ValueError(
@@ -299,9 +310,10 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         )
         return pad_to_clips(slots, self.frames_per_clip, "zeros")
 
-    # ------------------------------------------------------------------ fit
+    # fit
+    @keyword_only_after(3)
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, native_fps=16):
+    def fit(self, X, y, *, native_fps=16):
         """Train on videos ``X`` sampled at ``fps``.
 
         Parameters
@@ -317,6 +329,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         -------
         self : object
         """
+        learning_rate = renamed_param(self, "lr", "learning_rate")
         self._validate_clip_layout()
         X_checked = check_videos(X)
         if len(y) != X_checked.shape[0]:
@@ -357,7 +370,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
             criterion=nn.CrossEntropyLoss,
             optimizer=torch.optim.AdamW,
             optimizer__weight_decay=self.weight_decay,
-            lr=self.lr,
+            lr=learning_rate,
             max_epochs=self.max_epochs,
             batch_size=self.batch_size,
             iterator_train__shuffle=True,
@@ -374,7 +387,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         self.n_params_ = int(sum(p.numel() for p in self.module_.parameters() if p.requires_grad))
         return self
 
-    # ------------------------------------------------------------------ predict
+    # predict
     def _slots(self, X, native_fps, inference_fps):
         check_is_fitted(self)
         rate = self._rate(inference_fps)
@@ -401,7 +414,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
             logits = self.net_.forward(slots, training=False)
         return logits.numpy().astype(np.float64)
 
-    def predict_proba(self, X, native_fps=16, inference_fps=None):
+    @keyword_only_after(2)
+    def predict_proba(self, X, *, native_fps=16, inference_fps=None):
         """Class probabilities: the softmax of the logits.
 
         Parameters
@@ -419,7 +433,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         """
         return softmax(self._predict_logits(X, native_fps, inference_fps), axis=1)
 
-    def predict(self, X, native_fps=16, inference_fps=None):
+    @keyword_only_after(2)
+    def predict(self, X, *, native_fps=16, inference_fps=None):
         """Predicted class of each video (see :meth:`predict_proba` for the parameters).
 
         Returns
@@ -429,7 +444,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         logits = self._predict_logits(X, native_fps, inference_fps)
         return self.classes_[np.argmax(logits, axis=1)]
 
-    def score(self, X, y, sample_weight=None, native_fps=16, inference_fps=None):
+    @keyword_only_after(4)
+    def score(self, X, y, sample_weight=None, *, native_fps=16, inference_fps=None):
         """Accuracy on ``(X, y)`` (see :meth:`predict_proba` for the parameters).
 
         Returns
@@ -441,7 +457,8 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         y_pred = self.predict(X, native_fps=native_fps, inference_fps=inference_fps)
         return float(accuracy_score(y, y_pred, sample_weight=sample_weight))
 
-    def clip_tokens(self, X, native_fps=16, inference_fps=None):
+    @keyword_only_after(2)
+    def clip_tokens(self, X, *, native_fps=16, inference_fps=None):
         """The aligned, pooled tokens the sequence model reads (before the time embedding).
 
         Returns

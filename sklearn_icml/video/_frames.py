@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import (
     validate_params,
 )
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_fits_dtype, check_input_array
 
@@ -26,6 +27,7 @@ def frame_step(native_fps, fps):
     return max(int(round(native_fps / fps)), 1)
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "n_frames": [NON_NEGATIVE_INT],
@@ -35,7 +37,7 @@ def frame_step(native_fps, fps):
     },
     prefer_skip_nested_validation=True,
 )
-def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
+def sample_frame_indices(n_frames, *, native_fps, fps, max_time=None):
     """Indices of the frames kept when sampling a video at ``fps``.
 
     Keep frames ``0, k, 2k, ...`` with ``k = frame_step(native_fps, fps)``; if more than
@@ -60,7 +62,7 @@ def sample_frame_indices(n_frames, native_fps, fps, max_time=None):
     Examples
     --------
     >>> from sklearn_icml.video import sample_frame_indices
-    >>> sample_frame_indices(16, 16, 4)
+    >>> sample_frame_indices(16, native_fps=16, fps=4)
     array([ 0,  4,  8, 12])
     """
     _refuse_upsampling(native_fps, fps, "native_fps", "fps")
@@ -131,6 +133,7 @@ def check_videos(X, name="X"):
     return np.asarray(X, dtype=np.float32)
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "frames": ["array-like"],
@@ -139,7 +142,7 @@ def check_videos(X, name="X"):
     },
     prefer_skip_nested_validation=True,
 )
-def patch_encode(frames, patch_size, *, colour=False):
+def patch_encode(frames, *, patch_size, colour=False):
     """The frozen frame encoder: cut frames into ``p x p`` patches and flatten them.
 
     Parameters
@@ -161,7 +164,7 @@ def patch_encode(frames, patch_size, *, colour=False):
     --------
     >>> import numpy as np
     >>> from sklearn_icml.video import patch_encode
-    >>> patch_encode(np.arange(16.0).reshape(1, 4, 4), 2)[0, 1]
+    >>> patch_encode(np.arange(16.0).reshape(1, 4, 4), patch_size=2)[0, 1]
     array([2., 3., 6., 7.])
     """
     frames = np.asarray(frames)
@@ -190,8 +193,8 @@ def encode_videos(X, *, patch_size, native_fps, fps, frames_per_clip):
     slots : ndarray of shape (n, n_slots, N, C), float32
         ``n_slots = n_sampled * frames_per_clip / fps`` (not yet padded to whole clips).
     """
-    indices = sample_frame_indices(X.shape[1], native_fps, fps)
-    tokens = patch_encode(X[:, indices], patch_size, colour=X.ndim == 5)
+    indices = sample_frame_indices(X.shape[1], native_fps=native_fps, fps=fps)
+    tokens = patch_encode(X[:, indices], patch_size=patch_size, colour=X.ndim == 5)
     tokens = tokens.astype(np.float32, copy=False)
     repeat = int(frames_per_clip // fps)
     if repeat > 1:

@@ -14,7 +14,7 @@ from sklearn_icml.alignment import (  # noqa: E402
     PreferenceLMTrainer,
     TabularPreferencePolicy,
     TinyCausalLM,
-    benchmark_policy,
+    closed_form_policy,
 )
 from sklearn_icml.alignment._lm_trainer import sequence_logprob  # noqa: E402
 
@@ -47,18 +47,20 @@ def _restricted(trainer, reference=False):
     return softmax(lp)
 
 
-FAST = {"vocab_size": 4, "lr": 1e-2, "max_epochs": 60, "batch_size": 12, "random_state": 0}
+FAST = {
+    "vocab_size": 4, "learning_rate": 1e-2, "max_epochs": 60, "batch_size": 12, "random_state": 0
+}
 
 
 @pytest.mark.parametrize(("loss", "params"), [("logistic", {"beta": 1.0}),
                                               ("squared", {"tau": 1.0})])
-def test_lm_policy_over_candidates_matches_benchmark(loss, params):
+def test_lm_policy_over_candidates_matches_closed_form(loss, params):
     # the LM check: DPO/IPO on the population of pairs over 4 candidate completions gives,
     # restricted to the candidates, the tabular benchmark policy with nu = the initial LM
     P = expit(np.subtract.outer(R, R))
     trainer = PreferenceLMTrainer(loss=loss, **params, **FAST).fit(*_population(P))
     nu = _restricted(trainer, reference=True)
-    target = benchmark_policy(R, nu=nu, loss=loss, **params)
+    target = closed_form_policy(R, nu=nu, loss=loss, **params)
     fitted = _restricted(trainer)
     np.testing.assert_allclose(fitted, target, atol=0.01)
     # training moved the policy from the reference to the benchmark
@@ -87,7 +89,7 @@ def test_logistic_margins_diverge_on_deterministic_labels_squared_do_not():
     better = [(a, b) for a in range(4) for b in range(4) if R[a] > R[b]]
     data = ([PROMPT] * 6, [CANDIDATES[a] for a, _ in better],
             [CANDIDATES[b] for _, b in better])
-    params = {**FAST, "max_epochs": 80, "lr": 2e-2, "batch_size": 6}
+    params = {**FAST, "max_epochs": 80, "learning_rate": 2e-2, "batch_size": 6}
     logistic = PreferenceLMTrainer(loss="logistic", beta=1.0, **params).fit(*data)
     squared = PreferenceLMTrainer(loss="squared", tau=1.0, **params).fit(*data)
     m_log = np.asarray(logistic.history_[:, "margin"])

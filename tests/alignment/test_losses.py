@@ -1,4 +1,4 @@
-"""The preference losses, the margin, and their numpy twins (spec sections 7 and 8)."""
+"""The preference losses, the margin, and their numpy twins."""
 
 import math
 
@@ -20,6 +20,12 @@ from sklearn_icml.alignment import (  # noqa: E402
 from sklearn_icml.alignment._loss_math import LOSS_PARAMETER, np_loss_and_grad  # noqa: E402
 
 ALL = sorted(PREFERENCE_LOSSES)
+
+
+def _loss(name):
+    """The loss ``name`` as ``fn(h, scale, p=None)``: its scale (beta, tau or delta) by name."""
+    loss, scale_name = PREFERENCE_LOSSES[name], LOSS_PARAMETER[name]
+    return lambda h, scale, **kwargs: loss(h, **{scale_name: scale}, **kwargs)
 
 
 def _h(seed=0, n=7):
@@ -57,7 +63,7 @@ def test_gpo_losses_hand_values():
 
 @pytest.mark.parametrize("name", ALL)
 def test_gradcheck_float64(name):
-    fn = PREFERENCE_LOSSES[name]
+    fn = _loss(name)
     h = _h()
     p = torch.tensor([0.0, 0.2, 0.5, 0.7, 1.0, 0.9, 0.3], dtype=torch.float64)
     scale = 1.0 if name == "hinge" else 0.7
@@ -71,7 +77,7 @@ def test_gradcheck_float64(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_swapping_pair_with_flipped_label_leaves_loss_unchanged(name):
-    fn = PREFERENCE_LOSSES[name]
+    fn = _loss(name)
     h = _h(1).detach()
     p = torch.linspace(0, 1, h.shape[0], dtype=torch.float64)
     assert torch.allclose(fn(h, 0.7, p=p), fn(-h, 0.7, p=1 - p), atol=1e-12)
@@ -79,14 +85,14 @@ def test_swapping_pair_with_flipped_label_leaves_loss_unchanged(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_soft_label_one_is_the_hard_loss(name):
-    fn = PREFERENCE_LOSSES[name]
+    fn = _loss(name)
     h = _h(2).detach()
     assert torch.allclose(fn(h, 0.7, p=torch.ones_like(h)), fn(h, 0.7), atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ALL)
 def test_numpy_twin_matches_autograd(name):
-    fn = PREFERENCE_LOSSES[name]
+    fn = _loss(name)
     h = _h(3)
     p = torch.linspace(0, 1, h.shape[0], dtype=torch.float64)
     value = fn(h, 0.7, p=p)
@@ -107,7 +113,7 @@ def test_margin_normalised_and_unnormalised():
     lw, ll = torch.tensor([-1.0, -2.0]), torch.tensor([-3.0, -1.0])
     rw, rl = torch.tensor([-2.0, -2.0]), torch.tensor([-2.5, -0.5])
     assert preference_margin(lw, ll).tolist() == [2.0, -1.0]
-    assert preference_margin(lw, ll, rw, rl).tolist() == [1.5, 0.5]
+    assert preference_margin(lw, ll, ref_logp_w=rw, ref_logp_l=rl).tolist() == [1.5, 0.5]
 
 
 def test_margin_invariant_to_per_context_constant_in_logits():
@@ -119,9 +125,11 @@ def test_margin_invariant_to_per_context_constant_in_logits():
     margins = []
     for z in (logits, logits + shift):
         lp = torch.log_softmax(z, dim=1)
-        margins.append(preference_margin(lp[ctx, w], lp[ctx, l], ref[ctx, w], ref[ctx, l]))
+        margins.append(preference_margin(
+            lp[ctx, w], lp[ctx, l], ref_logp_w=ref[ctx, w], ref_logp_l=ref[ctx, l]))
         # raw (unnormalised) logits give the same margin as the log-probabilities
-        raw = preference_margin(logits[ctx, w], logits[ctx, l], ref[ctx, w], ref[ctx, l])
+        raw = preference_margin(
+            logits[ctx, w], logits[ctx, l], ref_logp_w=ref[ctx, w], ref_logp_l=ref[ctx, l])
         assert torch.allclose(margins[-1], raw, atol=1e-12)
     assert torch.allclose(margins[0], margins[1], atol=1e-12)
 
@@ -129,19 +137,19 @@ def test_margin_invariant_to_per_context_constant_in_logits():
 def test_margin_reference_is_detached():
     lw = torch.tensor([-1.0], requires_grad=True)
     rw = torch.tensor([-2.0], requires_grad=True)
-    h = preference_margin(lw, torch.tensor([-1.5]), rw, torch.tensor([-1.0]))
+    h = preference_margin(lw, torch.tensor([-1.5]), ref_logp_w=rw, ref_logp_l=torch.tensor([-1.0]))
     h.sum().backward()
     assert rw.grad is None and lw.grad.item() == 1.0
 
 
-# ---------------------------------------------------------------- bad input
+# bad input
 
 
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
 def test_nonpositive_scale_raises(name, bad):
     with pytest.raises(ValueError, match=LOSS_PARAMETER[name]):
-        PREFERENCE_LOSSES[name](torch.zeros(2), bad)
+        _loss(name)(torch.zeros(2), bad)
 
 
 def test_scale_must_be_a_number():
@@ -152,7 +160,7 @@ def test_scale_must_be_a_number():
 @pytest.mark.parametrize("p", [-0.1, 1.5, float("nan")])
 def test_soft_label_outside_unit_interval_raises(p):
     with pytest.raises(ValueError, match="p"):
-        logistic_loss(torch.zeros(2), 1.0, p=torch.tensor([0.5, p]))
+        logistic_loss(torch.zeros(2), beta=1.0, p=torch.tensor([0.5, p]))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
@@ -160,18 +168,19 @@ def test_non_finite_log_probs_raise(bad):
     with pytest.raises(ValueError, match="logp_l"):
         preference_margin(torch.tensor([-1.0]), torch.tensor([bad]))
     with pytest.raises(ValueError, match="ref_logp_w"):
-        preference_margin(torch.tensor([-1.0]), torch.tensor([-1.0]), torch.tensor([bad]),
-                          torch.tensor([0.0]))
+        preference_margin(torch.tensor([-1.0]), torch.tensor([-1.0]),
+                          ref_logp_w=torch.tensor([bad]), ref_logp_l=torch.tensor([0.0]))
     with pytest.raises(ValueError, match="h contains"):
         squared_loss(torch.tensor([bad]))
 
 
 def test_margin_needs_both_reference_log_probs():
     with pytest.raises(ValueError, match="both"):
-        preference_margin(torch.tensor([-1.0]), torch.tensor([-1.0]), torch.tensor([-1.0]))
+        preference_margin(torch.tensor([-1.0]), torch.tensor([-1.0]),
+                          ref_logp_w=torch.tensor([-1.0]))
 
 
-# ---------------------------------------------------------------- peer: trl
+# peer: trl
 
 
 @pytest.mark.slow
@@ -184,7 +193,7 @@ def test_agrees_with_trl_dpo_loss_types(beta):
         pytest.skip("the stand-in trainer follows trl 1.x's DPOTrainer._compute_loss")
     g = torch.Generator().manual_seed(int(beta * 10))
     lw, ll, rw, rl = (-10 * torch.rand(64, generator=g, dtype=torch.float64) for _ in range(4))
-    h = preference_margin(lw, ll, rw, rl)
+    h = preference_margin(lw, ll, ref_logp_w=rw, ref_logp_l=rl)
     ours = {
         "sigmoid": logistic_loss(h, beta=beta).mean(),
         "ipo": squared_loss(h, tau=beta).mean(),  # trl's beta is IPO's tau

@@ -1,4 +1,4 @@
-"""TabularPreferencePolicy, benchmark_policy and the pair helpers (spec E1-E4, 7, 8)."""
+"""TabularPreferencePolicy, closed_form_policy and the pair helpers."""
 
 import pickle
 import warnings
@@ -16,11 +16,12 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError  # noqa: E402
 from sklearn_icml.alignment import (  # noqa: E402
     PREFERENCE_LOSSES,
     TabularPreferencePolicy,
-    benchmark_policy,
+    closed_form_policy,
     make_preference_pairs,
     population_pairs,
     preference_margin,
 )
+from sklearn_icml.alignment._loss_math import LOSS_PARAMETER  # noqa: E402
 from sklearn_icml.alignment._tabular_policy import _Objective  # noqa: E402
 
 R = np.array([1.0, 0.5, 0.0, -0.5])
@@ -42,7 +43,7 @@ def _deterministic(r):
 def _fit_population(loss, *, rewards=R, pref_matrix=None, sampling=None, normalizer="reference",
                     nu=REF, **params):
     pairs, labels, weight = population_pairs(
-        None if pref_matrix is not None else rewards, pref_matrix, sampling=sampling
+        None if pref_matrix is not None else rewards, pref_matrix=pref_matrix, sampling=sampling
     )
     kwargs = {"reference_policy": nu} if normalizer == "reference" else {}
     if normalizer == "data":
@@ -51,17 +52,17 @@ def _fit_population(loss, *, rewards=R, pref_matrix=None, sampling=None, normali
     return pol.fit(pairs, labels, sample_weight=weight, **kwargs)
 
 
-# ---------------------------------------------------------------- E1-E4 targets
+# the paper's tabular examples (the benchmark's E1-E4)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "gd"])
 def test_E1_logistic_reference(solver):
-    pol = _fit_population("logistic", beta=1.0, solver=solver, lr=0.25)
+    pol = _fit_population("logistic", beta=1.0, solver=solver, learning_rate=0.25)
     target = [0.2376, 0.2882, 0.2622, 0.2120]
     np.testing.assert_allclose(pol.policy_[0], target, atol=1e-3)
     assert pol.expected_reward(R)[0] == pytest.approx(0.2756, abs=1e-3)
     assert pol.kl_to(REF)[0] == pytest.approx(0.141, abs=1e-3)
-    np.testing.assert_allclose(pol.policy_[0], benchmark_policy(R, nu=REF, beta=1.0), atol=1e-6)
+    np.testing.assert_allclose(pol.policy_[0], closed_form_policy(R, nu=REF, beta=1.0), atol=1e-6)
 
 
 def test_E1_sampled_pairs():
@@ -79,7 +80,7 @@ def test_E2_squared_depends_on_sampling_logistic_does_not():
     np.testing.assert_allclose(on_ref.policy_[0], [0.1239, 0.2233, 0.2985, 0.3543], atol=1e-3)
     assert uni.expected_reward(R)[0] == pytest.approx(0.0579, abs=1e-3)
     np.testing.assert_allclose(
-        on_ref.policy_[0], benchmark_policy(R, nu=REF, loss="squared", tau=1.0, sampling=REF),
+        on_ref.policy_[0], closed_form_policy(R, nu=REF, loss="squared", tau=1.0, sampling=REF),
         atol=1e-6,
     )
     # the two squared-loss solutions differ, the logistic ones do not
@@ -96,16 +97,16 @@ def test_E3_squared_deterministic_labels_converges():
     assert pol.kl_to(REF)[0] == pytest.approx(0.034, abs=1e-3)
     assert pol.converged_
     np.testing.assert_allclose(
-        pol.policy_[0], benchmark_policy(pref_matrix=_deterministic(R), nu=REF, loss="squared",
+        pol.policy_[0], closed_form_policy(pref_matrix=_deterministic(R), nu=REF, loss="squared",
                                          tau=1.0), atol=1e-6,
     )
 
 
 def _gd_deterministic(n_steps):
-    # lr 0.25 on the mean loss = the spec's lr 0.5 on its half-weighted population sum
+    # step 0.25 on the mean loss = step 0.5 on the paper's half-weighted population sum
     with pytest.warns(ConvergenceWarning, match="no finite minimiser"):
         return _fit_population(
-            "logistic", beta=1.0, pref_matrix=_deterministic(R), solver="gd", lr=0.25,
+            "logistic", beta=1.0, pref_matrix=_deterministic(R), solver="gd", learning_rate=0.25,
             max_iter=n_steps, tol=0.0,
         )
 
@@ -141,12 +142,12 @@ def test_E3_beta_does_not_stop_the_collapse(beta):
     for n in (1000, 8000):
         with pytest.warns(ConvergenceWarning):
             pol = _fit_population("logistic", beta=beta, pref_matrix=P, solver="gd",
-                                  lr=0.25, max_iter=n, tol=0.0)
+                                  learning_rate=0.25, max_iter=n, tol=0.0)
         pis.append(pol.policy_[0, BEST])
     assert pis[1] > pis[0] + 0.02
-    assert pis[1] > benchmark_policy(R, nu=REF, beta=beta)[BEST]
-    sq = [_fit_population("squared", tau=1.0, pref_matrix=P, solver="gd", lr=0.25, max_iter=n,
-                          tol=0.0).policy_[0, BEST] for n in (1000, 8000)]
+    assert pis[1] > closed_form_policy(R, nu=REF, beta=beta)[BEST]
+    sq = [_fit_population("squared", tau=1.0, pref_matrix=P, solver="gd", learning_rate=0.25,
+                          max_iter=n, tol=0.0).policy_[0, BEST] for n in (1000, 8000)]
     assert sq[1] == pytest.approx(sq[0], abs=1e-9)
 
 
@@ -160,7 +161,7 @@ def test_numba_kernel_matches_numpy_reference(loss, monkeypatch):
                              rng.integers(0, 4, 60)])
     labels = np.where(pairs[:, 1] == pairs[:, 2], 0.5, rng.random(60))
     ref = rng.dirichlet(np.ones(4), size=2)
-    params = {"loss": loss, "beta": 0.5, "tau": 0.5, "solver": "gd", "lr": 0.05,
+    params = {"loss": loss, "beta": 0.5, "tau": 0.5, "solver": "gd", "learning_rate": 0.05,
               "max_iter": 200, "tol": 0.0, "kl_coef": 0.2}
     fast = TabularPreferencePolicy(**params).fit(pairs, labels, reference_policy=ref)
     monkeypatch.setattr(module, "_USE_KERNEL", False)
@@ -181,7 +182,7 @@ def test_E4_normaliser_choice():
         assert pol.expected_reward(R)[0] == pytest.approx(value, abs=1e-3)
         assert pol.kl_to(REF)[0] == pytest.approx(kl, abs=1e-3)
         np.testing.assert_allclose(
-            pol.policy_[0], benchmark_policy(R, nu=nu, beta=1.0, sampling=MU), atol=1e-6
+            pol.policy_[0], closed_form_policy(R, nu=nu, beta=1.0, sampling=MU), atol=1e-6
         )
 
 
@@ -194,7 +195,7 @@ def test_data_policy_estimated_from_counts():
     np.testing.assert_allclose(pol.policy_[0], [0.5901, 0.2684, 0.1085, 0.0329], atol=0.02)
 
 
-# ---------------------------------------------------------------- other closed forms
+# other closed forms
 
 
 @pytest.mark.parametrize(
@@ -210,7 +211,7 @@ def test_benchmark_matches_fit_for_other_losses(loss, params):
     pol = TabularPreferencePolicy(loss=loss, **params).fit(
         pairs, labels, sample_weight=weight, reference_policy=nu
     )
-    target = benchmark_policy(rewards, nu=nu, loss=loss, sampling=m, **params)
+    target = closed_form_policy(rewards, nu=nu, loss=loss, sampling=m, **params)
     assert target.shape == (2, 4)
     np.testing.assert_allclose(target.sum(axis=1), 1.0)
     np.testing.assert_allclose(pol.policy_, target, atol=1e-5)
@@ -220,22 +221,22 @@ def test_benchmark_bradley_terry_pref_matrix_equals_rewards():
     P = expit(np.subtract.outer(R, R))
     for loss in ("logistic", "squared", "savage"):
         np.testing.assert_allclose(
-            benchmark_policy(pref_matrix=P, nu=REF, loss=loss, beta=0.5, tau=0.5),
-            benchmark_policy(R, nu=REF, loss=loss, beta=0.5, tau=0.5), atol=1e-12,
+            closed_form_policy(pref_matrix=P, nu=REF, loss=loss, beta=0.5, tau=0.5),
+            closed_form_policy(R, nu=REF, loss=loss, beta=0.5, tau=0.5), atol=1e-12,
         )
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_hinge_fits_by_gradient_descent_without_closed_form():
     with pytest.raises(ValueError, match="no closed-form"):
-        benchmark_policy(R, loss="hinge")
-    pol = _fit_population("hinge", delta=1.0, normalizer="none", solver="gd", lr=0.5,
+        closed_form_policy(R, loss="hinge")
+    pol = _fit_population("hinge", delta=1.0, normalizer="none", solver="gd", learning_rate=0.5,
                           max_iter=2000, tol=0.0)
     # the hinge loss ranks the responses by reward
     assert np.all(np.diff(pol.policy_[0]) < 0)
 
 
-# ---------------------------------------------------------------- structural properties
+# structural properties
 
 
 def test_objective_gradient_matches_torch_autograd():
@@ -258,8 +259,10 @@ def test_objective_gradient_matches_torch_autograd():
             xt = torch.tensor(x, requires_grad=True)
             z = xt.reshape(C, K) if features is None else torch.tensor(features) @ xt
             lnu = torch.tensor(log_nu)
-            h = preference_margin(z[ctx, a], z[ctx, b], lnu[ctx, a], lnu[ctx, b])
-            val = (torch.tensor(w) * PREFERENCE_LOSSES[loss](h, 0.7, p=torch.tensor(p))).sum()
+            h = preference_margin(
+                z[ctx, a], z[ctx, b], ref_logp_w=lnu[ctx, a], ref_logp_l=lnu[ctx, b])
+            scale = {LOSS_PARAMETER[loss]: 0.7}
+            val = (torch.tensor(w) * PREFERENCE_LOSSES[loss](h, **scale, p=torch.tensor(p))).sum()
             lp = torch.log_softmax(z, 1)
             lref = torch.tensor(log_ref)
             reg = (lp[ctx, a] - lref[ctx, a]) ** 2 + (lp[ctx, b] - lref[ctx, b]) ** 2
@@ -320,14 +323,14 @@ def test_log_linear_with_one_hot_features_equals_tabular():
 
 def test_minibatch_sgd_is_reproducible_and_close():
     pairs, labels, weight = population_pairs(R)
-    params = {"loss": "logistic", "beta": 1.0, "solver": "gd", "lr": 0.2, "max_iter": 1500,
-              "batch_size": 16, "random_state": 0}
+    params = {"loss": "logistic", "beta": 1.0, "solver": "gd", "learning_rate": 0.2,
+              "max_iter": 1500, "batch_size": 16, "random_state": 0}
     a = TabularPreferencePolicy(**params).fit(pairs, labels, sample_weight=weight,
                                               reference_policy=REF)
     b = TabularPreferencePolicy(**params).fit(pairs, labels, sample_weight=weight,
                                               reference_policy=REF)
     np.testing.assert_array_equal(a.policy_, b.policy_)
-    np.testing.assert_allclose(a.policy_[0], benchmark_policy(R, nu=REF, beta=1.0), atol=0.03)
+    np.testing.assert_allclose(a.policy_[0], closed_form_policy(R, nu=REF, beta=1.0), atol=0.03)
 
 
 def test_fit_outputs_and_manners():
@@ -358,7 +361,7 @@ def test_not_fitted():
         TabularPreferencePolicy().predict_proba()
 
 
-# ---------------------------------------------------------------- bad input (section 8)
+# bad input
 
 
 def _fit(pairs, labels=None, **kwargs):
@@ -416,23 +419,23 @@ def test_bad_parameters(params):
 
 def test_bad_benchmark_parameters():
     with pytest.raises(ValueError, match="beta"):
-        benchmark_policy(R, beta=0.0)
+        closed_form_policy(R, beta=0.0)
     with pytest.raises(ValueError, match="tau"):
-        benchmark_policy(R, loss="squared", tau=-1.0)
+        closed_form_policy(R, loss="squared", tau=-1.0)
     with pytest.raises(ValueError, match="loss"):
-        benchmark_policy(R, loss="dpo")
+        closed_form_policy(R, loss="dpo")
     with pytest.raises(ValueError, match="exactly one"):
-        benchmark_policy()
+        closed_form_policy()
     with pytest.raises(ValueError, match="no finite minimiser"):
-        benchmark_policy(pref_matrix=_deterministic(R), nu=REF)
+        closed_form_policy(pref_matrix=_deterministic(R), nu=REF)
     with pytest.raises(ValueError, match="Bradley-Terry"):
-        benchmark_policy(pref_matrix=[[0.5, 0.9, 0.1], [0.1, 0.5, 0.9], [0.9, 0.1, 0.5]])
+        closed_form_policy(pref_matrix=[[0.5, 0.9, 0.1], [0.1, 0.5, 0.9], [0.9, 0.1, 0.5]])
     with pytest.raises(ValueError, match="P\\[a, b\\] \\+ P\\[b, a\\]"):
-        benchmark_policy(pref_matrix=[[0.5, 0.9], [0.9, 0.5]])
+        closed_form_policy(pref_matrix=[[0.5, 0.9], [0.9, 0.5]])
     with pytest.raises(ValueError, match="positive"):
-        benchmark_policy(R, nu=[0.5, 0.5, 0.0, 0.0])
+        closed_form_policy(R, nu=[0.5, 0.5, 0.0, 0.0])
     with pytest.raises(ValueError, match="sum to 1"):
-        benchmark_policy(R, sampling=[0.5, 0.5, 0.5, 0.5])
+        closed_form_policy(R, sampling=[0.5, 0.5, 0.5, 0.5])
 
 
 def test_data_normaliser_needs_a_data_policy():
@@ -461,7 +464,7 @@ def test_convergence_warning_only_when_margins_diverge():
 def test_divergence_raises_instead_of_nan():
     pairs, labels, weight = population_pairs(R)
     for batch_size in (None, 8):
-        pol = TabularPreferencePolicy(loss="squared", tau=1.0, solver="gd", lr=100.0,
+        pol = TabularPreferencePolicy(loss="squared", tau=1.0, solver="gd", learning_rate=100.0,
                                       max_iter=2000, batch_size=batch_size, random_state=0)
         with pytest.raises(FloatingPointError, match="non-finite"), np.errstate(all="ignore"):
             pol.fit(pairs, labels, sample_weight=weight, reference_policy=REF)

@@ -1,4 +1,4 @@
-"""make_lidar_sweep: the normative generator of the SerLiC spec (section 6.1)."""
+"""make_lidar_sweep: the generated sweeps of the SerLiC benchmark."""
 
 import lzma
 
@@ -15,8 +15,8 @@ def _entropy(symbols):
 
 
 @pytest.mark.slow
-def test_reproduces_the_reference_table_of_the_spec():
-    # spec 6.1 calibration: means over the test seeds 1000..1004
+def test_reproduces_the_calibration_table():
+    # the generator's calibration: means over the test seeds 1000..1004
     rows = []
     for seed in range(1000, 1005):
         points, r, oracle, _ = make_lidar_sweep(seed, shuffle=False)

@@ -1,4 +1,4 @@
-"""ScanOrderSerializer and window building (spec 3.2, test 7.2)."""
+"""ScanOrderSerializer and window building."""
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from ._sweeps import grid_points
 
 
 def test_recovers_the_scan_order_of_a_shuffled_sweep():
-    # spec 7.2 with the spec's defaults: 32 lasers, 1024 azimuth bins, (-25, 3) degrees
+    # the scan order is recovered at the defaults: 32 lasers, 1024 azimuth bins, (-25, 3) degrees
     points, r, _, (v, u) = make_lidar_sweep(1000, shuffle=True)
     scan_points, scan_r, _, (scan_v, scan_u) = make_lidar_sweep(1000, shuffle=False)
     order = ScanOrderSerializer(

@@ -1,4 +1,4 @@
-"""ClusteredJointLoRACompressor: group recovery, inertia, affinity, bad input (spec 7.10, 8)."""
+"""ClusteredJointLoRACompressor: group recovery, inertia, affinity, bad input."""
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ def two_groups(n=40, d=64, basis_rank=8, seed=0):
 
 @pytest.mark.slow
 def test_e2_two_groups_are_recovered_and_exact():
-    # spec E2: two groups of 50 adapters with their own rank-16 bases, d = 256
+    # the benchmark's E2: two groups of 50 adapters with their own rank-16 bases, d = 256
     B, A, groups = make_lora_collection(100, d_out=256, adapter_rank=8, basis_rank=16,
                                         n_groups=2, return_groups=True, random_state=0)
     comp = ClusteredJointLoRACompressor(n_clusters=2, rank=16, random_state=0).fit((B, A))

@@ -1,4 +1,4 @@
-"""Tests of Flat-LoRA (spec flat-lora.md sections 7 and 8)."""
+"""Flat-LoRA: the perturbation, its callback and estimators, and their bad inputs."""
 
 import math
 
@@ -44,7 +44,7 @@ def _merged(layer):
     return layer.weight + layer.scaling * layer.lora_B @ layer.lora_A
 
 
-# ---------------------------------------------------------------- test 2 / E1: statistics
+# noise statistics (the benchmark's E1)
 def test_noise_statistics_match_filter_wise_std():
     model = _layer()
     lay = model[0]
@@ -85,7 +85,7 @@ def test_std_uses_merged_norm():
     flat.unperturb()
 
 
-# ---------------------------------------------------------------- test 3: fan-in scaling
+# fan-in scaling
 def test_fan_in_scaling():
     stds = {}
     for n in (256, 1024):
@@ -102,7 +102,7 @@ def test_fan_in_scaling():
     assert abs(stds[256] / stds[1024] - 2.0) <= 0.06
 
 
-# ---------------------------------------------------------------- test 4: schedule
+# schedule
 def test_cosine_schedule():
     flat = FlatLoRAPerturbation(rho=1.0).attach(_layer(8, 8), total_steps=100)
     assert flat.noise_scale(0) == 0.0
@@ -114,7 +114,7 @@ def test_cosine_schedule():
     assert const.noise_scale(0) == pytest.approx(0.3)
 
 
-# ---------------------------------------------------------------- test 5 / E2: restore
+# restore (the benchmark's E2)
 @pytest.mark.parametrize(
     "dtype, restore, tol",
     [
@@ -155,7 +155,7 @@ def test_fit_leaves_frozen_weights_unchanged():
             assert float((a.weight - w).abs().max()) <= 1e-5 * float(w.abs().max())
 
 
-# ---------------------------------------------------------------- test 6: regeneration
+# regeneration
 def test_regenerated_noise_is_identical():
     model = _layer(32, 64)
     flat = FlatLoRAPerturbation(rho=0.1, restore="copy", random_state=0)
@@ -169,7 +169,7 @@ def test_regenerated_noise_is_identical():
     flat.unperturb()
 
 
-# ---------------------------------------------------------------- tests 7 and 8: closed forms
+# closed forms
 def _single_linear(seed=0):
     g = torch.Generator().manual_seed(seed)
     lin = torch.nn.Linear(16, 8, bias=False).double()
@@ -197,7 +197,7 @@ def test_perturbed_gradient_is_unbiased():
 
     clean = grad()
     flat = FlatLoRAPerturbation(rho=0.5, schedule="constant", random_state=0).attach(model)
-    n = 5000  # spec: 20,000; 5,000 keeps the test under ~15 s on a loaded machine
+    n = 5000  # 20,000 draws would be tighter; 5,000 keeps the test under ~15 s
     grads = torch.empty((n,) + tuple(B.shape), dtype=torch.float64)
     for i in range(n):
         flat.perturb(i)
@@ -228,7 +228,7 @@ def test_expected_sharpness_closed_form():
     assert torch.equal(model[0].weight, w0)
 
 
-# ---------------------------------------------------------------- skorch helpers
+# skorch helpers
 def _toy(n=96, seed=0):
     rng = np.random.RandomState(seed)
     X = rng.randn(n, 5).astype(np.float32)
@@ -272,7 +272,7 @@ class _AccumNet(NeuralNetClassifier):
         return step
 
 
-# ---------------------------------------------------------------- test 9: accumulation
+# gradient accumulation
 def test_gradient_accumulation_one_perturbation_per_step():
     X, y = _toy(128)
     module = _Recorder()
@@ -295,7 +295,7 @@ def test_gradient_accumulation_one_perturbation_per_step():
     assert not torch.equal(seen[0], seen[4])
 
 
-# ---------------------------------------------------------------- test 10: non-LoRA layers
+# non-LoRA layers
 def test_only_lora_layers_are_perturbed():
     module = _Recorder()
     plain0 = module.plain.weight.clone()
@@ -307,7 +307,7 @@ def test_only_lora_layers_are_perturbed():
     flat.unperturb()
 
 
-# ---------------------------------------------------------------- tests 1, 11: rho=0, seeds
+# rho=0 is plain LoRA; seeds
 def _lora_params(est):
     return [p.detach().clone() for n, p in est.module_.named_parameters() if "lora" in n]
 
@@ -369,7 +369,7 @@ def test_noise_seed_independent_of_global_rng():
     assert float((model[0].weight - w0).abs().max()) < 1e-6
 
 
-# ---------------------------------------------------------------- test 12: eval unperturbed
+# evaluation batches are never perturbed
 def test_validation_batches_never_perturbed():
     X, y = _toy(64)
     module = _Recorder()
@@ -452,7 +452,7 @@ def test_exception_in_forward_restores_weights():
         assert float((model.net[i].weight - w).abs().max()) < 1e-6
 
 
-# ---------------------------------------------------------------- estimators
+# estimators
 def test_regressor_and_pandas_and_user_module_not_modified():
     pd = pytest.importorskip("pandas")
     rng = np.random.RandomState(0)
@@ -490,7 +490,7 @@ def test_peft_backend():
     assert float((mods[0].get_base_layer().weight - w0).abs().max()) < 1e-6
 
 
-# ---------------------------------------------------------------- section 8: bad input
+# bad input
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -1,4 +1,4 @@
-"""JointLoRACompressor and SVDLoRACompressor: closed forms, invariances, bad input (spec 7, 8)."""
+"""JointLoRACompressor and SVDLoRACompressor: closed forms, invariances, bad input."""
 
 import pickle
 import tracemalloc
@@ -27,7 +27,7 @@ def shared_plus_private(n=30, d=48, seed=0):
     )
 
 
-# --- spec E1: closed forms -------------------------------------------------------------------
+# closed forms
 def test_e1a_single_adapter_is_eckart_young():
     rng = np.random.default_rng(0)
     B, A = rng.normal(size=(64, 4)), rng.normal(size=(4, 64))
@@ -58,7 +58,7 @@ def test_e1c_mutually_orthogonal_adapters(rank, expected):
 
 
 def test_e2_shared_plus_private_error_and_monotone_history():
-    # spec E2: d = 256, n = 100, shared rank 32 + private rank 8 -> 0.080 +- 0.005
+    # the benchmark's E2: d = 256, n = 100, shared rank 32 + private rank 8 -> 0.080 +- 0.005
     B, A = make_lora_collection(100, d_out=256, adapter_rank=8, basis_rank=32, private_rank=8,
                                 private_scale=0.3, random_state=0)
     comp = JointLoRACompressor(rank=32).fit((B, A))
@@ -78,7 +78,7 @@ def test_objective_history_is_monotone_from_a_random_start(core):
     assert abs(history[-1] - comp.score((B, A))) < 1e-9
 
 
-# --- spec 7.2: cores are projections ----------------------------------------------------------
+# cores are projections
 def test_full_cores_are_projections_and_bases_orthonormal():
     B, A = shared_plus_private()
     comp = JointLoRACompressor(rank=12).fit((B, A))
@@ -103,7 +103,7 @@ def test_errors_match_dense_computation_for_both_cores():
         assert abs(comp.score((B, A)) - (1 - total / np.sum(D**2))) < 1e-12
 
 
-# --- spec 7.3: rotation and order invariance --------------------------------------------------
+# rotation and order invariance
 def test_reconstructions_invariant_to_factor_rotation_and_adapter_order():
     B, A = shared_plus_private(n=20)
     comp = JointLoRACompressor(rank=10).fit((B, A))
@@ -125,7 +125,7 @@ def test_reconstructions_invariant_to_factor_rotation_and_adapter_order():
                                atol=1e-8)
 
 
-# --- spec 7.4 - 7.7 ---------------------------------------------------------------------------
+# errors, scores, transforms
 def test_error_decreases_with_rank():
     B, A = shared_plus_private(n=30, d=60)
     errors = [1 - JointLoRACompressor(rank=r).fit((B, A)).score((B, A))
@@ -202,7 +202,7 @@ def test_normalize_equals_fitting_the_normalised_collection():
 
 @pytest.mark.slow
 def test_never_materialises_d_out_by_d_in():
-    # spec 7.9: d = 20,000 would need 3.2 GB per dense matrix
+    # memory: d = 20,000 would need 3.2 GB per dense matrix
     rng = np.random.default_rng(0)
     B = rng.normal(size=(10, 20000, 4))
     A = rng.normal(size=(10, 4, 20000))
@@ -215,7 +215,7 @@ def test_never_materialises_d_out_by_d_in():
     assert comp.U_.shape == (20000, 8) and np.all(np.isfinite(err))
 
 
-# --- solvers, seeds, manners ------------------------------------------------------------------
+# solvers, seeds, manners
 def test_solvers_and_inits_agree_on_planted_structure():
     B, A = make_lora_collection(20, d_out=40, adapter_rank=4, basis_rank=6, random_state=1)
     ref = reconstructions(JointLoRACompressor(rank=6).fit((B, A)), (B, A))
@@ -245,7 +245,7 @@ def test_storage_arithmetic():
     assert full.n_parameters_ == 6 * 50 + 12 * 36
     assert diag.n_parameters_ == 6 * 50 + 12 * 6
     assert full.compression_ratio_ == pytest.approx(12 * 4 * 50 / (6 * 50 + 12 * 36))
-    # the spec's Mistral q_proj example: n=1000, r0=16, r=64, 4096 x 4096
+    # the paper's Mistral q_proj setting: n=1000, r0=16, r=64, 4096 x 4096
     assert 1000 * 16 * 8192 == 131_072_000 and 64 * 8192 + 1000 * 64**2 == 4_620_288
 
 
@@ -270,7 +270,7 @@ def test_torch_tensors_and_ragged_ranks_are_accepted():
     assert np.max(comp.relative_errors_) < 1e-10
 
 
-# --- spec 8: bad input ------------------------------------------------------------------------
+# bad input
 def test_bad_collections_raise():
     rng = np.random.default_rng(0)
     good = (rng.normal(size=(8, 4)), rng.normal(size=(4, 6)))
@@ -367,7 +367,7 @@ def test_transform_checks_shape_and_state():
         comp.inverse_transform(np.full((1, 4, 4), np.nan))
 
 
-# --- SVD baseline -----------------------------------------------------------------------------
+# SVD baseline
 def test_svd_baseline_is_per_adapter_eckart_young():
     B, A = shared_plus_private(n=8, d=20)
     svd = SVDLoRACompressor(rank=3).fit((B, A))

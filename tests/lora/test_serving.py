@@ -1,4 +1,4 @@
-"""Serving paths: equivalence with dense products, agreement of the two paths, the benchmark."""
+"""Serving paths: equivalence with dense products, agreement of the two paths, their timing."""
 
 import numpy as np
 import pytest
@@ -8,10 +8,10 @@ torch = pytest.importorskip("torch")
 from sklearn_icml.datasets import make_lora_collection  # noqa: E402
 from sklearn_icml.lora import (  # noqa: E402
     JointLoRACompressor,
-    benchmark_multi_lora_forward,
     separate_lora_forward,
     shared_basis_forward,
 )
+from sklearn_icml.lora._serving_timing import time_multi_lora_forward  # noqa: E402
 
 
 @pytest.mark.parametrize("core", ["full", "diag"])
@@ -86,9 +86,9 @@ def test_bad_serving_input_raises():
         shared_basis_forward(X, [0, 1], U + 0j, V, cores)
 
 
-def test_benchmark_reports_both_paths_and_memory():
-    res = benchmark_multi_lora_forward(32, 48, 4, 8, [1, 5], batch=6, tokens=2, n_repeats=3,
-                                       n_warmup=1, n_jobs=1, random_state=0)
+def test_timing_reports_both_paths_and_memory():
+    res = time_multi_lora_forward(32, 48, 4, 8, [1, 5], batch=6, tokens=2, n_repeats=3,
+                                  n_warmup=1, n_jobs=1, random_state=0)
     assert res["n_adapters"] == [1, 5]
     assert res["shared_memory_bytes"] == [4 * (8 * 80 + n * 64) for n in (1, 5)]
     assert res["separate_memory_bytes"] == [4 * n * 4 * 80 for n in (1, 5)]
@@ -97,12 +97,12 @@ def test_benchmark_reports_both_paths_and_memory():
         assert len(res[key]) == 2 and all(v > 0 and np.isfinite(v) for v in res[key])
     assert res["shared_tokens_per_s"][0] == pytest.approx(12 / res["shared_seconds"][0])
     assert res["settings"]["n_jobs"] == 1
-    diag = benchmark_multi_lora_forward(32, 48, 4, 8, [3], batch=2, tokens=1, n_repeats=2,
-                                        n_warmup=0, core="diag", include_base=False)
+    diag = time_multi_lora_forward(32, 48, 4, 8, [3], batch=2, tokens=1, n_repeats=2,
+                                   n_warmup=0, core="diag", include_base=False)
     assert diag["shared_memory_bytes"] == [4 * (8 * 80 + 3 * 8)]
     with pytest.raises(ValueError, match="rank must be"):
-        benchmark_multi_lora_forward(8, 8, 2, 9, [1])
+        time_multi_lora_forward(8, 8, 2, 9, [1])
     with pytest.raises(ValueError, match="n_adapters_list"):
-        benchmark_multi_lora_forward(8, 8, 2, 4, [0])
+        time_multi_lora_forward(8, 8, 2, 4, [0])
     with pytest.raises(ValueError, match="core"):
-        benchmark_multi_lora_forward(8, 8, 2, 4, [1], core="tri")
+        time_multi_lora_forward(8, 8, 2, 4, [1], core="tri")

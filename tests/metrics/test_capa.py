@@ -165,7 +165,7 @@ def test_capa_matrix_symmetric_with_pairwise_entries():
 
 def test_capa_matrix_accepts_3d_array_and_hard_labels():
     y, choices, probas = make_multiple_choice_predictions(
-        500, 4, [0.8, 0.6, 0.5], copy_prob=0.3, random_state=0
+        500, n_options=4, accuracies=[0.8, 0.6, 0.5], copy_prob=0.3, random_state=0
     )
     from_probas = capa_matrix(y, probas, discrete=True)
     from_labels = capa_matrix(y, list(choices), discrete=True, n_options=4)
@@ -185,10 +185,12 @@ def test_hard_labels_need_n_options_and_discrete():
 
 def test_independent_models_give_kappa_near_zero():
     # spec E2
-    y, choices, _ = make_multiple_choice_predictions(20000, 4, [0.9, 0.6], random_state=0)
+    y, choices, _ = make_multiple_choice_predictions(
+        20000, n_options=4, accuracies=[0.9, 0.6], random_state=0
+    )
     assert abs(capa_score(y, choices[0], choices[1], discrete=True, n_options=4)) < 0.02
     _, _, probas = make_multiple_choice_predictions(
-        20000, 4, [0.9, 0.6], confidence=[0.7, 0.5], random_state=0
+        20000, n_options=4, accuracies=[0.9, 0.6], confidence=[0.7, 0.5], random_state=0
     )
     assert abs(capa_score(y, probas[0], probas[1])) < 0.02
 
@@ -197,7 +199,7 @@ def test_independent_models_give_kappa_near_zero():
 def test_shared_mistakes_give_kappa_near_rho(rho):
     # spec E3
     y, choices, _ = make_multiple_choice_predictions(
-        20000, 4, [0.7, 0.7], copy_prob=rho, random_state=0
+        20000, n_options=4, accuracies=[0.7, 0.7], copy_prob=rho, random_state=0
     )
     kappa = capa_score(y, choices[0], choices[1], discrete=True, n_options=4)
     assert kappa == pytest.approx(rho, abs=0.02)

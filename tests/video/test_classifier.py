@@ -42,7 +42,7 @@ def test_fit_attributes(fitted, videos):
 
 
 def test_tokens_per_second_do_not_change_with_frame_rate(fitted, videos):
-    # spec section 8: the per-second token count is an invariant of the frame rate
+    # the per-second token count is an invariant of the frame rate
     X, _ = videos
     shapes = {fitted.clip_tokens(X, inference_fps=r).shape for r in (16, 8, 4, 2, 1)}
     assert shapes == {(24, 2, 1, 8)}
@@ -57,7 +57,7 @@ def _perturb_except(X, keep):
 
 
 def test_no_leak_of_unsampled_frames(videos):
-    # spec 7.7 (leak detector): a 4-FPS model only sees frames 0, 4, 8, ...; reading at
+    # leak detector: a 4-FPS model only sees frames 0, 4, 8, ...; reading at
     # inference_fps=2 only frames 0, 8, 16, 24
     X, y = videos
     clf = F16VideoClassifier(fps=4, random_state=0, **TINY).fit(X, y)
@@ -71,7 +71,7 @@ def test_no_leak_of_unsampled_frames(videos):
 
 
 def test_native_frame_rate_sampling(fitted, videos):
-    # spec 7.6: native 32 FPS read at 16 keeps every 2nd frame
+    # native 32 FPS read at 16 keeps every 2nd frame
     X, _ = videos
     X32 = np.repeat(X, 2, axis=1)
     X32[:, 1::2] = np.random.RandomState(0).rand(*X32[:, 1::2].shape)

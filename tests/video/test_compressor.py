@@ -16,7 +16,7 @@ def _features(t, n=16, c=3, videos=2, seed=0):
 
 @pytest.mark.parametrize(("t", "n_clips"), [(32, 2), (33, 3), (16, 1), (1, 1)])
 def test_token_budget(t, n_clips):
-    # spec 7.4: T=32 -> 2 clips of 4 tokens (4 x 4 grid, stride 2); T=33 -> 3, never 4;
+    # T=32 -> 2 clips of 4 tokens (4 x 4 grid, stride 2); T=33 -> 3, never 4;
     # T=32 never 3 (no extra all-zero clip)
     comp = F16ClipCompressor(hidden_dim=5, random_state=0).fit(_features(t))
     out = comp.transform(_features(t))
@@ -25,7 +25,7 @@ def test_token_budget(t, n_clips):
 
 
 def test_pooling_27_grid_gives_13():
-    # spec 7.5
+    # a grid that pooling does not divide
     X = _features(16, n=27 * 27, c=2, videos=1)
     out = F16ClipCompressor(hidden_dim=3, random_state=0).fit_transform(X)
     assert out.shape == (1, 1, 169, 3)
@@ -46,7 +46,7 @@ def test_transform_is_mean_of_frame_projections_then_max_pool():
 
 
 def test_frame_repeat_identity_and_token_invariant():
-    # spec 7.3 through the transformer: 1-FPS frames repeated 16 times give P(z) per clip,
+    # through the transformer: 1-FPS frames repeated 16 times give P(z) per clip,
     # and the number of tokens per second does not depend on the frame rate
     torch.manual_seed(0)
     P = make_frame_projector(3, 4)

@@ -14,30 +14,30 @@ from sklearn_icml.video._frames import (
 
 
 def test_frame_sampling_rules():
-    # spec 7.6: native 30 -> 16 keeps every 2nd frame (15 effective FPS, as the reference)
+    # native 30 -> 16 keeps every 2nd frame (15 effective FPS, as the reference)
     assert frame_step(30, 16) == 2
-    np.testing.assert_array_equal(sample_frame_indices(10, 30, 16), [0, 2, 4, 6, 8])
-    np.testing.assert_array_equal(sample_frame_indices(16, 16, 4), [0, 4, 8, 12])
-    np.testing.assert_array_equal(sample_frame_indices(5, 16, 16), np.arange(5))
+    np.testing.assert_array_equal(sample_frame_indices(10, native_fps=30, fps=16), [0, 2, 4, 6, 8])
+    np.testing.assert_array_equal(sample_frame_indices(16, native_fps=16, fps=4), [0, 4, 8, 12])
+    np.testing.assert_array_equal(sample_frame_indices(5, native_fps=16, fps=16), np.arange(5))
     # too long: uniform subsampling to max_time * fps frames
     np.testing.assert_array_equal(
-        sample_frame_indices(100, 16, 1, max_time=3), [0, 49, 99]
+        sample_frame_indices(100, native_fps=16, fps=1, max_time=3), [0, 49, 99]
     )
 
 
 def test_frame_sampling_refuses_upsampling():
     with pytest.raises(ValueError, match="cannot be upsampled"):
-        sample_frame_indices(10, 8, 16)
+        sample_frame_indices(10, native_fps=8, fps=16)
 
 
 def test_patch_encode_layout():
     frames = np.arange(2 * 4 * 6, dtype=float).reshape(2, 4, 6)
-    tokens = patch_encode(frames, 2)
+    tokens = patch_encode(frames, patch_size=2)
     assert tokens.shape == (2, 6, 4)  # 2 x 3 grid of 2 x 2 patches
     np.testing.assert_array_equal(tokens[0, 0], [0, 1, 6, 7])
     np.testing.assert_array_equal(tokens[0, 4], [14, 15, 20, 21])  # row 1, column 1
     colour = np.stack([frames, frames + 100, frames + 200], axis=-1)
-    ctok = patch_encode(colour, 2, colour=True)
+    ctok = patch_encode(colour, patch_size=2, colour=True)
     assert ctok.shape == (2, 6, 12)
     np.testing.assert_array_equal(ctok[0, 0, :3], [0, 100, 200])
 
@@ -47,18 +47,18 @@ def test_encode_videos_repeats_encoded_frames():
     slots = encode_videos(X, patch_size=4, native_fps=16, fps=4, frames_per_clip=16)
     assert slots.shape == (2, 32, 4, 16)  # 8 frames at 4 FPS, each repeated 4 times
     for j, frame in enumerate(range(0, 32, 4)):
-        expected = patch_encode(X[:, frame], 4)
+        expected = patch_encode(X[:, frame], patch_size=4)
         for r in range(4):
             np.testing.assert_array_equal(slots[:, 4 * j + r], expected)
 
 
 @pytest.mark.parametrize(("fps", "expected"), [(1, 0.5), (2, 0.6), (4, 0.6), (8, 0.6), (16, 1.0)])
-def test_bayes_limits_of_the_spec_table(fps, expected):
+def test_bayes_limits_table(fps, expected):
     assert direction_bayes_accuracy(fps) == pytest.approx(expected, abs=1e-6)
 
 
 def test_bayes_limit_matches_monte_carlo():
-    # the exact Bayes rule on the phase increment, by simulation (spec section 6)
+    # the exact Bayes rule on the phase increment, by simulation
     rng = np.random.RandomState(0)
     n, s = 200_000, 4
     f = rng.uniform(1, 6, n)
@@ -88,7 +88,7 @@ def test_generator_shapes_labels_and_reversal():
     X, y = make_rotating_dot_videos(2000, duration_s=1, random_state=0)
     assert X.shape == (2000, 16, 16, 16) and X.dtype == np.float32
     assert set(np.unique(y)) == {0, 1}
-    # spec 7.8: labels balanced within 3 standard errors
+    # labels balanced within 3 standard errors
     se = np.sqrt(0.25 / 2000)
     assert abs(y.mean() - 0.5) < 3 * se
     decision = _direction_decision(X[:300])

@@ -25,7 +25,7 @@ def _projector(c=6, h=5, f=16, seed=0):
 
 
 def test_split_init_identity():
-    # spec 7.1: the split-initialised aligner is the time average of P over the clip
+    # the split-initialised aligner is the time average of P over the clip
     P, proj = _projector()
     z = torch.randn(3, 32, 9, 6)
     out = proj(z)
@@ -46,7 +46,7 @@ def test_split_init_layout_of_weights():
 
 
 def test_time_order_sensitivity():
-    # spec 7.2: permuting the frames of a clip does not change the split-init output, but
+    # permuting the frames of a clip does not change the split-init output, but
     # does after a few gradient steps (and with random non-split weights)
     P, proj = _projector()
     z = torch.randn(2, 16, 4, 6)
@@ -87,7 +87,7 @@ def test_frame_major_order_is_the_block_order():
 
 
 def test_repetition_identity():
-    # spec 7.3: a clip of one frame repeated F times gives exactly P(z)
+    # a clip of one frame repeated F times gives exactly P(z)
     P, proj = _projector()
     z1 = torch.randn(2, 1, 9, 6)
     out = proj(z1.repeat(1, 16, 1, 1))
@@ -134,7 +134,7 @@ def test_pad_to_clips_never_adds_an_empty_clip():
 
 
 def test_pool_tokens_floor_mode_and_values():
-    # spec 7.5: 27 x 27 -> 13 x 13 in floor mode (14 x 14 in ceil mode)
+    # 27 x 27 -> 13 x 13 in floor mode (14 x 14 in ceil mode)
     y = torch.randn(1, 2, 27 * 27, 3)
     assert pool_tokens(y, (27, 27), 2).shape == (1, 2, 169, 3)
     assert pool_tokens(y, (27, 27), 2, ceil_mode=True).shape == (1, 2, 196, 3)

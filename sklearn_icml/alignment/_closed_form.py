@@ -1,10 +1,11 @@
-"""Closed-form population minimisers (benchmark policies) of the preference losses."""
+"""Closed-form population minimisers of the preference losses (the tabular theory)."""
 
 
 import numpy as np
 from scipy.special import expit, logit, logsumexp
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import FINITE_POSITIVE_REAL
 from ..utils.validation import check_finite
 from ._base import check_policy
@@ -87,6 +88,7 @@ def _bt_rewards(P, name):
     return r
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "rewards": ["array-like", None],
@@ -99,10 +101,10 @@ def _bt_rewards(P, name):
     },
     prefer_skip_nested_validation=True,
 )
-def benchmark_policy(
+def closed_form_policy(
     rewards=None,
-    pref_matrix=None,
     *,
+    pref_matrix=None,
     nu=None,
     loss="logistic",
     beta=0.1,
@@ -175,11 +177,11 @@ def benchmark_policy(
     --------
     The logistic loss (DPO) with ``beta = 1`` and ``nu = pi_ref``:
 
-    >>> from sklearn_icml.alignment import benchmark_policy
+    >>> from sklearn_icml.alignment import closed_form_policy
     >>> r, ref = [1.0, 0.5, 0.0, -0.5], [0.1, 0.2, 0.3, 0.4]
-    >>> benchmark_policy(r, nu=ref, loss="logistic", beta=1.0).round(4)
+    >>> closed_form_policy(r, nu=ref, loss="logistic", beta=1.0).round(4)
     array([0.2376, 0.2882, 0.2622, 0.212 ])
-    >>> benchmark_policy(r, nu=ref, loss="squared", tau=1.0).round(4)
+    >>> closed_form_policy(r, nu=ref, loss="squared", tau=1.0).round(4)
     array([0.1243, 0.2227, 0.2976, 0.3554])
     """
     if loss == "hinge":
@@ -240,3 +242,8 @@ def benchmark_policy(
     logits = log_nu + score
     policy = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
     return policy[0] if one else policy
+
+
+#: Deprecated name of :func:`closed_form_policy` (the paper calls these minimisers its
+#: "benchmark" policies); removed in 0.4.
+benchmark_policy = renamed(closed_form_policy, "benchmark_policy")
