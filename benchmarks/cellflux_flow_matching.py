@@ -83,7 +83,7 @@ def run_e1(report, quick, full_epochs=False):
     epochs = 3 if quick else (50 if full_epochs else 10)
     X, y, b = make_batch_shift_1d(n, random_state=0)
     query = np.random.default_rng(1).normal(2.0, 0.5, (4000, 1))
-    base = dict(cfg_scale=0.0, cond_drop_prob=0.0, time_sampler="uniform", hidden_dims=(64, 64),
+    base = dict(cfg_scale=0.0, cond_drop_prob=0.0, time_sampler="uniform", hidden_layer_sizes=(64, 64),
                 max_epochs=epochs, random_state=0)
     runs = [
         ("CellFlux noise_level=0", dict(noise_level=0.0), (3.49, 0.10), (0.50, 0.06),
@@ -101,7 +101,7 @@ def run_e1(report, quick, full_epochs=False):
     for name, params, mean_t, std_t, frac_t in runs:
         fit_s, model = timed_fit(CellFlux(**base, **params), X, y, batch=b, repeat=1)
         repeat = 3 if not times else 1  # median of 3 for the first model, 1 call for the others
-        sample_s, out = median_time(lambda m=model: m.predict(query, "A"), repeat=repeat,
+        sample_s, out = median_time(lambda m=model: m.predict(query, perturbation="A"), repeat=repeat,
                                     warmup=0)
         times[name] = (fit_s, sample_s)
         m, s, f = float(out.mean()), float(out.std()), float(np.mean(out > 1))
@@ -150,7 +150,7 @@ def run_e2(report, quick, full_epochs=False):
                  random_state=0), X, y, repeat=1)
     print(f"E2 noise_level=0: {epochs} epochs fitted in {fit_s:.0f} s", flush=True)
     methods = {f"CellFlux (noise_level=0, {epochs} ep.)":
-               lambda k: model.predict(query, f"P{k}")}
+               lambda k: model.predict(query, perturbation=f"P{k}")}
     extra_note = ""
     if full_epochs:
         epochs_def = 4 if quick else 40
@@ -159,7 +159,7 @@ def run_e2(report, quick, full_epochs=False):
             X, y, repeat=1)
         print(f"E2 defaults: {epochs_def} epochs fitted in {fit_def_s:.0f} s", flush=True)
         methods[f"CellFlux defaults (noise_level=1.0, {epochs_def} ep.)"] = (
-            lambda k: model_def.predict(query, f"P{k}"))
+            lambda k: model_def.predict(query, perturbation=f"P{k}"))
         extra_note = (f" Defaults run: noise_level 1.0, noise_prob 0.5, skewed time, CFG off "
                       f"(cfg_scale 0, cond_drop_prob 0), **{epochs_def} epochs** "
                       f"({model_def.n_updates_} steps; the spec's prototype used 40), fit "
@@ -168,7 +168,7 @@ def run_e2(report, quick, full_epochs=False):
                "peer: linear Gaussian OT": lambda k: linear_gaussian_ot(query, Xc, X[y == f"P{k}"]),
                "identity (controls)": lambda k: query}
     rows = []
-    sample_s, _ = median_time(lambda: model.predict(query, "P0"), repeat=3, warmup=0)
+    sample_s, _ = median_time(lambda: model.predict(query, perturbation="P0"), repeat=3, warmup=0)
     for name, fn in methods.items():
         for k in range(3):
             out = fn(k)
@@ -216,7 +216,7 @@ def run_e3(report, quick, full_epochs=False):
     moa_real = moa.score(X[~train & (y != "control")], y[~train & (y != "control")])
     batch_clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))
     batch_clf.fit(X[train], b[train])
-    params = dict(lr=5e-4, max_epochs=epochs, random_state=0)
+    params = dict(learning_rate=5e-4, max_epochs=epochs, random_state=0)
     fit_s, cellflux = timed_fit(CellFlux(**params), X[train], y[train], batch=b[train], repeat=1)
     _, low_noise = timed_fit(CellFlux(noise_level=0.2, **params), X[train], y[train],
                              batch=b[train], repeat=1)
@@ -233,9 +233,9 @@ def run_e3(report, quick, full_epochs=False):
         return out
 
     methods = {
-        "CellFlux": lambda p: cellflux.predict(Xq, p),
-        "CellFlux noise_level=0.2": lambda p: low_noise.predict(Xq, p),
-        "noise-to-data flow": lambda p: noise.predict(Xq, p),
+        "CellFlux": lambda p: cellflux.predict(Xq, perturbation=p),
+        "CellFlux noise_level=0.2": lambda p: low_noise.predict(Xq, perturbation=p),
+        "noise-to-data flow": lambda p: noise.predict(Xq, perturbation=p),
         "peer: per-batch mean shift": per_batch_mean_shift,
         "peer: linear Gaussian OT (pooled)": lambda p: linear_gaussian_ot(
             Xq, X[train & (y == "control")], X[train & (y == p)], reg=1e-2),

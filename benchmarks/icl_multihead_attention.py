@@ -128,8 +128,8 @@ def e1(report, n_prompts):
         [
             "bayes_risk_asymptotic(d/L)",
             0.11406,
-            bayes_risk_asymptotic(D / L, S2),
-            inside(abs(bayes_risk_asymptotic(D / L, S2) - 0.11406), 0, 1e-4),
+            bayes_risk_asymptotic(D / L, noise_var=S2),
+            inside(abs(bayes_risk_asymptotic(D / L, noise_var=S2) - 0.11406), 0, 1e-4),
         ],
         [
             "gd_risk_finite (eta, risk)",
@@ -174,7 +174,7 @@ def e1(report, n_prompts):
     t_ours, ours = median_time(lambda: ridge_est.predict(Xp), repeat=3)
     t_ridge, ridge = median_time(sk_ridge, repeat=1, warmup=0)
     t_ols, ols = median_time(sk_ols, repeat=1, warmup=0)
-    ours_ols = bayes_ridge_predict(Xp, 0.0)
+    ours_ols = bayes_ridge_predict(Xp, noise_var=0.0)
     rows = [
         ["BayesRidgeICLPredictor.predict (einsum + batched solve)", 1.0, 0.0],
         [
@@ -371,9 +371,9 @@ def e3(report, m2, steps_lin, n_eval, label):
                 f"{t[0]} +- {t[1]}" if t else "-",
                 v,
                 inside(v, t[0] - t[1], t[0] + t[1]) if t else "-",
-                mse(softmax_kernel_predict(X, p2["omega"], p2["mu"]), y),
-                mse(gd_predict(X, 0.88, debiased=True), y),
-                mse(bayes_ridge_predict(X, S2), y),
+                mse(softmax_kernel_predict(X, omegas=p2["omega"], mus=p2["mu"]), y),
+                mse(gd_predict(X, eta=0.88, debiased=True), y),
+                mse(bayes_ridge_predict(X, noise_var=S2), y),
                 " / ".join(f"{m.icl_mse(X, y):.4f}" for m in lin["linear"]),
                 " / ".join(f"{m.icl_mse(X, y):.4g}" for m in lin["linear_unnormalized"]),
             ]
@@ -444,7 +444,7 @@ def e4(report, n_steps, n_eval, m_iso):
             mse(F @ gamma.ravel(), y),
         ],
         ["isotropic debiased GD, eta fitted", "worse than pre-conditioned", dgd.icl_mse(X, y)],
-        ["Bayes ridge (lambda = sigma^2 d)", "lower bound", mse(bayes_ridge_predict(X, S2), y)],
+        ["Bayes ridge (lambda = sigma^2 d)", "lower bound", mse(bayes_ridge_predict(X, noise_var=S2), y)],
         [
             "diag ratio (x-block), min over heads",
             "below the isotropic model's (KQ no longer ~ I)",
@@ -540,7 +540,7 @@ def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
     ref = np.empty_like(y)
     for k, idx in enumerate(sampler.supports()):
         Xk = np.concatenate([X[:, :, idx], X[:, :, d + k : d + k + 1]], axis=2)
-        ref[:, k] = bayes_ridge_predict(Xk, s2 * len(idx), 1.0)
+        ref[:, k] = bayes_ridge_predict(Xk, noise_var=s2 * len(idx), prior_var=1.0)
     rows = [
         ["zero predictor", "-", mse(0 * y[:, 0], y[:, 0]), mse(0 * y[:, 1], y[:, 1]), "-", "-"],
         [

@@ -204,7 +204,7 @@ def e1_main_run(report, quick):
 def _e2_run(p, seed, max_epochs, X_val, y_val, X_long, y_long):
     X, y = make_streaming_parity(fraction=p, random_state=100 + seed)
     clf = StreamingParityRNNClassifier(
-        hidden_size=32, lr=0.1, loss="ce", conv_threshold=1e-3, max_epochs=max_epochs,
+        hidden_size=32, learning_rate=0.1, loss="ce", conv_threshold=1e-3, max_epochs=max_epochs,
         random_state=seed,
     )
     with warnings.catch_warnings():

@@ -111,10 +111,10 @@ def test_gd_predictors_by_hand():
     x, yy, xq = p[:-1, :-1], p[:-1, -1], p[-1, :-1]
     plain = sum(yy[i] * x[i] @ xq for i in range(3)) / 3
     deb = sum(yy[i] * (x[i] - x.mean(0)) @ xq for i in range(3)) / 3
-    assert gd_predict(X, 0.7)[0] == pytest.approx(0.7 * plain)
-    assert gd_predict(X, 0.7, debiased=True)[0] == pytest.approx(0.7 * deb)
+    assert gd_predict(X, eta=0.7)[0] == pytest.approx(0.7 * plain)
+    assert gd_predict(X, eta=0.7, debiased=True)[0] == pytest.approx(0.7 * deb)
     with pytest.raises(ValueError, match="eta"):
-        gd_predict(X, np.nan)
+        gd_predict(X, eta=np.nan)
 
 
 def test_softmax_kernel_by_hand_and_limits():
@@ -122,13 +122,15 @@ def test_softmax_kernel_by_hand_and_limits():
     p = X[1]
     s = p[:-1, :-1] @ p[-1, :-1]
     a = np.exp(0.3 * s) / np.exp(0.3 * s).sum()
-    assert softmax_kernel_predict(X, [0.3], [2.0])[1] == pytest.approx(2.0 * a @ p[:-1, -1])
+    kernel = softmax_kernel_predict(X, omegas=[0.3], mus=[2.0])
+    assert kernel[1] == pytest.approx(2.0 * a @ p[:-1, -1])
     # omega = 0: uniform attention, the prediction is mu * mean(y)
-    np.testing.assert_allclose(softmax_kernel_predict(X, [0.0], [1.0]), X[:, :-1, -1].mean(1))
+    uniform = softmax_kernel_predict(X, omegas=[0.0], mus=[1.0])
+    np.testing.assert_allclose(uniform, X[:, :-1, -1].mean(1))
     # huge omega stays finite (max-subtracted softmax)
-    assert np.all(np.isfinite(softmax_kernel_predict(X, [1e4], [1.0])))
+    assert np.all(np.isfinite(softmax_kernel_predict(X, omegas=[1e4], mus=[1.0])))
     with pytest.raises(ValueError, match="same non-zero length"):
-        softmax_kernel_predict(X, [0.1, -0.1], [1.0])
+        softmax_kernel_predict(X, omegas=[0.1, -0.1], mus=[1.0])
 
 
 def test_single_head_optimum_closed_form():
@@ -166,7 +168,7 @@ def test_debiased_gd_optimum_is_the_two_head_limit():
 
 
 def test_other_closed_forms():
-    assert bayes_risk_asymptotic(5 / 40, 0.1) == pytest.approx(0.11406, abs=1e-5)
+    assert bayes_risk_asymptotic(5 / 40, noise_var=0.1) == pytest.approx(0.11406, abs=1e-5)
     eta, risk = gd_risk_finite(5, 40, 0.1)
     assert eta == pytest.approx(0.8602, abs=1e-4) and risk == pytest.approx(0.23978, abs=1e-5)
     with pytest.raises(ValueError, match="xi"):
@@ -186,14 +188,14 @@ def test_closed_form_predictors_monte_carlo():
         return np.mean((p - y) ** 2)
 
     assert mse(bayes_ridge_predict(X)) == pytest.approx(0.1146, abs=0.002)
-    assert mse(gd_predict(X, gd_risk_finite()[0])) == pytest.approx(0.241, abs=0.006)
+    assert mse(gd_predict(X, eta=gd_risk_finite()[0])) == pytest.approx(0.241, abs=0.006)
     Xf, yf = LinearICLTaskSampler(random_state=1).sample(100_000)
     eta = fit_gd_eta(Xf, yf, debiased=True)
     assert eta == pytest.approx(0.8776, abs=0.01)
-    assert mse(gd_predict(X, eta, debiased=True)) == pytest.approx(0.244, abs=0.006)
+    assert mse(gd_predict(X, eta=eta, debiased=True)) == pytest.approx(0.244, abs=0.006)
     assert mse(softmax_kernel_predict(X)) == pytest.approx(0.244, abs=0.006)
     w, m, _ = single_head_optimum()
-    assert mse(softmax_kernel_predict(X, [w], [m])) == pytest.approx(0.41, abs=0.01)
+    assert mse(softmax_kernel_predict(X, omegas=[w], mus=[m])) == pytest.approx(0.41, abs=0.01)
     assert fit_gd_eta(Xf, yf) == pytest.approx(0.8602, abs=0.005)
 
 
@@ -237,3 +239,14 @@ def test_samplers_are_estimators_validated_at_first_use():
         np.testing.assert_array_equal(clone(sampler).sample(3)[0], first)  # clone restarts
         np.testing.assert_array_equal(sampler.set_params(random_state=4).sample(3)[0], first)
         assert repr(sampler).startswith(cls.__name__)
+
+
+def test_settings_of_the_closed_forms_are_keyword_only():
+    X, _ = LinearICLTaskSampler(n_features=3, n_context=8, random_state=0).sample(20)
+    with pytest.warns(FutureWarning, match="eta"):
+        old = gd_predict(X, 0.7)
+    np.testing.assert_array_equal(old, gd_predict(X, eta=0.7))
+    with pytest.warns(FutureWarning, match="noise_var"):
+        assert bayes_risk_asymptotic(0.1, 0.2) == bayes_risk_asymptotic(0.1, noise_var=0.2)
+    with pytest.warns(FutureWarning, match="n_features"):
+        assert approx_icl_loss([0.1], [1.0], 4) == approx_icl_loss([0.1], [1.0], n_features=4)
