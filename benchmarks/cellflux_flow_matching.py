@@ -1,10 +1,10 @@
-"""CellFlux (Zhang et al., ICML 2025): spec experiments E1-E3 with the peers side by side.
+"""CellFlux (Zhang et al., ICML 2025): experiments E1-E3 of the method with the peers side by side.
 
 Run: python benchmarks/cellflux_flow_matching.py [--quick] [--only E1,E2,E3] [--full-epochs]
 
 Without options it runs E1-E3 at the scaled-down sizes (E1 10 epochs, E2 6 epochs with
 noise_level=0) and rewrites ``benchmarks/results/cellflux_flow_matching.md``.
-``--full-epochs`` uses the epochs of the spec's calibration prototypes instead: E1 50 epochs;
+``--full-epochs`` uses the epochs of the reference calibration prototypes instead: E1 50 epochs;
 E2 12 epochs for the noise_level=0 run, plus the defaults run (noise_level 1.0, noise_prob 0.5,
 skewed time, CFG off) at 40 epochs. ``--only`` runs a subset. A run with either option
 APPENDS a labelled section to the results file (the earlier tables are kept) instead of
@@ -127,9 +127,9 @@ def run_e1(report, quick, full_epochs=False):
         rows,
         note=(f"{n} controls and {n} treated per batch; MLP (64, 64) with FiLM, batch 32, AdamW "
               f"lr 1e-4, EMA, uniform time, Heun on the 51-point EDM grid, **{epochs} epochs** "
-              f"({epochs * 2 * n // 32} steps; the spec's calibration used 50 epochs"
-              f"{'' if epochs == 50 else ', scaled down for the shared machine'}). Targets: the spec's calibrated exact-field values; the "
-              "raw-units row's targets are the exact field's 3.48 / 0.59 / 0.999 (the spec gives "
+              f"({epochs * 2 * n // 32} steps; the reference calibration used 50 epochs"
+              f"{'' if epochs == 50 else ', scaled down for the shared machine'}). Targets: the calibrated exact-field values; the "
+              "raw-units row's targets are the exact field's 3.48 / 0.59 / 0.999 (the paper gives "
               "no tolerance; +-0.10 / +-0.08 / >= 0.97 used here)."),
     )
     return times
@@ -162,7 +162,7 @@ def run_e2(report, quick, full_epochs=False):
             lambda k: model_def.predict(query, perturbation=f"P{k}"))
         extra_note = (f" Defaults run: noise_level 1.0, noise_prob 0.5, skewed time, CFG off "
                       f"(cfg_scale 0, cond_drop_prob 0), **{epochs_def} epochs** "
-                      f"({model_def.n_updates_} steps; the spec's prototype used 40), fit "
+                      f"({model_def.n_updates_} steps; the reference prototype used 40), fit "
                       f"{fit_def_s:.0f} s.")
     methods |= {"peer: mean shift": lambda k: mean_shift(query, Xc, X[y == f"P{k}"]),
                "peer: linear Gaussian OT": lambda k: linear_gaussian_ot(query, Xc, X[y == f"P{k}"]),
@@ -193,8 +193,8 @@ def run_e2(report, quick, full_epochs=False):
          "target other stds", "other stds", "", "target FD ratio", "FD / FD(controls)", ""],
         rows,
         note=(f"{n} rows per class; MLP (256, 256, 256) FiLM, batch 32, AdamW lr 1e-4, EMA, "
-              f"skewed time, noise_level=0 (the spec's calibration note), Heun/EDM 51 points, "
-              f"**{epochs} epochs** ({model.n_updates_} steps; the spec's prototype used 12). "
+              f"skewed time, noise_level=0 (as calibrated), Heun/EDM 51 points, "
+              f"**{epochs} epochs** ({model.n_updates_} steps; the reference prototype used 12). "
               f"FD(controls, treated) is about 9.25 in closed form. CellFlux fit {fit_s:.0f} s, "
               f"sampling {n} rows {sample_s:.2f} s (median of 3).{extra_note}"),
     )
@@ -290,15 +290,15 @@ NOTES = """\
 - Sizes were scaled down for a 2-core machine shared by ~8 sessions (load average ~16): E1
   runs 10 epochs instead of the calibration's 50, E2 6 epochs instead of 12 (noise_level=0 run)
   or 40 (defaults), E3 60 epochs. Each fit is one seed; no result was tuned towards a target.
-- E1 targets are the spec's calibrated exact-field values (noise in standardised units,
+- E1 targets are the calibrated exact-field values (noise in standardised units,
   noise_prob 0.5), not the older 3.50 / 0.52 / >= 0.97 ones.
-- E2 uses noise_level=0 as the spec's calibration note advises; its std bands are the
+- E2 uses noise_level=0 as the calibration advises; its std bands are the
   calibrated ones (old bands shown in brackets as the stretch goal).
-- E3 has no spec-given noise level or learning rate: the paper defaults (noise_level 1.0,
+- E3 has no prescribed noise level or learning rate: the paper defaults (noise_level 1.0,
   noise_prob 0.5, cfg_scale 0.2, cond_drop_prob 0.2) with lr 5e-4 (1e-4 is too slow for the
   few hundred steps affordable here). The noise_level=0.2 row is an ablation: at sampling
   the source noise is always added, and in standardised pixel units 1.0 is large next to
-  the batch offsets (spec section 3.8). It was added after a first full run showed the
+  the batch offsets. It was added after a first full run showed the
   default's batch-accuracy miss (0.674 there too); it is shown next to the default, not
   instead of it.
 - Fit times are single runs (a fit is too long to repeat here) on a machine whose load
@@ -317,7 +317,7 @@ def parse_cli(argv=None):
     )
     parser.add_argument(
         "--full-epochs", action="store_true",
-        help="the spec's calibrated epochs (E1 50; E2 12 with noise_level=0, plus the defaults "
+        help="the calibrated epochs (E1 50; E2 12 with noise_level=0, plus the defaults "
              "run at 40) instead of the scaled-down ones; E3 is unchanged",
     )
     own, rest = parser.parse_known_args(argv)
@@ -345,7 +345,7 @@ def append_report(report, args, argv_text):
         f"Machine: {machine_info(('numpy', 'scipy', 'scikit-learn', 'torch'))}",
         "",
         f"Experiments: {', '.join(args.only)}; epochs: "
-        + ("the spec's calibrated ones (E1 50; E2 12 for noise_level=0, 40 for the defaults "
+        + ("the calibrated ones (E1 50; E2 12 for noise_level=0, 40 for the defaults "
            "run)" if args.full_epochs else "the scaled-down ones (E1 10; E2 6)")
         + ". For the experiments it covers, this section supersedes the tables above; "
         "the tables above are kept as they were.",

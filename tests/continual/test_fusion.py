@@ -1,4 +1,4 @@
-"""fuse_models: the invariances of alignment-based fusion (spec section 7, tests 1-6)."""
+"""fuse_models: the invariances of LwI's alignment-based fusion."""
 
 import copy
 

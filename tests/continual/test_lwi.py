@@ -1,4 +1,4 @@
-"""LwIClassifier: training, heads, distillation, prediction, bad input (spec sections 7-8)."""
+"""LwIClassifier: training, heads, distillation, prediction, bad input."""
 
 import copy
 import math
@@ -145,7 +145,7 @@ def test_inputs_not_modified(digits):
     np.testing.assert_array_equal(y, y0)
 
 
-# ---------------------------------------------------------------- bad input (section 8)
+# ---------------------------------------------------------------- bad input
 def test_overlapping_classes_raise(lwi_two_tasks, digits):
     X, _, y, _, t, _ = digits
     clf = copy.deepcopy(lwi_two_tasks[1])

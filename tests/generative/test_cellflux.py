@@ -1,4 +1,4 @@
-"""CellFlux: the spec's tests (section 7) and bad inputs (section 8) on the estimator."""
+"""CellFlux: the paper's training and sampling on the estimator, and bad input."""
 
 import copy
 
@@ -282,7 +282,7 @@ def test_pandas_input_and_feature_names():
     assert model.predict(df.iloc[:3], perturbation="A").shape == (3, 2)
 
 
-# ---------------------------------------------------------------- bad input (section 8)
+# ---------------------------------------------------------------- bad input
 
 
 def test_bad_inputs():

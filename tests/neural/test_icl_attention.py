@@ -1,4 +1,5 @@
-"""MultiHeadAttentionICLModule and MultiHeadSoftmaxICLRegressor (spec sections 7 and 8)."""
+"""MultiHeadAttentionICLModule and MultiHeadSoftmaxICLRegressor: the paper's identities,
+training and bad input."""
 
 import math
 import pickle
@@ -34,7 +35,7 @@ def module64(D, H, **kw):
 
 
 def reference_forward(module, X):
-    """Numpy forward pass of the spec's formula (query attends to the context only)."""
+    """Numpy forward pass of the paper's formula (query attends to the context only)."""
     KQ, _ = module.effective_weights()
     D, H = module.D, module.H
     V = module.v.weight.detach().double().numpy().reshape(H, D, D)
@@ -57,7 +58,7 @@ def test_forward_matches_reference_formula():
 
 
 def test_query_does_not_attend_to_itself():
-    # spec 7.1: with hand-set weights the query's y-slot is read only through
+    # with hand-set weights the query's y-slot is read only through
     # self-attention, so a huge value there must change nothing
     X, _ = prompts(40)
     module = module64(5, 2).set_effective([0.2, -0.2], [2.0, -2.0])
@@ -68,7 +69,7 @@ def test_query_does_not_attend_to_itself():
 
 
 def test_permutation_invariance_over_context():
-    # spec 7.2
+    # permuting the context tokens leaves the prediction unchanged
     X, _ = prompts(40)
     module = module64(5, 2)
     perm = np.random.default_rng(0).permutation(12)
@@ -78,7 +79,8 @@ def test_permutation_invariance_over_context():
 
 
 def test_hand_set_weights_reproduce_softmax_kernel():
-    # spec 7.3, in the float32 module (as trained) and float64
+    # the hand-set module is the softmax-kernel predictor, in the float32 module (as
+    # trained) and float64
     X, _ = prompts(100)
     omegas, mus = [0.13, -0.13, 0.3], [3.45, -3.45, 0.5]
     for dtype in (torch.float32, torch.float64):
@@ -94,7 +96,7 @@ def test_hand_set_weights_reproduce_softmax_kernel():
 
 
 def test_debiasing_identity_for_small_omega():
-    # spec 7.4: two opposite heads with omega = 1e-4 are debiased GD with eta = 2 omega mu
+    # two opposite heads with omega = 1e-4 are debiased GD with eta = 2 omega mu
     X, _ = prompts(200)
     w, m = 1e-4, 3.0
     module = module64(5, 2).set_effective([w, -w], [m, -m])
@@ -104,7 +106,7 @@ def test_debiasing_identity_for_small_omega():
 
 
 def test_same_sign_heads_keep_the_bias_term():
-    # spec 7.5: mu_1 = mu_2 does not cancel the mean-of-labels term
+    # mu_1 = mu_2 does not cancel the mean-of-labels term
     X, _ = prompts(200)
     w, m = 1e-4, 3.0
     out = module_predict(module64(5, 2).set_effective([w, -w], [m, m]), X)
@@ -115,7 +117,7 @@ def test_same_sign_heads_keep_the_bias_term():
 
 
 def test_score_scaling_is_sqrt_d_plus_1():
-    # spec 7.10: Q = K = I gives omega = 1/sqrt(d+1), not 1/sqrt(d)
+    # Q = K = I gives omega = 1/sqrt(d+1), not 1/sqrt(d)
     X, _ = prompts(60)
     D = 5
     module = module64(D, 1)
@@ -184,7 +186,7 @@ def test_fit_online_and_offline_and_length_generalisation():
 
 
 def test_determinism_and_sklearn_behaviour_on_prompts():
-    # spec 7.9 and the common checks that cannot run on 2-D data, re-run on prompts
+    # the scikit-learn API and the common checks that cannot run on 2-D data, re-run on prompts
     X, y = prompts(40, d=3, L=6)
     X_orig = X.copy()
     a = MultiHeadSoftmaxICLRegressor(**TINY).fit(X, y)
@@ -314,7 +316,7 @@ def test_unnormalized_linear_attention_keeps_the_training_length():
     assert model.predict(prompts(4, d=3, L=9)[0]).shape == (4,)
 
 
-# --- multi-task extension (spec 3.6): tokens (x, y1, y2), two outputs ---
+# multi-task extension of the paper: tokens (x, y1, y2), two outputs
 
 
 def test_multitask_sampler_shapes_and_supports():

@@ -1,4 +1,4 @@
-"""Closed-form in-context predictor estimators (spec section 4): SoftmaxKernelICLPredictor,
+"""Closed-form in-context predictor estimators of the paper: SoftmaxKernelICLPredictor,
 GDICLPredictor, BayesRidgeICLPredictor."""
 
 import pickle
@@ -56,7 +56,7 @@ def test_predict_equals_the_closed_form_functions():
 
 
 def test_bayes_ridge_estimator_matches_sklearn_ridge_per_prompt():
-    # spec 7.7 through the estimator: Ridge(alpha = sigma^2 d, fit_intercept=False)
+    # the Bayes-optimal ridge through the estimator: Ridge(alpha = sigma^2 d, fit_intercept=False)
     X, _ = prompts(30, d=5, L=9)
     ours = BayesRidgeICLPredictor(noise_var=0.1).fit(X).predict(X)
     ref = [
@@ -67,7 +67,7 @@ def test_bayes_ridge_estimator_matches_sklearn_ridge_per_prompt():
 
 
 def test_estimators_rank_as_the_theory_says():
-    # Bayes ridge < tuned GD < predicting 0 on fresh prompts (d=5, L=40, spec E1 ordering)
+    # Bayes ridge < tuned GD < predicting 0 on fresh prompts (d=5, L=40, the paper's ordering)
     X, y = LinearICLTaskSampler(random_state=3).sample(4000)
     ridge = BayesRidgeICLPredictor().fit(X, y).icl_mse(X, y)
     dgd = GDICLPredictor(debiased=True).fit(X, y).icl_mse(X, y)

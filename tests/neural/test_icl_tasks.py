@@ -34,7 +34,7 @@ def test_sampler_layout_and_labels():
 
 
 def test_sampler_moments():
-    # spec 7.8: E[y^2] = 1 + sigma^2 within 1% on ~10^6 labels; beta variance 1/d
+    # E[y^2] = 1 + sigma^2 within 1% on ~10^6 labels; beta variance 1/d
     sampler = LinearICLTaskSampler(random_state=0)
     X, y = sampler.sample(25_000)
     labels = np.concatenate([X[:, :-1, -1].ravel(), y])
@@ -95,7 +95,8 @@ def test_check_prompts_bad_input():
 
 
 def test_bayes_ridge_matches_sklearn_ridge():
-    # spec 7.7: per-prompt Ridge(alpha = sigma^2 d, fit_intercept=False) to 1e-10
+    # the Bayes-optimal ridge is a per-prompt Ridge(alpha = sigma^2 d, fit_intercept=False),
+    # to 1e-10
     X, _ = LinearICLTaskSampler(random_state=1).sample(30)
     ours = bayes_ridge_predict(X, noise_var=0.1)
     ref = [
@@ -134,7 +135,7 @@ def test_softmax_kernel_by_hand_and_limits():
 
 
 def test_single_head_optimum_closed_form():
-    # spec 7.6 / E1: omega = 1/sqrt(d) exactly, and it is the minimiser of Ltilde
+    # the paper's single-head optimum: omega = 1/sqrt(d) exactly, and it is the minimiser of Ltilde
     omega, mu, loss = single_head_optimum(5, 40, 0.1)
     assert omega == 1 / np.sqrt(5)
     assert mu == pytest.approx(1.62769, abs=1e-4)
@@ -160,7 +161,7 @@ def test_debiased_gd_optimum_is_the_two_head_limit():
     ]
     assert np.all(np.diff(values) < 0)
     assert values[-1] == pytest.approx(loss, abs=1e-4)
-    # and the optimal mu at +-0.13 is +-3.381 (spec calibration note), loss 0.2214 at 3.45
+    # and the optimal mu at +-0.13 is +-3.381 (the paper's calibration), loss 0.2214 at 3.45
     np.testing.assert_allclose(optimal_mu([0.13, -0.13]), [3.381, -3.381], atol=1e-3)
     assert approx_icl_loss([0.13, -0.13], [3.45, -3.45]) == pytest.approx(0.2214, abs=1e-4)
     # the multi-head advantage: the two-head limit beats the single-head optimum
@@ -181,7 +182,7 @@ def test_other_closed_forms():
 
 @pytest.mark.slow
 def test_closed_form_predictors_monte_carlo():
-    # spec E1 on 100,000 fresh prompts, tolerances of section 6
+    # the paper's closed-form risks on 100,000 fresh prompts
     X, y = LinearICLTaskSampler(random_state=0).sample(100_000)
 
     def mse(p):

@@ -23,7 +23,8 @@ def test_equal_lengths_and_targets_converge_to_one_fixed_point():
 
 
 def test_distance_ratio_falls_with_the_second_length():
-    # spec E3: ~0.61, ~0.018, ~1e-7 for len_2 = 1, 5, 10 (factor 2; < 1e-5 for the last)
+    # the paper's effective theory: ~0.61, ~0.018, ~1e-7 for len_2 = 1, 5, 10 (factor 2;
+    # < 1e-5 for the last)
     ratios = [effective_theory_ode(lengths=(1, k))["ratio"] for k in range(1, 11)]
     assert np.all(np.diff(ratios) < 0)
     assert 0.61 / 2 < ratios[0] < 0.61 * 2
