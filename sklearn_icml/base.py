@@ -15,7 +15,7 @@ the one private method a subclass writes:
   the subclass writes ``fit``, which builds a skorch net through
   :meth:`~BaseNeuralEstimator._fit_net`; behaviour comes through skorch callbacks.
 
-What a subclass must write is declared with :func:`abc.abstractmethod`: a subclass that
+What a subclass must write is declared with ``abc.abstractmethod``: a subclass that
 misses one cannot be instantiated (``TypeError: Can't instantiate abstract class``).
 
 Every base is a :class:`sklearn.base.BaseEstimator`: ``get_params``/``set_params``,

@@ -472,12 +472,8 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         self.steps_per_epoch = steps_per_epoch
         self.sampler = sampler
         self.allow_query_label = allow_query_label
-        self.device = device
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
         self.lr = lr
-        self._store_routed_params(kwargs)
+        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):

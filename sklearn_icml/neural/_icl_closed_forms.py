@@ -258,12 +258,9 @@ def approx_icl_loss(omega, mu, *, n_features=5, n_context=40, noise_var=0.1):
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
     mu : array-like of shape (n_heads,)
         Per-head output-value weights on the label.
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -292,12 +289,9 @@ def optimal_mu(omega, *, n_features=5, n_context=40, noise_var=0.1):
     ----------
     omega : array-like of shape (n_heads,)
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -320,12 +314,9 @@ def single_head_optimum(n_features=5, n_context=40, noise_var=0.1):
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -364,12 +355,9 @@ def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -392,12 +380,9 @@ def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
 
     Parameters
     ----------
-    n_features : int, default=5
-        Dimension ``d`` of the covariates.
-    n_context : int, default=40
-        Number ``L`` of context pairs in a prompt.
-    noise_var : float, default=0.1
-        Label noise variance ``sigma^2``.
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------

@@ -166,10 +166,9 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     ----------
     omegas_, mus_ : ndarray of shape (n_heads,)
         The validated parameters.
-    n_features_in_ : int
-        Token width ``d + 1`` of the prompts seen in ``fit``; ``predict`` needs the same.
-    n_context_ : int
-        Context length ``L`` of the prompts seen in ``fit`` (any length is accepted later).
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------
@@ -237,10 +236,9 @@ class GDICLPredictor(_ClosedFormICLPredictor):
     ----------
     eta_ : float
         The step used by ``predict`` (``eta`` or the fitted one).
-    n_features_in_ : int
-        Token width ``d + 1`` of the prompts seen in ``fit``; ``predict`` needs the same.
-    n_context_ : int
-        Context length ``L`` of the prompts seen in ``fit`` (any length is accepted later).
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------
@@ -306,10 +304,9 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     ----------
     prior_var_ : float
         The prior variance used (``1/d`` resolved with the ``d`` of the prompts).
-    n_features_in_ : int
-        Token width ``d + 1`` of the prompts seen in ``fit``; ``predict`` needs the same.
-    n_context_ : int
-        Context length ``L`` of the prompts seen in ``fit`` (any length is accepted later).
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------

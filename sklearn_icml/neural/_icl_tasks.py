@@ -212,10 +212,8 @@ class LinearICLTaskSampler(_PromptSampler):
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context tokens ``(x_l, y_l)`` per prompt ``L``.
+    n_features, n_context : int, default=5, 40
+        Covariate dimension ``d`` and context tokens ``(x_l, y_l)`` per prompt ``L``.
     noise_var : float, default=0.1
         Label noise variance ``sigma^2``.
     beta_var : "1/d" or float, default="1/d"
@@ -315,10 +313,8 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
 
     Parameters
     ----------
-    n_features : int, default=5
-        Covariate dimension ``d``.
-    n_context : int, default=40
-        Context tokens ``(x_l, y_l)`` per prompt ``L``.
+    n_features, n_context : int, default=5, 40
+        Covariate dimension ``d`` and context tokens ``(x_l, y_l)`` per prompt ``L``.
     task_dims : tuple of two int, default=(3, 4)
         ``(dx1, dx2)``, each in ``[1, d]``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
     noise_var : float, default=0.1

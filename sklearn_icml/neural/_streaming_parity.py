@@ -384,13 +384,9 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self.loss = loss
         self.conv_threshold = conv_threshold
         self.length_order = length_order
-        self.device = device
-        self.n_jobs = n_jobs
         self.callbacks = callbacks
-        self.random_state = random_state
-        self.verbose = verbose
         self.lr = lr
-        self._store_routed_params(kwargs)
+        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
