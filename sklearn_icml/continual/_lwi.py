@@ -177,15 +177,13 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         Number of last backbone layers fused by dissimilar matching; at most
         ``len(conv_channels) + len(hidden_layer_sizes)``.
     ground_metric : {"cosine", "euclidean"}, default="cosine"
-        Distance between channels (rows of the input-aligned weights).
+        Distance between the channels the fusion matches.
     metric_normalize : {"log1p", "max", "none"}, default="log1p"
-        Normalisation of the cost matrix.
+        Normalisation of the fusion's cost matrix.
     solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
-        ``"assignment"``: scipy's ``linear_sum_assignment`` (the same optimum as exact OT
-        with uniform marginals, no extra dependency); ``"emd"``: POT's ``ot.emd`` as in the
-        authors' release; ``"sinkhorn"``: entropic OT (soft matching); ``"identity"``: no
-        matching at all, i.e. naive weight averaging (ablation). ``"emd"`` and
-        ``"sinkhorn"`` need POT (the ``transport`` extra).
+        How the fusion matches channels (see :func:`fuse_models`): an exact assignment
+        (scipy), exact OT or entropic OT (both need POT, the ``transport`` extra), or no
+        matching (naive weight averaging, an ablation).
     sinkhorn_reg : float, default=0.01
         Entropic regularisation of ``solver="sinkhorn"``.
     kd_lambda : float, default=1.0
