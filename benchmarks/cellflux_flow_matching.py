@@ -1,10 +1,10 @@
-"""CellFlux (Zhang et al., ICML 2025): spec experiments E1-E3 with the peers side by side.
+"""CellFlux (Zhang et al., ICML 2025): experiments E1-E3 of the method with the peers side by side.
 
 Run: python benchmarks/cellflux_flow_matching.py [--quick] [--only E1,E2,E3] [--full-epochs]
 
 Without options it runs E1-E3 at the scaled-down sizes (E1 10 epochs, E2 6 epochs with
 noise_level=0) and rewrites ``benchmarks/results/cellflux_flow_matching.md``.
-``--full-epochs`` uses the epochs of the spec's calibration prototypes instead: E1 50 epochs;
+``--full-epochs`` uses the epochs of the reference calibration prototypes instead: E1 50 epochs;
 E2 12 epochs for the noise_level=0 run, plus the defaults run (noise_level 1.0, noise_prob 0.5,
 skewed time, CFG off) at 40 epochs. ``--only`` runs a subset. A run with either option
 APPENDS a labelled section to the results file (the earlier tables are kept) instead of
@@ -83,7 +83,7 @@ def run_e1(report, quick, full_epochs=False):
     epochs = 3 if quick else (50 if full_epochs else 10)
     X, y, b = make_batch_shift_1d(n, random_state=0)
     query = np.random.default_rng(1).normal(2.0, 0.5, (4000, 1))
-    base = dict(cfg_scale=0.0, cond_drop_prob=0.0, time_sampler="uniform", hidden_dims=(64, 64),
+    base = dict(cfg_scale=0.0, cond_drop_prob=0.0, time_sampler="uniform", hidden_layer_sizes=(64, 64),
                 max_epochs=epochs, random_state=0)
     runs = [
         ("CellFlux noise_level=0", dict(noise_level=0.0), (3.49, 0.10), (0.50, 0.06),
@@ -101,7 +101,7 @@ def run_e1(report, quick, full_epochs=False):
     for name, params, mean_t, std_t, frac_t in runs:
         fit_s, model = timed_fit(CellFlux(**base, **params), X, y, batch=b, repeat=1)
         repeat = 3 if not times else 1  # median of 3 for the first model, 1 call for the others
-        sample_s, out = median_time(lambda m=model: m.predict(query, "A"), repeat=repeat,
+        sample_s, out = median_time(lambda m=model: m.predict(query, perturbation="A"), repeat=repeat,
                                     warmup=0)
         times[name] = (fit_s, sample_s)
         m, s, f = float(out.mean()), float(out.std()), float(np.mean(out > 1))
@@ -127,9 +127,9 @@ def run_e1(report, quick, full_epochs=False):
         rows,
         note=(f"{n} controls and {n} treated per batch; MLP (64, 64) with FiLM, batch 32, AdamW "
               f"lr 1e-4, EMA, uniform time, Heun on the 51-point EDM grid, **{epochs} epochs** "
-              f"({epochs * 2 * n // 32} steps; the spec's calibration used 50 epochs"
-              f"{'' if epochs == 50 else ', scaled down for the shared machine'}). Targets: the spec's calibrated exact-field values; the "
-              "raw-units row's targets are the exact field's 3.48 / 0.59 / 0.999 (the spec gives "
+              f"({epochs * 2 * n // 32} steps; the reference calibration used 50 epochs"
+              f"{'' if epochs == 50 else ', scaled down for the shared machine'}). Targets: the calibrated exact-field values; the "
+              "raw-units row's targets are the exact field's 3.48 / 0.59 / 0.999 (the paper gives "
               "no tolerance; +-0.10 / +-0.08 / >= 0.97 used here)."),
     )
     return times
@@ -150,7 +150,7 @@ def run_e2(report, quick, full_epochs=False):
                  random_state=0), X, y, repeat=1)
     print(f"E2 noise_level=0: {epochs} epochs fitted in {fit_s:.0f} s", flush=True)
     methods = {f"CellFlux (noise_level=0, {epochs} ep.)":
-               lambda k: model.predict(query, f"P{k}")}
+               lambda k: model.predict(query, perturbation=f"P{k}")}
     extra_note = ""
     if full_epochs:
         epochs_def = 4 if quick else 40
@@ -159,16 +159,16 @@ def run_e2(report, quick, full_epochs=False):
             X, y, repeat=1)
         print(f"E2 defaults: {epochs_def} epochs fitted in {fit_def_s:.0f} s", flush=True)
         methods[f"CellFlux defaults (noise_level=1.0, {epochs_def} ep.)"] = (
-            lambda k: model_def.predict(query, f"P{k}"))
+            lambda k: model_def.predict(query, perturbation=f"P{k}"))
         extra_note = (f" Defaults run: noise_level 1.0, noise_prob 0.5, skewed time, CFG off "
                       f"(cfg_scale 0, cond_drop_prob 0), **{epochs_def} epochs** "
-                      f"({model_def.n_updates_} steps; the spec's prototype used 40), fit "
+                      f"({model_def.n_updates_} steps; the reference prototype used 40), fit "
                       f"{fit_def_s:.0f} s.")
     methods |= {"peer: mean shift": lambda k: mean_shift(query, Xc, X[y == f"P{k}"]),
                "peer: linear Gaussian OT": lambda k: linear_gaussian_ot(query, Xc, X[y == f"P{k}"]),
                "identity (controls)": lambda k: query}
     rows = []
-    sample_s, _ = median_time(lambda: model.predict(query, "P0"), repeat=3, warmup=0)
+    sample_s, _ = median_time(lambda: model.predict(query, perturbation="P0"), repeat=3, warmup=0)
     for name, fn in methods.items():
         for k in range(3):
             out = fn(k)
@@ -193,8 +193,8 @@ def run_e2(report, quick, full_epochs=False):
          "target other stds", "other stds", "", "target FD ratio", "FD / FD(controls)", ""],
         rows,
         note=(f"{n} rows per class; MLP (256, 256, 256) FiLM, batch 32, AdamW lr 1e-4, EMA, "
-              f"skewed time, noise_level=0 (the spec's calibration note), Heun/EDM 51 points, "
-              f"**{epochs} epochs** ({model.n_updates_} steps; the spec's prototype used 12). "
+              f"skewed time, noise_level=0 (as calibrated), Heun/EDM 51 points, "
+              f"**{epochs} epochs** ({model.n_updates_} steps; the reference prototype used 12). "
               f"FD(controls, treated) is about 9.25 in closed form. CellFlux fit {fit_s:.0f} s, "
               f"sampling {n} rows {sample_s:.2f} s (median of 3).{extra_note}"),
     )
@@ -216,7 +216,7 @@ def run_e3(report, quick, full_epochs=False):
     moa_real = moa.score(X[~train & (y != "control")], y[~train & (y != "control")])
     batch_clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))
     batch_clf.fit(X[train], b[train])
-    params = dict(lr=5e-4, max_epochs=epochs, random_state=0)
+    params = dict(learning_rate=5e-4, max_epochs=epochs, random_state=0)
     fit_s, cellflux = timed_fit(CellFlux(**params), X[train], y[train], batch=b[train], repeat=1)
     _, low_noise = timed_fit(CellFlux(noise_level=0.2, **params), X[train], y[train],
                              batch=b[train], repeat=1)
@@ -233,9 +233,9 @@ def run_e3(report, quick, full_epochs=False):
         return out
 
     methods = {
-        "CellFlux": lambda p: cellflux.predict(Xq, p),
-        "CellFlux noise_level=0.2": lambda p: low_noise.predict(Xq, p),
-        "noise-to-data flow": lambda p: noise.predict(Xq, p),
+        "CellFlux": lambda p: cellflux.predict(Xq, perturbation=p),
+        "CellFlux noise_level=0.2": lambda p: low_noise.predict(Xq, perturbation=p),
+        "noise-to-data flow": lambda p: noise.predict(Xq, perturbation=p),
         "peer: per-batch mean shift": per_batch_mean_shift,
         "peer: linear Gaussian OT (pooled)": lambda p: linear_gaussian_ot(
             Xq, X[train & (y == "control")], X[train & (y == p)], reg=1e-2),
@@ -290,15 +290,15 @@ NOTES = """\
 - Sizes were scaled down for a 2-core machine shared by ~8 sessions (load average ~16): E1
   runs 10 epochs instead of the calibration's 50, E2 6 epochs instead of 12 (noise_level=0 run)
   or 40 (defaults), E3 60 epochs. Each fit is one seed; no result was tuned towards a target.
-- E1 targets are the spec's calibrated exact-field values (noise in standardised units,
+- E1 targets are the calibrated exact-field values (noise in standardised units,
   noise_prob 0.5), not the older 3.50 / 0.52 / >= 0.97 ones.
-- E2 uses noise_level=0 as the spec's calibration note advises; its std bands are the
+- E2 uses noise_level=0 as the calibration advises; its std bands are the
   calibrated ones (old bands shown in brackets as the stretch goal).
-- E3 has no spec-given noise level or learning rate: the paper defaults (noise_level 1.0,
+- E3 has no prescribed noise level or learning rate: the paper defaults (noise_level 1.0,
   noise_prob 0.5, cfg_scale 0.2, cond_drop_prob 0.2) with lr 5e-4 (1e-4 is too slow for the
   few hundred steps affordable here). The noise_level=0.2 row is an ablation: at sampling
   the source noise is always added, and in standardised pixel units 1.0 is large next to
-  the batch offsets (spec section 3.8). It was added after a first full run showed the
+  the batch offsets. It was added after a first full run showed the
   default's batch-accuracy miss (0.674 there too); it is shown next to the default, not
   instead of it.
 - Fit times are single runs (a fit is too long to repeat here) on a machine whose load
@@ -317,7 +317,7 @@ def parse_cli(argv=None):
     )
     parser.add_argument(
         "--full-epochs", action="store_true",
-        help="the spec's calibrated epochs (E1 50; E2 12 with noise_level=0, plus the defaults "
+        help="the calibrated epochs (E1 50; E2 12 with noise_level=0, plus the defaults "
              "run at 40) instead of the scaled-down ones; E3 is unchanged",
     )
     own, rest = parser.parse_known_args(argv)
@@ -345,7 +345,7 @@ def append_report(report, args, argv_text):
         f"Machine: {machine_info(('numpy', 'scipy', 'scikit-learn', 'torch'))}",
         "",
         f"Experiments: {', '.join(args.only)}; epochs: "
-        + ("the spec's calibrated ones (E1 50; E2 12 for noise_level=0, 40 for the defaults "
+        + ("the calibrated ones (E1 50; E2 12 for noise_level=0, 40 for the defaults "
            "run)" if args.full_epochs else "the scaled-down ones (E1 10; E2 6)")
         + ". For the experiments it covers, this section supersedes the tables above; "
         "the tables above are kept as they were.",

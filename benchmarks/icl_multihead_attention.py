@@ -17,18 +17,18 @@ E2  train H = 1, 2, 4, 8 online (Adam 1e-3, batch 256), three seeds each; MSE an
 E3  length generalisation (L = 10 .. 100) of the H=2 model, next to the kernel predictor at
     the learned (omega, mu), debiased GD, Bayes ridge and the two linear-attention
     ablations (scores / L of each prompt, and scores / L_train fixed).
-E4  anisotropic covariates (Sigma_ij = 0.5^|i-j|, spec 3.6): H=2 model vs isotropic and
+E4  anisotropic covariates (Sigma_ij = 0.5^|i-j|, an extension of the paper): H=2 model vs isotropic and
     pre-conditioned debiased GD; is the learned KQ block a pre-conditioner?
 E5  a longer H=2 run (seed 0): do the numbers change with more steps?
-E6  multi-task extension (spec 3.6): two outputs y1 = beta1^T x[:3], y2 = beta2^T x[1:],
+E6  multi-task extension of the paper: two outputs y1 = beta1^T x[:3], y2 = beta2^T x[1:],
     token (x, y1, y2); H = 1, 2, 4 trained briefly; per-output MSE and per-head task
     allocation (KQ mass on each task's own coordinates, OV weight on each label).
     Only with ``--part multitask`` (not part of ``all``).
 Peers in the same run: sklearn Ridge(alpha=sigma^2 d) and LinearRegression fitted per prompt,
 the linear-attention ablations, and a plain-torch training loop (the cost of skorch).
 
-The machine is shared (2 cores, ~8 sessions), so training is scaled down from the spec's
-40,000 steps; see the notes in the results file. The report is rewritten after each section.
+The machine is shared (2 cores, ~8 sessions), so training is scaled down from the
+reference run's 40,000 steps; see the notes in the results file. The report is rewritten after each section.
 """
 
 import sys
@@ -128,8 +128,8 @@ def e1(report, n_prompts):
         [
             "bayes_risk_asymptotic(d/L)",
             0.11406,
-            bayes_risk_asymptotic(D / L, S2),
-            inside(abs(bayes_risk_asymptotic(D / L, S2) - 0.11406), 0, 1e-4),
+            bayes_risk_asymptotic(D / L, noise_var=S2),
+            inside(abs(bayes_risk_asymptotic(D / L, noise_var=S2) - 0.11406), 0, 1e-4),
         ],
         [
             "gd_risk_finite (eta, risk)",
@@ -174,7 +174,7 @@ def e1(report, n_prompts):
     t_ours, ours = median_time(lambda: ridge_est.predict(Xp), repeat=3)
     t_ridge, ridge = median_time(sk_ridge, repeat=1, warmup=0)
     t_ols, ols = median_time(sk_ols, repeat=1, warmup=0)
-    ours_ols = bayes_ridge_predict(Xp, 0.0)
+    ours_ols = bayes_ridge_predict(Xp, noise_var=0.0)
     rows = [
         ["BayesRidgeICLPredictor.predict (einsum + batched solve)", 1.0, 0.0],
         [
@@ -261,7 +261,7 @@ def e2(state, steps):
             pats.append(model.attention_patterns())
             keep[H, seed] = model
         lo, hi = targets[H]
-        tgt = f"[{lo}, {hi}]" + ("" if H <= 2 else " (spec: ~0.24)")
+        tgt = f"[{lo}, {hi}]" + ("" if H <= 2 else " (paper: ~0.24)")
         rows.append(
             [
                 H,
@@ -303,20 +303,20 @@ def e2_tables(state):
     means = {r[0]: r[4] for r in rows}
     gap = means[1] - means[2] if 1 in means and 2 in means else float("nan")
     report.add_table(
-        f"E2a. Trained models, MSE on {state.n_eval:,} fresh prompts, seeds {SEEDS} (spec: 40,000 "
+        f"E2a. Trained models, MSE on {state.n_eval:,} fresh prompts, seeds {SEEDS} (reference run: 40,000 "
         "steps, one seed)",
         ["H", "steps", "target", "MSE per seed", "mean", "seeds within"],
         rows,
         note=(
             f"H=1 minus H=2 (means): {gap:.4f} (target >= 0.12: "
-            f"{inside(gap, 0.12, np.inf)}). Spec 3.5: trained H=2/4/8 ~0.24 "
+            f"{inside(gap, 0.12, np.inf)}). The paper: trained H=2/4/8 ~0.24 "
             "(authors' eval 0.241 / 0.245 / ~0.24 after 500k steps); H=1 ~0.41."
         ),
     )
     report.add_table(
         "E2b. Pattern metrics per model (x-block diag ratio and last-entry ratio: min over "
         "heads; targets for H=2: diag >= 0.98, last-entry >= 0.999, zero-sum <= 0.05, "
-        "GD step in [0.80, 1.00]; for H > 2 the spec expects the 2-head behaviour: dummy heads "
+        "GD step in [0.80, 1.00]; for H > 2 the paper expects the 2-head behaviour: dummy heads "
         "(mu ~ 0) or +/- groups)",
         [
             "H",
@@ -371,9 +371,9 @@ def e3(report, m2, steps_lin, n_eval, label):
                 f"{t[0]} +- {t[1]}" if t else "-",
                 v,
                 inside(v, t[0] - t[1], t[0] + t[1]) if t else "-",
-                mse(softmax_kernel_predict(X, p2["omega"], p2["mu"]), y),
-                mse(gd_predict(X, 0.88, debiased=True), y),
-                mse(bayes_ridge_predict(X, S2), y),
+                mse(softmax_kernel_predict(X, omegas=p2["omega"], mus=p2["mu"]), y),
+                mse(gd_predict(X, eta=0.88, debiased=True), y),
+                mse(bayes_ridge_predict(X, noise_var=S2), y),
                 " / ".join(f"{m.icl_mse(X, y):.4f}" for m in lin["linear"]),
                 " / ".join(f"{m.icl_mse(X, y):.4g}" for m in lin["linear_unnormalized"]),
             ]
@@ -444,7 +444,7 @@ def e4(report, n_steps, n_eval, m_iso):
             mse(F @ gamma.ravel(), y),
         ],
         ["isotropic debiased GD, eta fitted", "worse than pre-conditioned", dgd.icl_mse(X, y)],
-        ["Bayes ridge (lambda = sigma^2 d)", "lower bound", mse(bayes_ridge_predict(X, S2), y)],
+        ["Bayes ridge (lambda = sigma^2 d)", "lower bound", mse(bayes_ridge_predict(X, noise_var=S2), y)],
         [
             "diag ratio (x-block), min over heads",
             "below the isotropic model's (KQ no longer ~ I)",
@@ -458,9 +458,9 @@ def e4(report, n_steps, n_eval, m_iso):
         ["last-entry ratio, min over heads", "info", float(p["last_entry_ratio"].min())],
     ]
     report.add_table(
-        f"E4. Anisotropic covariates Sigma_ij = 0.5^|i-j| (spec 3.6; no numeric targets), H=2, "
+        f"E4. Anisotropic covariates Sigma_ij = 0.5^|i-j| (an extension of the paper; no numeric targets), H=2, "
         f"{n_steps} steps, seed 0, MSE on {n_eval:,} prompts",
-        ["quantity", "expectation (spec 3.6, qualitative)", "measured"],
+        ["quantity", "expectation (qualitative)", "measured"],
         rows,
         note=(
             "Gamma_eff = sum_h mu_h KQ_h[:d, :d] is the pre-conditioner of the small-omega "
@@ -483,7 +483,7 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
     X20, y20 = LinearICLTaskSampler(n_context=20, random_state=101).sample(n_eval)
     X100, y100 = LinearICLTaskSampler(n_context=100, random_state=105).sample(n_eval)
     rows = []
-    spec = {
+    expected = {
         "MSE (L=40)": "[0.235, 0.26]; prototype 40k 0.2459",
         "MSE at L=20": "0.37 +- 0.015; prototype 0.3675",
         "MSE at L=100": "0.165 +- 0.01; prototype 0.1652",
@@ -511,14 +511,14 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
             "last-entry ratio, min": f"{p['last_entry_ratio'].min():.5f}",
             "zero-sum": f"{p['zero_sum']:.4f}",
         }
-    for key, target in spec.items():
+    for key, target in expected.items():
         rows.append([key, target, vals.get("short", {}).get(key, "see E2/E3"), vals["long"][key]])
     curve = m_long.loss_curve_
     k = max(1, len(curve) // 16)
     blocks = ", ".join(f"{np.mean(curve[i : i + k]):.4f}" for i in range(0, len(curve), k))
     report.add_table(
         f"E5. Longer training: H=2, seed 0, {steps_short:,} vs {steps_long:,} steps "
-        f"(spec 40,000), {n_eval:,} prompts per length",
+        f"(reference run 40,000), {n_eval:,} prompts per length",
         ["quantity", "target / prototype", f"{steps_short:,} steps", f"{steps_long:,} steps"],
         rows,
         note=(
@@ -531,7 +531,7 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
 
 
 def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
-    """Multi-task extension (spec 3.6): two outputs on overlapping supports, H = 1, 2, 4."""
+    """Multi-task extension of the paper: two outputs on overlapping supports, H = 1, 2, 4."""
     sampler = MultiTaskLinearICLTaskSampler()  # d=5, dx=(3, 4), beta ~ N(0, I), L=40
     d, _, s2, _, (d1, d2) = sampler.params()
     gen = MultiTaskLinearICLTaskSampler(random_state=30)
@@ -540,7 +540,7 @@ def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
     ref = np.empty_like(y)
     for k, idx in enumerate(sampler.supports()):
         Xk = np.concatenate([X[:, :, idx], X[:, :, d + k : d + k + 1]], axis=2)
-        ref[:, k] = bayes_ridge_predict(Xk, s2 * len(idx), 1.0)
+        ref[:, k] = bayes_ridge_predict(Xk, noise_var=s2 * len(idx), prior_var=1.0)
     rows = [
         ["zero predictor", "-", mse(0 * y[:, 0], y[:, 0]), mse(0 * y[:, 1], y[:, 1]), "-", "-"],
         [
@@ -585,7 +585,7 @@ def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
                 ]
             )
     report.add_table(
-        f"E6a. Multi-task extension (spec 3.6; no numeric targets): d=5, y1 on x[:3], y2 on "
+        f"E6a. Multi-task extension (an extension of the paper; no numeric targets): d=5, y1 on x[:3], y2 on "
         f"x[1:], beta ~ N(0, I), noise var 0.1 dx, L=40, Adam 1e-3, batch 256, per-output "
         f"MSE on {n_eval:,} fresh prompts",
         [
@@ -600,7 +600,7 @@ def e6(report, n_steps, n_eval, heads=(1, 2, 4), seeds=(0, 1)):
         rows,
         note=(
             f"Zero-predictor risk is dx (1 + 0.1) = {d1 * (1 + s2):.1f} / {d2 * (1 + s2):.1f}. "
-            "Training is brief (spec 3.6 gives no step count); the models are not converged."
+            "Training is brief (the paper gives no step count for it); the models are not converged."
         ),
     )
     report.add_table(
@@ -652,11 +652,11 @@ def main():
         steps_lin, steps_aniso, steps_long = 800, 3_000, 10_000
     start = time.perf_counter()
     notes = (
-        "Training is scaled down from the spec's 40,000 steps per model because 8 sessions "
+        "Training is scaled down from the reference run's 40,000 steps per model because 8 sessions "
         "share the 2-core machine (tens of ms per step instead of the prototype's 6 ms): "
         f"E2 trains H=1 {steps[1]:,}, H=2 {steps[2]:,}, H=4 {steps[4]:,}, H=8 {steps[8]:,} "
         f"steps, seeds {SEEDS}; E5 trains H=2 for {steps_long:,} steps. E2 evaluates on "
-        f"{n_eval:,} prompts per model (se ~0.002), E3 on {n_e3:,} per length (spec 50,000). "
+        f"{n_eval:,} prompts per model (se ~0.002), E3 on {n_e3:,} per length (reference run 50,000). "
         "Metrics below their target at this budget are reported as measured, not tuned away."
     )
     if part == "heads":

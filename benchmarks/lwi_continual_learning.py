@@ -251,19 +251,19 @@ def _regimes(quick):
     def rotated():
         return load_rotated_digits(n_tasks=3 if quick else 10, max_angle=90.0)
 
-    conv = {"conv_channels": (32, 64), "hidden_layer_sizes": (256,), "lr": 0.01}
+    conv = {"conv_channels": (32, 64), "hidden_layer_sizes": (256,), "learning_rate": 0.01}
     return {
         "B. wider and deeper: MLP 64-1024-1024-1024, split digits (5 tasks)":
             (split5, {"hidden_layer_sizes": (1024, 1024, 1024)}, 30),
         "C. conv backbone (conv 32, conv 64, fc 256; lr 0.01), split digits (5 tasks)":
             (split5, conv, 30),
         "D. permuted digits, 10 tasks of 10 classes, MLP 64-256-256, lr 0.01":
-            (permuted, {"lr": 0.01}, 10),
+            (permuted, {"learning_rate": 0.01}, 10),
         "E. rotated digits (0 to 90 degrees), 10 tasks of 10 classes, MLP 64-256-256, "
-        "lr 0.01": (rotated, {"lr": 0.01}, 10),
+        "lr 0.01": (rotated, {"learning_rate": 0.01}, 10),
         "F. rotated digits, 10 tasks, conv backbone (lr 0.01)": (rotated, conv, 10),
         "G. more drift: split digits (5 tasks), MLP 64-256-256, lr 0.01":
-            (split5, {"lr": 0.01}, 30),
+            (split5, {"learning_rate": 0.01}, 30),
     }
 
 

@@ -1,4 +1,4 @@
-"""Streaming parity RNN (van Rossem & Saxe, ICML 2025): spec experiments E1-E3 and peers.
+"""Streaming parity RNN (van Rossem & Saxe, ICML 2025): the paper's experiments E1-E3 and peers.
 
 Run: python benchmarks/streaming_parity_rnn.py [--quick]
 
@@ -136,7 +136,7 @@ def e1_main_run(report, quick):
         1000: make_streaming_parity(1000, 1000, n_per_length=100, random_state=13),
         10000: make_streaming_parity(10000, 10000, n_per_length=20, random_state=14),
     }
-    # seeds in parallel: one thread each, as the spec's prototype ran two seeds on 2 cores
+    # seeds in parallel: one thread each, as the reference prototype ran two seeds on 2 cores
     runs = Parallel(n_jobs=len(seeds))(
         delayed(_e1_seed)(seed, epochs, every, X, y, probe_tests, final_tests) for seed in seeds
     )
@@ -183,7 +183,7 @@ def e1_main_run(report, quick):
         f"E1 main run: defaults, {epochs} epochs, seeds {', '.join(map(str, seeds))}",
         ["quantity", "target", "measured (per seed)"],
         rows,
-        note="Targets from the spec (its torch prototype where marked). Fit time includes "
+        note="Targets from the paper (a reference torch prototype where marked). Fit time includes "
         f"the probe every {every} epochs (extraction of the 2047 prefixes and accuracy on 50 "
         "sequences of length 1000 and 10 of length 10,000); the epoch time does not.",
     )
@@ -204,7 +204,7 @@ def e1_main_run(report, quick):
 def _e2_run(p, seed, max_epochs, X_val, y_val, X_long, y_long):
     X, y = make_streaming_parity(fraction=p, random_state=100 + seed)
     clf = StreamingParityRNNClassifier(
-        hidden_size=32, lr=0.1, loss="ce", conv_threshold=1e-3, max_epochs=max_epochs,
+        hidden_size=32, learning_rate=0.1, loss="ce", conv_threshold=1e-3, max_epochs=max_epochs,
         random_state=seed,
     )
     with warnings.catch_warnings():
@@ -249,9 +249,9 @@ def e2_data_fraction(report, quick):
          "converged"],
         rows,
         note=f"Empirical critical p (smallest p with accuracy 1.0 for every seed): {critical}. "
-        f"Scaled down from the spec (100 units, lr 0.03-0.05, up to 20,000 epochs, 3 seeds) to "
+        f"Scaled down from the paper's phase diagram (100 units, lr 0.03-0.05, up to 20,000 epochs, 3 seeds) to "
         f"32 units, lr 0.1, cross-entropy, at most {max_epochs} epochs, {len(seeds)} seed(s): "
-        "the spec's budget is hours on this shared CPU. A run that does not converge within "
+        "that budget is hours on this shared CPU. A run that does not converge within "
         "the cap counts as not generalising, so the critical p here is an upper bound.",
     )
 
@@ -430,7 +430,7 @@ def peers(report, quick, e1):
         [("StreamingParityRNNClassifier (skorch)", t_skorch, t_skorch / t_plain),
          ("plain torch loop, same module and batches", t_plain, 1.0)],
         note=f"1000 epochs therefore take about {1000 * t_skorch / n_ep:.0f} s here "
-        "(the spec's prototype: 89 s alone, 119-121 s sharing 2 cores).",
+        "(the reference prototype: 89 s alone, 119-121 s sharing 2 cores).",
     )
 
 

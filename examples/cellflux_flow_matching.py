@@ -37,7 +37,7 @@ train = np.random.default_rng(0).random(len(y)) < 0.6
 print(f"{len(y)} images, {np.sum(y == 'control')} controls, batches {sorted(set(batch.tolist()))}")
 
 start = time.perf_counter()
-model = CellFlux(hidden_dims=(256, 256), noise_level=0.2, lr=1e-3, batch_size=64,
+model = CellFlux(hidden_layer_sizes=(256, 256), noise_level=0.2, learning_rate=1e-3, batch_size=64,
                  max_epochs=60, n_sampling_steps=20, random_state=0)
 model.fit(X[train], y[train], batch=batch[train])
 print(f"fit: {model.n_updates_} steps in {time.perf_counter() - start:.0f} s, "
@@ -51,7 +51,7 @@ batch_clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)).f
 query = ~train & (y == "control")
 Xq, bq = X[query], batch[query]
 perts = model.perturbations_
-generated = {p: model.predict(Xq, p) for p in perts}
+generated = {p: model.predict(Xq, perturbation=p) for p in perts}
 for p in perts:
     print(f"{p}: MoA accuracy {np.mean(moa.predict(generated[p]) == p):.2f}, "
           f"batch accuracy {np.mean(batch_clf.predict(generated[p]) == bq):.2f}")

@@ -37,7 +37,7 @@ model = MultiHeadSoftmaxICLRegressor(
     sampler=LinearICLTaskSampler(n_features=d, n_context=L),
     max_iter=600,
     batch_size=128,
-    lr=1e-2,
+    learning_rate=1e-2,
     steps_per_epoch=100,
     n_jobs=1,
     random_state=0,

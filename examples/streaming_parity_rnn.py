@@ -28,10 +28,10 @@ out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".p
 X, y = make_streaming_parity(max_length=10)
 print(f"training set: {X.shape[0]} sequences, e.g. {X[5]} -> parity {y[5]}")
 
-# 2. the paper's main run uses hidden_size=100, lr=0.02 and 1000 epochs (~2 min on one
-#    CPU thread); 32 units with lr 0.1 show the same transition in ~120 epochs
+# 2. the paper's main run uses hidden_size=100, learning_rate=0.02 and 1000 epochs (~2 min on one
+#    CPU thread); 32 units with learning_rate=0.1 show the same transition in ~120 epochs
 clf = StreamingParityRNNClassifier(
-    hidden_size=32, lr=0.1, max_epochs=300, conv_threshold=1e-3, random_state=0
+    hidden_size=32, learning_rate=0.1, max_epochs=300, conv_threshold=1e-3, random_state=0
 )
 start = time.perf_counter()
 clf.fit(X, y)

@@ -10,8 +10,13 @@ the one private method a subclass writes:
   the subclass writes ``_build()`` (state derived from the parameters, at first use).
 * :class:`BaseCodec`: ``fit``, ``encode``, ``decode``; the subclass writes ``_fit(X)``,
   ``_encode(X)`` and ``_decode(data)``.
-* :class:`BaseNeuralEstimator`: ``fit`` builds a skorch net through
+* :class:`BaseNeuralEstimator` (in ``sklearn_icml._neural_base``, the skorch layer, and
+  re-exported here with :class:`NeuralClassifierMixin` and :class:`NeuralRegressorMixin`):
+  the subclass writes ``fit``, which builds a skorch net through
   :meth:`~BaseNeuralEstimator._fit_net`; behaviour comes through skorch callbacks.
+
+What a subclass must write is declared with ``abc.abstractmethod``: a subclass that
+misses one cannot be instantiated (``TypeError: Can't instantiate abstract class``).
 
 Every base is a :class:`sklearn.base.BaseEstimator`: ``get_params``/``set_params``,
 :func:`sklearn.base.clone`, a repr that shows the changed parameters, and pickling. An
@@ -20,24 +25,22 @@ point clouds, LoRA collections, environments) mixes in :class:`NonTabularInputMi
 scikit-learn's ``check_estimator`` cannot make such input and skips the object, so the
 test suite runs the checks that need no data and re-tests the API on the object's input.
 
-This module imports nothing from torch: :class:`BaseNeuralEstimator` imports skorch and
-torch inside its methods, so ``import sklearn_icml.base`` works without the ``neural``
-extra.
+This module imports nothing from torch (nor does the skorch layer it re-exports), so
+``import sklearn_icml.base`` works without the ``neural`` extra.
 """
 
-import copy
+import abc
 import numbers
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy.special import softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from .utils._param_validation import POSITIVE_INT
-from .utils._random import draw_seed, spawn_seeds
+from ._neural_base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
+from .utils._random import spawn_seeds
 
 __all__ = [
     "BaseCodec",
@@ -81,7 +84,7 @@ class NonTabularInputMixin:
 # runners: bandit algorithms and RL agents
 
 
-class BaseRunner(NonTabularInputMixin, BaseEstimator):
+class BaseRunner(NonTabularInputMixin, BaseEstimator, metaclass=abc.ABCMeta):
     """Base for algorithms that act in an environment: bandit algorithms, RL agents.
 
     ``run(env)`` validates the parameters, plays the algorithm in ``env`` through the
@@ -131,8 +134,9 @@ class BaseRunner(NonTabularInputMixin, BaseEstimator):
         self._run(env, **run_params)
         return self
 
+    @abc.abstractmethod
     def _run(self, env, **run_params):
-        raise NotImplementedError
+        """Play the algorithm in ``env``; store the results in attributes ending in ``_``."""
 
     def _check_is_run(self):
         # check_is_fitted wants a fit method; a runner's results are its *_ attributes
@@ -219,7 +223,7 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
 # objects set up at first use
 
 
-class SetUpAtFirstUseMixin:
+class SetUpAtFirstUseMixin(metaclass=abc.ABCMeta):
     """Validate the parameters and build derived state at first use, again after set_params.
 
     For objects without a ``fit`` whose ``__init__`` only stores (environments, samplers,
@@ -253,6 +257,7 @@ class SetUpAtFirstUseMixin:
             self._is_set_up = True
         return self
 
+    @abc.abstractmethod
     def _build(self):
         """Derive internal state from the parameters (called once by ``_setup``)."""
 
@@ -335,11 +340,12 @@ class BuiltAttribute:
 # codecs
 
 
-class BaseCodec(NonTabularInputMixin, BaseEstimator):
+class BaseCodec(NonTabularInputMixin, BaseEstimator, metaclass=abc.ABCMeta):
     """Base for codecs: ``fit`` learns a model, ``encode(X) -> bytes``, ``decode(bytes) -> X``.
 
     ``fit`` validates the parameters and calls ``_fit(X)``; a codec without a model to
-    learn sets ``_requires_fit = False`` and may ``encode`` without a ``fit``. ``encode``
+    learn sets ``_requires_fit = False`` (its ``_fit`` has nothing to learn) and may
+    ``encode`` without a ``fit``. ``encode``
     checks that the codec is fitted and returns the bytes of ``_encode(X)``; ``decode``
     checks that it receives bytes and returns ``_decode(data)``, so that
     ``decode(encode(X))`` gives ``X`` back (exactly for a lossless codec).
@@ -350,6 +356,8 @@ class BaseCodec(NonTabularInputMixin, BaseEstimator):
     >>> from sklearn_icml.base import BaseCodec
     >>> class Raw(BaseCodec):
     ...     _requires_fit = False
+    ...     def _fit(self, X):
+    ...         pass
     ...     def _encode(self, X):
     ...         return np.asarray(X, dtype="<f8").tobytes()
     ...     def _decode(self, data):
@@ -379,8 +387,9 @@ class BaseCodec(NonTabularInputMixin, BaseEstimator):
         self._fit(X)
         return self
 
+    @abc.abstractmethod
     def _fit(self, X):
-        self.is_fitted_ = True
+        """Learn the codec's model from ``X`` into attributes ending in ``_``."""
 
     def encode(self, X):
         """Encode ``X`` into bytes.
@@ -422,242 +431,15 @@ class BaseCodec(NonTabularInputMixin, BaseEstimator):
             check_is_fitted(self)
         return self._decode(bytes(data))
 
+    @abc.abstractmethod
     def _encode(self, X):
-        raise NotImplementedError
+        """Encode ``X`` (the codec is fitted where it must be); bytes-like."""
 
+    @abc.abstractmethod
     def _decode(self, data):
-        raise NotImplementedError
+        """Decode the bytes ``data`` made by ``_encode``."""
 
     def __sklearn_is_fitted__(self):
         if not self._requires_fit:
             return True
         return any(k.endswith("_") and not k.startswith("__") for k in vars(self))
-
-
-# --------------------------------------------------------------------------------------
-# neural estimators over skorch
-
-#: Keyword arguments with these prefixes are routed to the skorch net, as skorch itself
-#: routes them: ``module__hidden=32`` becomes the module's ``hidden`` argument.
-ROUTED_PREFIXES = (
-    "module__",
-    "optimizer__",
-    "criterion__",
-    "iterator_train__",
-    "iterator_valid__",
-    "callbacks__",
-)
-
-
-class BaseNeuralEstimator(BaseEstimator):
-    """Base for the estimators that train a torch module through skorch.
-
-    The parameters every neural estimator shares (``device``, ``n_jobs``,
-    ``random_state``, ``verbose``) are declared once here; a subclass extends
-    ``{**BaseNeuralEstimator._parameter_constraints, ...}``.
-
-    A subclass is a scikit-learn estimator (keyword-only ``__init__`` that only stores,
-    ``_parameter_constraints``, ``validate_data``) whose ``fit`` builds the skorch net
-    through :meth:`_fit_net` and keeps it in ``net_``. The base
-
-    * checks ``device`` (CPU by default, ``"cuda"`` honoured when available) and keeps
-      skorch silent unless ``verbose`` (``verbose=1`` prints skorch's per-epoch table);
-    * disables skorch's internal validation split: validation is the user's business,
-      through scikit-learn's tools;
-    * seeds torch with :func:`~sklearn_icml.utils.draw_seed` of ``random_state`` under a
-      forked torch RNG, so a fit is reproducible and leaves the caller's RNG alone;
-    * bounds torch's intra-op threads to ``n_jobs`` during the fit;
-    * adds behaviour through skorch callbacks: the subclass passes its own
-      (``callbacks=[...]``) and the user's ``callbacks`` parameter is deep-copied, so a
-      fit never mutates a parameter; a callback stops training when the loss is not
-      finite, and :meth:`_fit_net` then raises;
-    * routes keyword arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
-      ``iterator_train__``, ``iterator_valid__`` or ``callbacks__`` to the net, as skorch
-      does; they are parameters (``get_params``, ``set_params``, ``clone``,
-      ``GridSearchCV``). A subclass accepts them with ``**kwargs`` in ``__init__`` and
-      passes them to :meth:`_store_routed_params`, which only stores; ``fit`` raises a
-      TypeError for a keyword without one of these prefixes;
-    * exposes ``module_``, ``history_`` and ``n_epochs_run_``. A fitted estimator pickles
-      through skorch's own ``__getstate__``.
-
-    Examples
-    --------
-    >>> from sklearn_icml.base import BaseNeuralEstimator
-    >>> class Net(BaseNeuralEstimator):
-    ...     def __init__(self, *, lr=0.1, **kwargs):
-    ...         self.lr = lr
-    ...         self._store_routed_params(kwargs)
-    >>> net = Net(module__hidden=8)
-    >>> sorted(net.get_params()), net.set_params(module__hidden=16).module__hidden
-    (['lr', 'module__hidden'], 16)
-    """
-
-    _parameter_constraints: dict = {
-        "device": "no_validation",  # checked by utils._skorch.check_device in fit
-        "n_jobs": [POSITIVE_INT, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-    }
-
-    def _store_routed_params(self, kwargs):
-        # __init__ only stores, as everywhere in scikit-learn: a keyword without a routed
-        # prefix is kept too and refused by fit (see _check_routed_params)
-        self._routed_keys = tuple(sorted(set(getattr(self, "_routed_keys", ())) | set(kwargs)))
-        for key, value in kwargs.items():
-            setattr(self, key, value)
-
-    def _routed_params(self):
-        return {k: getattr(self, k) for k in getattr(self, "_routed_keys", ())}
-
-    def _check_routed_params(self):
-        unknown = [k for k in self._routed_params() if not k.startswith(ROUTED_PREFIXES)]
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unexpected keyword argument(s) {unknown}; only "
-                f"arguments prefixed {', '.join(ROUTED_PREFIXES)} are routed to the skorch "
-                f"net. Got {unknown[0]!r} instead."
-            )
-
-    def get_params(self, deep=True):
-        params = super().get_params(deep=deep)
-        params.update(self._routed_params())
-        return params
-
-    def set_params(self, **params):
-        routed = {
-            k: params.pop(k)
-            for k in list(params)
-            if k.startswith(ROUTED_PREFIXES) or k in getattr(self, "_routed_keys", ())
-        }
-        if routed:
-            self._store_routed_params(routed)
-        return super().set_params(**params)
-
-    def _fit_net(self, net_cls, X, y, *, stop_below=None, **net_kwargs):
-        """Build ``net_cls(**net_kwargs)``, fit it on ``(X, y)`` under the seed, store it.
-
-        Parameters
-        ----------
-        net_cls : subclass of skorch.NeuralNet
-        X, y : arrays or tensors skorch's Dataset accepts
-        stop_below : float or None
-            Stop after the first epoch whose ``train_loss`` is below this value. Training
-            always stops, and this method raises ValueError, when the loss is not finite.
-        **net_kwargs
-            Everything else for the net (``module``, ``criterion``, ``optimizer``, ``lr``,
-            ``max_epochs``, ``callbacks`` ...). The routed parameters come last and win.
-
-        Returns
-        -------
-        net : the fitted skorch net, also stored in ``self.net_``.
-        """
-        from .utils._skorch import StopOnLoss
-        from .utils._training import seeded_torch
-
-        self._check_routed_params()
-        verbose = int(getattr(self, "verbose", 0))
-        callbacks = list(net_kwargs.pop("callbacks", None) or [])
-        user_callbacks = getattr(self, "callbacks", None)
-        callbacks += copy.deepcopy(list(user_callbacks or []))
-        callbacks.append(("stop_on_loss", StopOnLoss(stop_below or 0.0)))
-        seed = draw_seed(getattr(self, "random_state", None))
-        device, n_jobs = getattr(self, "device", "cpu"), getattr(self, "n_jobs", None)
-        with seeded_torch(seed, device, n_jobs) as device:
-            kwargs = {"train_split": None, "verbose": verbose, "device": device}
-            if not verbose:
-                kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
-            kwargs.update(net_kwargs)
-            kwargs.update(self._routed_params())
-            net = net_cls(callbacks=callbacks, **kwargs)
-            net.fit(X, y)
-        self.net_ = net
-        self._check_finite_history()
-        return net
-
-    @property
-    def module_(self):
-        """The fitted torch module (``net_.module_``)."""
-        return self.net_.module_
-
-    @property
-    def history_(self):
-        """skorch's ``History`` of the fit: one dict per epoch (``train_loss``, ``dur``...)."""
-        return self.net_.history
-
-    @property
-    def n_epochs_run_(self):
-        """Number of epochs actually run (fewer than ``max_epochs`` after an early stop)."""
-        return len(self.net_.history)
-
-    def _check_finite_history(self):
-        losses = self.history_[:, "train_loss"]
-        if losses and not np.isfinite(losses[-1]):
-            raise ValueError(
-                f"training diverged: the training loss became {losses[-1]!r} at epoch "
-                f"{len(losses)}. Lower lr or the initial weight scale, or standardise X."
-            )
-
-
-class NeuralClassifierMixin(ClassifierMixin):
-    """``predict_proba`` and ``predict`` from the logits of a neural classifier.
-
-    The subclass writes ``_predict_logits(X) -> ndarray of shape (n_samples, n_classes)``
-    (validating ``X`` and checking that it is fitted) and sets ``classes_`` in ``fit``.
-    """
-
-    def predict_proba(self, X):
-        """Class probabilities: the softmax of the logits.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return softmax(self._predict_logits(X), axis=1)
-
-    def predict(self, X):
-        """The most probable class of each sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        logits = self._predict_logits(X)  # first: it raises NotFittedError when not fitted
-        return self.classes_[np.argmax(logits, axis=1)]
-
-    def _predict_logits(self, X):
-        raise NotImplementedError
-
-
-class NeuralRegressorMixin(RegressorMixin):
-    """``predict`` from the outputs of a neural regressor.
-
-    The subclass writes ``_predict_outputs(X) -> ndarray of shape (n_samples, n_outputs)``
-    (validating ``X`` and checking that it is fitted) and sets ``_y_1d`` (True when ``y``
-    was 1-D in ``fit``; a class attribute where only 1-D targets are accepted).
-    """
-
-    def predict(self, X):
-        """Predicted target of each row.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            1-D when ``y`` was 1-D in ``fit``.
-        """
-        outputs = self._predict_outputs(X)  # first: it raises NotFittedError when not fitted
-        return outputs[:, 0] if self._y_1d else outputs
-
-    def _predict_outputs(self, X):
-        raise NotImplementedError

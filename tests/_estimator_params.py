@@ -40,7 +40,7 @@ TEST_PARAMS = {
     # Streaming parity RNN
     # tiny net, 10 epochs; a large alphabet so the checks' rounded data are valid symbols
     "StreamingParityRNNClassifier": {
-        "n_symbols": 64, "hidden_size": 8, "max_epochs": 10, "lr": 0.5, "loss": "ce",
+        "n_symbols": 64, "hidden_size": 8, "max_epochs": 10, "learning_rate": 0.5, "loss": "ce",
         "init_gain": 1.0, "random_state": 0,
     },
     # Data weighting model
@@ -87,14 +87,15 @@ TEST_PARAMS = {
     # CellFlux flow matching
     # a tiny MLP, 2 epochs, a 3-point time grid; label 0 of the checks' y marks the controls
     "CellFlux": {
-        "control_label": 0, "hidden_dims": (8,), "embedding_dim": 4, "max_epochs": 2,
-        "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "lr": 1e-3,
+        "control_label": 0, "hidden_layer_sizes": (8,), "embedding_dim": 4, "max_epochs": 2,
+        "n_sampling_steps": 2, "cfg_scale": 0.0, "cond_drop_prob": 0.0, "learning_rate": 1e-3,
         "random_state": 0,
     },
     # LwI continual learning
-    # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger lr
+    # single-task path (an ordinary MLP classifier): small net, 10 epochs at a larger
+    # learning rate
     "LwIClassifier": {
-        "hidden_layer_sizes": (16, 16), "max_epochs": 10, "lr": 0.05, "batch_size": 16,
+        "hidden_layer_sizes": (16, 16), "max_epochs": 10, "learning_rate": 0.05, "batch_size": 16,
         "random_state": 0,
     },
     # F-16 high-frame-rate video

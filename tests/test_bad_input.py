@@ -467,7 +467,7 @@ def test_cellflux_huge_values_and_grid_search():
     _check_clean_error(info.value, "X_control")
     # score(X, y) is scikit-learn's form: GridSearchCV tunes CellFlux with it
     folds = list(StratifiedKFold(2, shuffle=True, random_state=0).split(X, y))
-    search = GridSearchCV(CellFlux(**params), {"lr": [1e-3, 1e-2]}, cv=folds,
+    search = GridSearchCV(CellFlux(**params), {"learning_rate": [1e-3, 1e-2]}, cv=folds,
                           error_score="raise").fit(X, y)
     assert np.isfinite(search.best_score_) and search.best_score_ <= 0
     # the pair form is unchanged, and both forms agree on one perturbation

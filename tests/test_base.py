@@ -14,6 +14,8 @@ from sklearn_icml.base import (
     BaseEnvironment,
     BaseNeuralEstimator,
     BaseRunner,
+    NeuralClassifierMixin,
+    NeuralRegressorMixin,
     run_seeds,
 )
 from sklearn_icml.utils import spawn_seeds
@@ -114,16 +116,23 @@ def test_codec_needs_fit_round_trips_and_rejects_non_bytes():
 
 
 class Net(BaseNeuralEstimator):
-    def __init__(self, *, lr=0.1, **kwargs):
-        self.lr = lr
+    def __init__(self, *, learning_rate=0.1, **kwargs):
+        self.learning_rate = learning_rate
         self._store_routed_params(kwargs)
+
+    def fit(self, X, y):
+        return self
 
 
 def test_routed_params_are_parameters_and_unknown_keywords_fail_at_fit():
     net = Net(module__hidden=8, optimizer__momentum=0.9)
-    assert net.get_params() == {"lr": 0.1, "module__hidden": 8, "optimizer__momentum": 0.9}
-    twin = clone(net.set_params(module__hidden=16, lr=0.2))
-    assert twin.get_params() == {"lr": 0.2, "module__hidden": 16, "optimizer__momentum": 0.9}
+    assert net.get_params() == {
+        "learning_rate": 0.1, "module__hidden": 8, "optimizer__momentum": 0.9
+    }
+    twin = clone(net.set_params(module__hidden=16, learning_rate=0.2))
+    assert twin.get_params() == {
+        "learning_rate": 0.2, "module__hidden": 16, "optimizer__momentum": 0.9
+    }
     assert pickle.loads(pickle.dumps(twin)).module__hidden == 16
     typo = Net(hiden=3)  # __init__ only stores, as scikit-learn requires
     with pytest.raises(TypeError, match="'hiden'"):
@@ -138,3 +147,35 @@ def test_run_seeds_follows_the_joblib_backend_in_force():
     with parallel_backend("threading", n_jobs=2):
         threaded = [r.heads_ for r in run_seeds(Flipper(), Coin(), seeds=range(4))]
     assert threaded == sequential
+
+
+@pytest.mark.parametrize(
+    "base, hooks",
+    [
+        (BaseRunner, {"_run"}),
+        (BaseEnvironment, {"_build"}),
+        (BaseCodec, {"_fit", "_encode", "_decode"}),
+        (BaseNeuralEstimator, {"fit"}),
+        (NeuralClassifierMixin, {"_predict_logits"}),
+        (NeuralRegressorMixin, {"_predict_outputs"}),
+    ],
+)
+def test_a_subclass_that_misses_a_hook_cannot_be_instantiated(base, hooks):
+    assert base.__abstractmethods__ == frozenset(hooks)
+    incomplete = type("Incomplete", (base,), {})
+    with pytest.raises(TypeError, match="abstract"):
+        incomplete()
+
+
+def test_the_complete_toy_subclasses_clone_and_pickle():
+    for obj in (Coin(p=0.25), Flipper(n_flips=3), Raw(), Net(module__hidden=4)):
+        twin = pickle.loads(pickle.dumps(clone(obj)))
+        assert twin.get_params() == obj.get_params()
+
+
+def test_the_skorch_layer_is_re_exported_by_base():
+    import sklearn_icml._neural_base as neural_base
+
+    assert BaseNeuralEstimator is neural_base.BaseNeuralEstimator
+    assert NeuralClassifierMixin is neural_base.NeuralClassifierMixin
+    assert NeuralRegressorMixin is neural_base.NeuralRegressorMixin

@@ -1,11 +1,9 @@
-"""Continual learning (needs the ``neural`` extra)."""
+"""Continual learning: Learning without Isolation (needs the ``neural`` extra)."""
 
-# --- lwi-continual-learning ---
 from ._fusion import fuse_models
 from ._lwi import LwIClassifier
 
 __all__ = [
-    # --- lwi-continual-learning ---
     "LwIClassifier",
     "fuse_models",
 ]

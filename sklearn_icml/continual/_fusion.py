@@ -14,7 +14,6 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
 from ..utils._param_validation import CLOSED_UNIT_INTERVAL, NON_NEGATIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 
 SOLVERS = ("assignment", "emd", "sinkhorn", "identity")
 GROUND_METRICS = ("cosine", "euclidean")
@@ -206,7 +205,6 @@ FUSION_CONSTRAINTS = {
     },
     prefer_skip_nested_validation=True,
 )
-@fill_doc
 def fuse_models(
     old_state,
     new_state,
@@ -260,8 +258,22 @@ def fuse_models(
         channels of that convolution (channel-major, as ``torch.flatten``).
     n_diverse_layers : int, default=1
         How many of the last layers use dissimilar matching (0 = similarity everywhere).
-    %(fusion_steps)s
-    %(fusion_matching)s
+    step_sim : float in [0, 1], default=0.7
+        Weight of the new model in the similarity-matched layers.
+    step_diff : float in [0, 1], default=0.93
+        Weight of the new model in the dissimilarity-matched (last) layers.
+    ground_metric : {"cosine", "euclidean"}, default="cosine"
+        Distance between channels (rows of the input-aligned weights).
+    metric_normalize : {"log1p", "max", "none"}, default="log1p"
+        Normalisation of the cost matrix.
+    solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
+        ``"assignment"``: scipy's ``linear_sum_assignment`` (the same optimum as exact OT
+        with uniform marginals, no extra dependency); ``"emd"``: POT's ``ot.emd`` as in the
+        authors' release; ``"sinkhorn"``: entropic OT (soft matching); ``"identity"``: no
+        matching at all, i.e. naive weight averaging (ablation). ``"emd"`` and
+        ``"sinkhorn"`` need POT (the ``transport`` extra).
+    sinkhorn_reg : float, default=0.01
+        Entropic regularisation of ``solver="sinkhorn"``.
     keep_from_old : iterable of str, default=()
         Non-backbone keys taken from ``old_state`` (LwI: the old-task heads).
 

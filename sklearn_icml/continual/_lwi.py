@@ -18,6 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import (
     NON_NEGATIVE_REAL,
     POSITIVE_INT,
@@ -28,7 +30,6 @@ from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_fits_dtype, check_int_vector, validate_input
-from ._docstrings import fill_doc
 from ._fusion import FUSION_CONSTRAINTS, fuse_models
 
 torch = optional_import("torch", "neural")
@@ -168,11 +169,23 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         single-channel image (``n_features`` must be a perfect square).
     head_bias : bool, default=True
         Whether the task heads have a bias (the authors' heads have none).
-    %(fusion_steps)s
+    step_sim : float in [0, 1], default=0.7
+        Weight of the new model in the similarity-matched layers.
+    step_diff : float in [0, 1], default=0.93
+        Weight of the new model in the dissimilarity-matched (last) layers.
     n_diverse_layers : int, default=1
         Number of last backbone layers fused by dissimilar matching; at most
         ``len(conv_channels) + len(hidden_layer_sizes)``.
-    %(fusion_matching)s
+    ground_metric : {"cosine", "euclidean"}, default="cosine"
+        Distance between the channels the fusion matches.
+    metric_normalize : {"log1p", "max", "none"}, default="log1p"
+        Normalisation of the fusion's cost matrix.
+    solver : {"assignment", "emd", "sinkhorn", "identity"}, default="assignment"
+        How the fusion matches channels (see :func:`fuse_models`): an exact assignment
+        (scipy), exact OT or entropic OT (both need POT, the ``transport`` extra), or no
+        matching (naive weight averaging, an ablation).
+    sinkhorn_reg : float, default=0.01
+        Entropic regularisation of ``solver="sinkhorn"``.
     kd_lambda : float, default=1.0
         Weight of the distillation loss (0: no distillation).
     kd_exponent : float, default=0.5
@@ -183,22 +196,31 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     fusion : bool, default=True
         False trains without fusion (LwF, or fine-tuning with ``kd_lambda=0``).
     optimizer : {"sgd", "adam"}, default="sgd"
-    lr : float, default=1e-3
+    learning_rate : float, default=1e-3
+        Step size of the optimiser.
     momentum : float, default=0.9
         SGD momentum (ignored by Adam).
     weight_decay : float, default=0.0
     max_epochs : int, default=30
         Epochs per task.
     batch_size : int, default=64
-    lr_milestones : tuple of int or None, default=None
-        Epochs at which the learning rate is multiplied by ``lr_gamma`` (MultiStepLR).
-    lr_gamma : float, default=0.1
+    learning_rate_milestones : tuple of int or None, default=None
+        Epochs at which the learning rate is multiplied by ``learning_rate_gamma``
+        (MultiStepLR).
+    learning_rate_gamma : float, default=0.1
+        Factor of each learning-rate drop.
     %(torch_n_jobs)s
     %(device)s
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation and shuffling (task ``t`` uses the fit's seed plus ``t``).
     verbose : int, default=0
         Print one line per task when positive.
+    lr : float, default="deprecated"
+        Deprecated alias of ``learning_rate`` (renamed in 0.3, removed in 0.4).
+    lr_milestones : tuple of int or None, default="deprecated"
+        Deprecated alias of ``learning_rate_milestones`` (renamed in 0.3, removed in 0.4).
+    lr_gamma : float, default="deprecated"
+        Deprecated alias of ``learning_rate_gamma`` (renamed in 0.3, removed in 0.4).
 
     Attributes
     ----------
@@ -266,7 +288,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(120, 4))
     >>> y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0)
-    >>> clf = LwIClassifier(hidden_layer_sizes=(16, 16), lr=0.05, max_epochs=5,
+    >>> clf = LwIClassifier(hidden_layer_sizes=(16, 16), learning_rate=0.05, max_epochs=5,
     ...                     random_state=0)
     >>> clf = clf.partial_fit(X[y < 2], y[y < 2]).partial_fit(X[y >= 2], y[y >= 2])
     >>> clf.n_tasks_, clf.classes_.tolist()
@@ -288,13 +310,16 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         "teacher": [StrOptions({"pre_fusion", "post_fusion"})],
         "fusion": ["boolean"],
         "optimizer": [StrOptions({"sgd", "adam"})],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "momentum": [UNIT_INTERVAL_WITHOUT_ONE],
         "weight_decay": [NON_NEGATIVE_REAL],
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
-        "lr_milestones": [tuple, list, None],
-        "lr_gamma": [POSITIVE_REAL],
+        "learning_rate_milestones": [tuple, list, None],
+        "learning_rate_gamma": [POSITIVE_REAL],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "lr_milestones": [tuple, list, None, DEPRECATED_PARAM],
+        "lr_gamma": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -317,17 +342,20 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         teacher="pre_fusion",
         fusion=True,
         optimizer="sgd",
-        lr=1e-3,
+        learning_rate=1e-3,
         momentum=0.9,
         weight_decay=0.0,
         max_epochs=30,
         batch_size=64,
-        lr_milestones=None,
-        lr_gamma=0.1,
+        learning_rate_milestones=None,
+        learning_rate_gamma=0.1,
         n_jobs=1,
         device="cpu",
         random_state=None,
         verbose=0,
+        lr="deprecated",
+        lr_milestones="deprecated",
+        lr_gamma="deprecated",
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -346,22 +374,26 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         self.teacher = teacher
         self.fusion = fusion
         self.optimizer = optimizer
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.momentum = momentum
         self.weight_decay = weight_decay
         self.max_epochs = max_epochs
         self.batch_size = batch_size
-        self.lr_milestones = lr_milestones
-        self.lr_gamma = lr_gamma
+        self.learning_rate_milestones = learning_rate_milestones
+        self.learning_rate_gamma = learning_rate_gamma
         self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.lr = lr
+        self.lr_milestones = lr_milestones
+        self.lr_gamma = lr_gamma
 
     # ------------------------------------------------------------------ validation
     def _validate_architecture(self):
-        """The elements of ``hidden_layer_sizes`` and ``lr_milestones`` (constraints check
-        only that they are sequences) and ``n_diverse_layers`` against the depth."""
+        """The elements of ``hidden_layer_sizes`` and ``learning_rate_milestones``
+        (constraints check only that they are sequences) and ``n_diverse_layers`` against
+        the depth."""
         sizes = check_int_vector(self.hidden_layer_sizes, "hidden_layer_sizes", low=1)
         convs = check_int_vector(list(self.conv_channels), "conv_channels", low=1)
         n_layers = len(sizes) + len(convs)
@@ -371,7 +403,8 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
                 f"(len(conv_channels) + len(hidden_layer_sizes) = {n_layers}). Got "
                 f"n_diverse_layers={self.n_diverse_layers!r} instead."
             )
-        check_int_vector(list(self.lr_milestones or ()), "lr_milestones", low=1)
+        milestones = renamed_param(self, "lr_milestones", "learning_rate_milestones")
+        check_int_vector(list(milestones or ()), "learning_rate_milestones", low=1)
 
     def _check_image_shape(self, n_features):
         """The ``(channels, height, width)`` of an input row, or None without convolutions."""
@@ -545,15 +578,18 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             for p in model.heads[k].parameters():
                 p.requires_grad_(False)
         params = list(model.backbone.parameters()) + list(model.heads[t].parameters())
+        learning_rate = renamed_param(self, "lr", "learning_rate")
+        milestones = renamed_param(self, "lr_milestones", "learning_rate_milestones")
+        gamma = renamed_param(self, "lr_gamma", "learning_rate_gamma")
         if self.optimizer == "sgd":
-            opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum,
+            opt = torch.optim.SGD(params, lr=learning_rate, momentum=self.momentum,
                                   weight_decay=self.weight_decay)
         else:
-            opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+            opt = torch.optim.Adam(params, lr=learning_rate, weight_decay=self.weight_decay)
         sched = None
-        if self.lr_milestones:
+        if milestones:
             sched = torch.optim.lr_scheduler.MultiStepLR(
-                opt, milestones=list(self.lr_milestones), gamma=self.lr_gamma
+                opt, milestones=list(milestones), gamma=gamma
             )
         Xt = torch.as_tensor(X, device=device)
         yt = torch.as_tensor(y, device=device)

@@ -28,7 +28,7 @@ def demo():
         sampler=sampler,
         max_iter=300,
         batch_size=64,
-        lr=1e-2,
+        learning_rate=1e-2,
         steps_per_epoch=100,
         n_jobs=1,
         random_state=0,
@@ -37,7 +37,7 @@ def demo():
     pats = model.attention_patterns()
     return {
         "H=2 attention MSE": model.icl_mse(X, y),
-        "debiased GD MSE": float(np.mean((gd_predict(X, eta, debiased=True) - y) ** 2)),
+        "debiased GD MSE": float(np.mean((gd_predict(X, eta=eta, debiased=True) - y) ** 2)),
         "Bayes ridge MSE": float(np.mean((bayes_ridge_predict(X) - y) ** 2)),
         "zero-sum |sum mu|/sum|mu|": pats["zero_sum"],
         "eta_eff 2|omega||mu|": pats["eta_eff"],

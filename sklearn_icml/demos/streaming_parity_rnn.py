@@ -2,10 +2,11 @@
 
 from . import register_demo
 
-# A faster configuration than the paper's main run (100 units, lr 0.02, lengths 1-10, ~500
-# epochs to the transition): 32 units, lr 0.1 and lengths 1-9 (1022 sequences) reach the
+# A faster configuration than the paper's main run (100 units, learning rate 0.02, lengths
+# 1-10, ~500 epochs to the transition): 32 units, learning rate 0.1 and lengths 1-9 (1022
+# sequences) reach the
 # same zero-loss, any-length solution in ~135 short epochs, which fits the tour's budget.
-DEMO_PARAMS = {"hidden_size": 32, "lr": 0.1, "max_epochs": 250, "conv_threshold": 1e-3}
+DEMO_PARAMS = {"hidden_size": 32, "learning_rate": 0.1, "max_epochs": 250, "conv_threshold": 1e-3}
 
 
 @register_demo(

@@ -1,9 +1,8 @@
 """Generative models: flow matching between distributions (needs the ``neural`` extra)."""
 
-# --- cellflux-flow-matching ---
-from ._cellflux import CellFlux
+from ._cellflux import CellFlux, frechet_transport_score
 
 __all__ = [
-    # --- cellflux-flow-matching ---
     "CellFlux",
+    "frechet_transport_score",
 ]

@@ -1,14 +1,26 @@
 """CellFlux: conditional flow matching from same-batch controls to perturbed cells."""
 
 import copy
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import (
+    StrOptions,
+    validate_parameter_constraints,
+    validate_params,
+)
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_generator, draw_seed
+from ..utils._deprecation import (
+    DEPRECATED,
+    DEPRECATED_PARAM,
+    REMOVED_IN,
+    keyword_only_after,
+    renamed_param,
+)
 from ..utils._docstrings import fill_doc
 from ..utils._optional import optional_import
 from ..utils._param_validation import (
@@ -20,11 +32,11 @@ from ..utils._param_validation import (
 )
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import (
-    check_array,
     check_finite_outputs,
     check_fits_dtype,
+    check_input_array,
     check_int_vector,
-    validate_data,
+    validate_input,
 )
 from ._flow import (
     TIME_GRIDS,
@@ -58,7 +70,7 @@ class CellFlux(BaseEstimator):
 
     Parameters
     ----------
-    hidden_dims : tuple of int, default=(256, 256, 256)
+    hidden_layer_sizes : tuple of int, default=(256, 256, 256)
         Widths of the FiLM MLP (vector inputs).
     embedding_dim : int, default=64
         Size of the learnable perturbation embedding (ignored when
@@ -105,7 +117,7 @@ class CellFlux(BaseEstimator):
     ema_decay : float, default=0.999
         Cap of the EMA decay ``min(ema_decay, (1 + k) / (10 + k))`` after update ``k``.
         Sampling uses the EMA weights.
-    lr : float, default=1e-4
+    learning_rate : float, default=1e-4
         AdamW learning rate (constant).
     betas : tuple of float, default=(0.9, 0.95)
         AdamW betas.
@@ -124,6 +136,10 @@ class CellFlux(BaseEstimator):
         Seeds the network, the control draws, the noise and the times.
     verbose : int, default=0
         Print the mean loss of each epoch when positive.
+    lr : float, default="deprecated"
+        Deprecated alias of ``learning_rate`` (renamed in 0.3, removed in 0.4).
+    hidden_dims : tuple of int, default="deprecated"
+        Deprecated alias of ``hidden_layer_sizes`` (renamed in 0.3, removed in 0.4).
 
     Attributes
     ----------
@@ -176,17 +192,17 @@ class CellFlux(BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = np.r_[rng.normal(0, 1, (200, 2)), rng.normal(3, 1, (200, 2))]
     >>> y = np.r_[["control"] * 200, ["drug"] * 200]
-    >>> model = CellFlux(hidden_dims=(32, 32), noise_level=0.0, cfg_scale=0.0,
-    ...                  cond_drop_prob=0.0, lr=3e-3, max_epochs=15, n_sampling_steps=10,
-    ...                  random_state=0).fit(X, y)
-    >>> out = model.predict(rng.normal(0, 1, (100, 2)), "drug")
+    >>> model = CellFlux(hidden_layer_sizes=(32, 32), noise_level=0.0, cfg_scale=0.0,
+    ...                  cond_drop_prob=0.0, learning_rate=3e-3, max_epochs=15,
+    ...                  n_sampling_steps=10, random_state=0).fit(X, y)
+    >>> out = model.predict(rng.normal(0, 1, (100, 2)), perturbation="drug")
     >>> out.shape, bool(np.all(np.abs(out.mean(axis=0) - 3) < 0.5))
     ((100, 2), True)
     """
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "hidden_dims": [tuple, list],
+        "hidden_layer_sizes": [tuple, list],
         "embedding_dim": [POSITIVE_INT],
         "perturbation_embeddings": [dict, "array-like", None],
         "control_label": "no_validation",
@@ -203,18 +219,20 @@ class CellFlux(BaseEstimator):
         "n_sampling_steps": [POSITIVE_INT],
         "time_grid": [StrOptions(set(TIME_GRIDS))],
         "ema_decay": [CLOSED_UNIT_INTERVAL],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "betas": [tuple, list],
         "weight_decay": [NON_NEGATIVE_REAL],
         "batch_size": [POSITIVE_INT],
         "max_epochs": [POSITIVE_INT],
         "standardize": ["boolean"],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "hidden_dims": [tuple, list, DEPRECATED_PARAM],
     }
 
     def __init__(
         self,
         *,
-        hidden_dims=(256, 256, 256),
+        hidden_layer_sizes=(256, 256, 256),
         embedding_dim=64,
         perturbation_embeddings=None,
         control_label="control",
@@ -231,7 +249,7 @@ class CellFlux(BaseEstimator):
         n_sampling_steps=50,
         time_grid="edm",
         ema_decay=0.999,
-        lr=1e-4,
+        learning_rate=1e-4,
         betas=(0.9, 0.95),
         weight_decay=0.01,
         batch_size=32,
@@ -241,8 +259,10 @@ class CellFlux(BaseEstimator):
         device="cpu",
         random_state=None,
         verbose=0,
+        lr="deprecated",
+        hidden_dims="deprecated",
     ):
-        self.hidden_dims = hidden_dims
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.embedding_dim = embedding_dim
         self.perturbation_embeddings = perturbation_embeddings
         self.control_label = control_label
@@ -259,7 +279,7 @@ class CellFlux(BaseEstimator):
         self.n_sampling_steps = n_sampling_steps
         self.time_grid = time_grid
         self.ema_decay = ema_decay
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.betas = betas
         self.weight_decay = weight_decay
         self.batch_size = batch_size
@@ -269,6 +289,8 @@ class CellFlux(BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.lr = lr
+        self.hidden_dims = hidden_dims
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -277,11 +299,13 @@ class CellFlux(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _network_hyperparameters(self):
-        """``hidden_dims`` and ``betas`` as tuples (their elements, which constraints miss)."""
-        dims = check_int_vector(self.hidden_dims, "hidden_dims", low=1)
+        """``hidden_layer_sizes`` and ``betas`` as tuples (their elements, which constraints
+        miss)."""
+        sizes = renamed_param(self, "hidden_dims", "hidden_layer_sizes")
+        dims = check_int_vector(sizes, "hidden_layer_sizes", low=1)
         if dims.size == 0:
             raise ValueError(
-                f"hidden_dims must hold at least one width. Got {self.hidden_dims!r} instead."
+                f"hidden_layer_sizes must hold at least one width. Got {sizes!r} instead."
             )
         betas = tuple(self.betas)
         if len(betas) != 2:
@@ -314,7 +338,7 @@ class CellFlux(BaseEstimator):
                 )
             vectors = {}
             for key, vec in emb.items():
-                vec = check_array(np.asarray(vec, dtype=np.float64).reshape(1, -1),
+                vec = check_input_array(np.asarray(vec, dtype=np.float64).reshape(1, -1),
                                   input_name="perturbation_embeddings")[0]
                 vectors[key] = vec
             sizes = {v.shape[0] for v in vectors.values()}
@@ -324,7 +348,7 @@ class CellFlux(BaseEstimator):
                     f"lengths {sorted(sizes)!r} instead."
                 )
             return vectors
-        table = check_array(emb, dtype=np.float64, input_name="perturbation_embeddings")
+        table = check_input_array(emb, dtype=np.float64, input_name="perturbation_embeddings")
         return {k: table[k] for k in range(table.shape[0])}
 
     def _embedding_for(self, label, lookup, where):
@@ -346,7 +370,7 @@ class CellFlux(BaseEstimator):
 
     def _validate_X_shape(self, X, *, reset):
         if reset:
-            X = validate_data(self, X, allow_nd=True, dtype=np.float64)
+            X = validate_input(self, X, allow_nd=True, dtype=np.float64)
             if X.ndim not in (2, 3, 4):
                 raise ValueError(
                     "X must be 2-D (n_samples, n_features), 3-D (n, H, W) or 4-D "
@@ -357,8 +381,8 @@ class CellFlux(BaseEstimator):
                 self.n_features_in_ = int(np.prod(self.feature_shape_))
             return X
         if len(self.feature_shape_) == 1:
-            return validate_data(self, X, reset=False, dtype=np.float64)
-        X = check_array(X, allow_nd=True, dtype=np.float64, input_name="X_control")
+            return validate_input(self, X, reset=False, dtype=np.float64)
+        X = check_input_array(X, allow_nd=True, dtype=np.float64, input_name="X_control")
         if tuple(X.shape[1:]) != self.feature_shape_:
             raise ValueError(
                 f"X_control must have samples of shape {self.feature_shape_} as in fit; "
@@ -460,6 +484,7 @@ class CellFlux(BaseEstimator):
         self._net_shape = self._network_shape()
         self.data_min_, self.data_max_ = float(X.min()), float(X.max())
 
+        learning_rate = float(renamed_param(self, "lr", "learning_rate"))
         seed = draw_seed(self.random_state)
         self._predict_seed = seed
         rng = check_generator(seed)
@@ -470,7 +495,7 @@ class CellFlux(BaseEstimator):
                 p.requires_grad_(False)
             params, ema_params = list(model.parameters()), list(ema.parameters())
             optimizer = torch.optim.AdamW(
-                model.parameters(), lr=float(self.lr), betas=betas,
+                model.parameters(), lr=learning_rate, betas=betas,
                 weight_decay=float(self.weight_decay), foreach=True,
             )
             data = torch.as_tensor(Xs.reshape((n,) + self._net_shape), dtype=torch.float32,
@@ -603,7 +628,8 @@ class CellFlux(BaseEstimator):
             )
         return torch.as_tensor(vectors, dtype=torch.float32, device=device)
 
-    def sample(self, X_control, perturbation=None, *, batch=None, cfg_scale=None,
+    @keyword_only_after(2)
+    def sample(self, X_control, *, perturbation=None, batch=None, cfg_scale=None,
                n_sampling_steps=None, return_trajectory=False, random_state=None):
         """Transport control rows to ``perturbation``.
 
@@ -688,7 +714,8 @@ class CellFlux(BaseEstimator):
             X = np.clip(X, self.data_min_, self.data_max_)
         return X
 
-    def predict(self, X_control, perturbation=None):
+    @keyword_only_after(2)
+    def predict(self, X_control, *, perturbation=None):
         """Transport control rows to ``perturbation`` with a fixed seed (deterministic).
 
         Same as :meth:`sample` with a noise seed fixed at fit time.
@@ -703,53 +730,63 @@ class CellFlux(BaseEstimator):
         samples : ndarray of shape like X_control
         """
         check_is_fitted(self)
-        return self.sample(X_control, perturbation, random_state=self._predict_seed)
+        return self.sample(
+            X_control, perturbation=perturbation, random_state=self._predict_seed
+        )
 
-    def score(self, X, y, perturbation=None):
-        """Negative Fréchet distance between predicted and real treated samples.
+    def score(self, X, y, perturbation=DEPRECATED):
+        """Negative Fréchet distance between transported controls and treated rows.
 
-        Two forms, told apart by ``y``:
-
-        * ``score(X, y)``, scikit-learn's form (what ``GridSearchCV``, ``cross_val_score``
-          and the default scorer call): ``X`` holds control and treated rows and ``y`` their
-          labels, as in :meth:`fit`. The controls of ``X`` are transported to every
-          perturbation of ``y`` and compared with that perturbation's rows; the score is
-          the mean of ``-FD`` over the perturbations, weighted by their row counts.
-        * ``score(X_control, X_treated, perturbation)``: ``y`` is an array of real treated
-          samples (2-D or more), compared with the transport of ``X`` to ``perturbation``.
+        scikit-learn's form (what ``GridSearchCV``, ``cross_val_score`` and the default
+        scorer call): ``X`` holds control and treated rows and ``y`` their labels, as in
+        :meth:`fit`. The controls of ``X`` are transported to every perturbation of ``y``
+        and compared with that perturbation's rows; the score is the mean of ``-FD`` over
+        the perturbations, weighted by their row counts. To compare the transport of
+        controls with an array of real treated samples, use
+        :func:`~sklearn_icml.generative.frechet_transport_score`.
 
         Parameters
         ----------
         X : array-like of shape (n, n_features) or (n, [C,] H, W)
-            Controls and treated rows (first form), or the controls to transport.
-        y : array-like of shape (n,), or of shape (m, ...) for the second form
-            Labels of the rows of ``X`` (``control_label`` for controls), or real treated
-            samples of ``perturbation``.
-        perturbation : label, default=None
-            Only with the second form: the perturbation ``y`` was treated with.
+            Controls and treated rows.
+        y : array-like of shape (n,)
+            Labels of the rows of ``X`` (``control_label`` for controls).
+        perturbation : label, default="deprecated"
+            Deprecated: ``score(X_control, X_treated, perturbation)`` (``y`` an array of
+            treated samples) is :func:`~sklearn_icml.generative.frechet_transport_score`
+            since 0.3 and this form is removed in 0.4.
 
         Returns
         -------
         score : float
-            ``-FD`` on flattened features (averaged over perturbations in the first form);
-            higher is better, 0 is a perfect match of means and covariances.
+            ``-FD`` on flattened features, averaged over perturbations; higher is better,
+            0 is a perfect match of means and covariances.
         """
         check_is_fitted(self)
         labels = y if hasattr(y, "ndim") or not hasattr(y, "to_numpy") else y.to_numpy()
         labels = np.asarray(labels)
+        given = not (isinstance(perturbation, str) and perturbation == DEPRECATED)
         if labels.ndim <= 1:
-            if perturbation is not None:
+            if given:
                 raise ValueError(
-                    "perturbation is only used with score(X_control, X_treated, "
-                    "perturbation); with score(X, y) the perturbations are the labels of y. "
-                    f"Got perturbation={perturbation!r} instead."
+                    "perturbation is only used with frechet_transport_score(model, X_control, "
+                    "X_treated, perturbation=...); with score(X, y) the perturbations are the "
+                    f"labels of y. Got perturbation={perturbation!r} instead."
                 )
             return self._score_labelled(X, labels)
-        return self._score_pair(X, y, perturbation)
+        warnings.warn(
+            "CellFlux.score(X_control, X_treated, perturbation) was replaced in 0.3 by "
+            "sklearn_icml.generative.frechet_transport_score(model, X_control, X_treated, "
+            f"perturbation=...) and will be removed in {REMOVED_IN}; score(X, y) takes the "
+            "labels of the rows of X as y.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self._score_pair(X, y, perturbation if given else None)
 
     def _score_pair(self, X_control, X_treated, perturbation):
-        generated = self.predict(X_control, perturbation)
-        X_treated = check_array(X_treated, allow_nd=True, dtype=np.float64,
+        generated = self.predict(X_control, perturbation=perturbation)
+        X_treated = check_input_array(X_treated, allow_nd=True, dtype=np.float64,
                                 input_name="X_treated")
         check_fits_dtype(X_treated, "X_treated", np.float32, estimator=self)
         if tuple(X_treated.shape[1:]) != self.feature_shape_:
@@ -792,3 +829,59 @@ class CellFlux(BaseEstimator):
             total += rows.shape[0] * self._score_pair(X[is_control], rows, label)
             weight += rows.shape[0]
         return total / weight
+
+
+@validate_params(
+    {
+        "estimator": [CellFlux],
+        "X_control": ["array-like"],
+        "X_treated": ["array-like"],
+        "perturbation": "no_validation",
+    },
+    prefer_skip_nested_validation=True,
+)
+def frechet_transport_score(estimator, X_control, X_treated, *, perturbation=None):
+    """Negative Fréchet distance between transported controls and real treated samples.
+
+    The rows of ``X_control`` are transported to ``perturbation`` by the fitted
+    :class:`CellFlux` ``estimator`` (its deterministic :meth:`CellFlux.predict`) and the
+    result is compared with ``X_treated`` by the Fréchet distance of their means and
+    covariances on flattened features (the FID formula on raw features).
+
+    Parameters
+    ----------
+    estimator : CellFlux
+        A fitted model.
+    X_control : array-like of shape (n, n_features) or (n, [C,] H, W)
+        Controls to transport (at least 2 rows).
+    X_treated : array-like of shape (m, n_features) or (m, [C,] H, W)
+        Real samples treated with ``perturbation`` (at least 2 rows).
+    perturbation : label, default=None
+        The perturbation ``X_treated`` was treated with; None is allowed when ``fit`` saw
+        a single perturbation.
+
+    Returns
+    -------
+    score : float
+        ``-FD``; higher is better, 0 is a perfect match of means and covariances.
+
+    See Also
+    --------
+    CellFlux.score : the same score with labelled rows, as scikit-learn's tools call it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_icml.generative import CellFlux, frechet_transport_score
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.r_[rng.normal(0, 1, (100, 2)), rng.normal(3, 1, (100, 2))]
+    >>> y = np.r_[["control"] * 100, ["drug"] * 100]
+    >>> model = CellFlux(hidden_layer_sizes=(16,), noise_level=0.0, cfg_scale=0.0,
+    ...                  cond_drop_prob=0.0, learning_rate=3e-3, max_epochs=5,
+    ...                  n_sampling_steps=5, random_state=0).fit(X, y)
+    >>> score = frechet_transport_score(model, X[:100], X[100:], perturbation="drug")
+    >>> bool(score <= 0)
+    True
+    """
+    check_is_fitted(estimator)
+    return estimator._score_pair(X_control, X_treated, perturbation)

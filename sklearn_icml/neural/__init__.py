@@ -14,7 +14,7 @@ _LAZY = {}
 
 __all__ = []
 
-# --- streaming-parity-rnn ---
+# The streaming parity RNN (van Rossem & Saxe, ICML 2025) and its automaton analysis
 from ._automaton import Automaton  # noqa: E402
 from ._automaton_extraction import extract_automaton, merger_fraction  # noqa: E402
 from ._parity_theory import effective_theory_ode  # noqa: E402
@@ -31,7 +31,7 @@ __all__ += [
     "merger_fraction",
 ]
 
-# --- icl-multihead-attention ---
+# In-context regression with multi-head softmax attention (He et al., ICML 2025)
 from ._icl_closed_forms import (  # noqa: E402
     approx_icl_loss,
     bayes_ridge_predict,

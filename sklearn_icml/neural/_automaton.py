@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from ..utils import optional_import
+from ..utils._deprecation import renamed
 from ._sequences import PAD, check_sequences
 
 
@@ -47,7 +48,7 @@ class Automaton:
     --------
     >>> from sklearn_icml.neural import Automaton
     >>> parity = Automaton({(0, 0): 0, (0, 1): 1, (1, 0): 1, (1, 1): 0}, outputs=(0, 1))
-    >>> parity.run([1, 0, 1, 1])
+    >>> parity.final_output([1, 0, 1, 1])
     1
     >>> parity.is_complete(), parity.minimize().n_states
     (True, 2)
@@ -123,8 +124,18 @@ class Automaton:
             state[active] = nxt
         return state
 
-    def run(self, sequence):
+    def final_output(self, sequence):
         """Output of the state reached after reading ``sequence`` (padding -1 ignored).
+
+        Parameters
+        ----------
+        sequence : array-like of int
+            One sequence of symbols.
+
+        Returns
+        -------
+        output : object
+            The output of the final state (``outputs[state]``).
 
         Raises
         ------
@@ -133,6 +144,8 @@ class Automaton:
         """
         seq = np.asarray(sequence).reshape(1, -1)
         return self.outputs[int(self._final_states(seq)[0])]
+
+    run = renamed(final_output, "run")
 
     def predict(self, X):
         """Outputs of the automaton on each row of ``X`` (padded sequences), as an array.

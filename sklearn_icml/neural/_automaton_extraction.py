@@ -219,7 +219,7 @@ def extract_automaton(
     >>> automaton = extract_automaton(np.eye(2)[y], X, outputs=y)
     >>> automaton.n_states, automaton.is_complete()
     (2, True)
-    >>> automaton.run([1] * 10001)
+    >>> automaton.final_output([1] * 10001)
     1
     """
     merge_frac = float(merge_frac)

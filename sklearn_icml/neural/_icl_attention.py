@@ -16,10 +16,11 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
+from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import float64_outputs
 from ..utils.validation import check_input_array
-from ._docstrings import fill_doc
 from ._icl_patterns import (
     attention_pattern_metrics,
     multitask_pattern_metrics,
@@ -321,7 +322,8 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         linear attention (see Notes).
     optimizer : {"adam", "sgd"}, default="adam"
         Adam (betas 0.9/0.999, no weight decay) as in the paper, or plain SGD.
-    lr : float, default=1e-3
+    learning_rate : float, default=1e-3
+        Step size of the optimiser.
     batch_size : int, default=256
         Prompts per step.
     max_iter : int, default=50_000
@@ -348,8 +350,14 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         Here it seeds the weights and the training batches.
     %(verbose)s
         1 prints skorch's table (one row per ``steps_per_epoch`` steps).
-    %(routed_kwargs)s
+    **kwargs
+        Routed to the skorch net as skorch routes them; only keywords prefixed
+        ``module__``, ``optimizer__``, ``criterion__``, ``iterator_train__``,
+        ``iterator_valid__`` or ``callbacks__`` are accepted, and they override the values
+        the parameters above set.
         E.g. ``optimizer__weight_decay=0.01``, ``optimizer__betas=(0.9, 0.99)``.
+    lr : float, default="deprecated"
+        Deprecated alias of ``learning_rate`` (renamed in 0.3, removed in 0.4).
 
     Attributes
     ----------
@@ -425,12 +433,13 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         "init": [StrOptions(set(_INITS))],
         "attention": [StrOptions(set(_ATTENTIONS))],
         "optimizer": [StrOptions({"adam", "sgd"})],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "batch_size": [POSITIVE_INT],
         "max_iter": [POSITIVE_INT],
         "steps_per_epoch": [POSITIVE_INT],
         "sampler": [LinearICLTaskSampler, MultiTaskLinearICLTaskSampler, None],
         "allow_query_label": ["boolean"],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -440,7 +449,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         init="random",
         attention="softmax",
         optimizer="adam",
-        lr=1e-3,
+        learning_rate=1e-3,
         batch_size=256,
         max_iter=50_000,
         steps_per_epoch=1000,
@@ -450,23 +459,21 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         n_jobs=1,
         random_state=None,
         verbose=0,
+        lr="deprecated",
         **kwargs,
     ):
         self.n_heads = n_heads
         self.init = init
         self.attention = attention
         self.optimizer = optimizer
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.steps_per_epoch = steps_per_epoch
         self.sampler = sampler
         self.allow_query_label = allow_query_label
-        self.device = device
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self._store_routed_params(kwargs)
+        self.lr = lr
+        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):
@@ -539,7 +546,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
             module__n_outputs=K,
             criterion=nn.MSELoss,
             optimizer=optimizer,
-            lr=self.lr,
+            lr=renamed_param(self, "lr", "learning_rate"),
             max_epochs=n_epochs,
             batch_size=self.batch_size,
             iterator_train=OnlinePromptLoader,
@@ -595,7 +602,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
             and self.n_features_in_ == self.sampler.params()[0] + 2
         ):
             d, _, _, _, dims = self.sampler.params()
-            out.update(multitask_pattern_metrics(self.KQ_, self.OV_, d, dims))
+            out.update(multitask_pattern_metrics(self.KQ_, self.OV_, n_features=d, task_dims=dims))
         else:
             out.update({"omega": self.omega_.copy(), "mu": self.mu_.copy()})
         return out

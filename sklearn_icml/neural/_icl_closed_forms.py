@@ -9,6 +9,7 @@ gradient descent, the Bayes-optimal ridge), and the large-``L`` population loss
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     FINITE_NON_NEGATIVE_REAL,
     FINITE_POSITIVE_REAL,
@@ -16,7 +17,6 @@ from ..utils._param_validation import (
     POSITIVE_INT,
 )
 from ..utils.validation import check_input_array
-from ._docstrings import fill_doc
 from ._icl_tasks import _split, check_prompts
 
 #: The setting ``(n_features, n_context, noise_var)`` of the closed forms.
@@ -41,6 +41,7 @@ def _head_parameters(omegas, mus):
     return omegas, mus
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         **_PROMPTS,
@@ -49,7 +50,7 @@ def _head_parameters(omegas, mus):
     },
     prefer_skip_nested_validation=True,
 )
-def softmax_kernel_predict(X, omegas=(0.13, -0.13), mus=(3.45, -3.45), *, allow_query_label=False):
+def softmax_kernel_predict(X, *, omegas=(0.13, -0.13), mus=(3.45, -3.45), allow_query_label=False):
     """The softmax-kernel predictor ``sum_h mu_h sum_l y_l softmax_l(omega_h x_l^T x_q)``.
 
     What a multi-head attention with ``KQ_h = diag(omega_h I_d, 0)`` (``omega`` absorbing
@@ -97,6 +98,7 @@ def _gd_feature(X, debiased):
     return np.einsum("nl,nld,nd->n", ctx_y, ctx_x, xq) / ctx_y.shape[1]
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         **_PROMPTS,
@@ -105,7 +107,7 @@ def _gd_feature(X, debiased):
     },
     prefer_skip_nested_validation=True,
 )
-def gd_predict(X, eta, *, debiased=False, allow_query_label=False):
+def gd_predict(X, *, eta, debiased=False, allow_query_label=False):
     """One step of gradient descent from 0: ``(eta/L) sum_l y_l (x_l - [xbar])^T x_q``.
 
     Parameters
@@ -128,7 +130,7 @@ def gd_predict(X, eta, *, debiased=False, allow_query_label=False):
     --------
     >>> from sklearn_icml.neural import LinearICLTaskSampler, gd_predict
     >>> X, _ = LinearICLTaskSampler(random_state=0).sample(3)
-    >>> gd_predict(X, 0.86).shape
+    >>> gd_predict(X, eta=0.86).shape
     (3,)
     """
     X = check_prompts(X, allow_query_label=allow_query_label)
@@ -180,6 +182,7 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
     return float(f @ y / denom)
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         **_PROMPTS,
@@ -188,7 +191,7 @@ def fit_gd_eta(X, y, *, debiased=False, allow_query_label=False):
     },
     prefer_skip_nested_validation=True,
 )
-def bayes_ridge_predict(X, noise_var=0.1, prior_var="1/d", *, allow_query_label=False):
+def bayes_ridge_predict(X, *, noise_var=0.1, prior_var="1/d", allow_query_label=False):
     """Bayes-optimal prediction: per-prompt ridge with ``lambda = noise_var / prior_var``.
 
     With the default prior ``1/d`` this is ``(X^T X + sigma^2 d I)^{-1} X^T y`` applied to
@@ -238,12 +241,12 @@ def _kernel_matrix(omega, n_features, n_context, noise_var):
     return omega, outer + (1.0 + noise_var) / n_context * np.exp(n_features * outer)
 
 
+@keyword_only_after(2)
 @validate_params(
     {"omega": ["array-like"], "mu": ["array-like"], **_SETTING},
     prefer_skip_nested_validation=True,
 )
-@fill_doc
-def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
+def approx_icl_loss(omega, mu, *, n_features=5, n_context=40, noise_var=0.1):
     """Large-``L`` population MSE ``Ltilde(omega, mu)`` of the softmax-kernel predictor.
 
     ``Ltilde = 1 + sigma^2 - 2 mu^T omega + mu^T (omega omega^T + (1+sigma^2)/L
@@ -255,7 +258,9 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
     mu : array-like of shape (n_heads,)
         Per-head output-value weights on the label.
-    %(icl_setting)s
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -275,16 +280,18 @@ def approx_icl_loss(omega, mu, n_features=5, n_context=40, noise_var=0.1):
     return float(1.0 + noise_var - 2.0 * mu @ omega + mu @ M @ mu)
 
 
+@keyword_only_after(1)
 @validate_params({"omega": ["array-like"], **_SETTING}, prefer_skip_nested_validation=True)
-@fill_doc
-def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
+def optimal_mu(omega, *, n_features=5, n_context=40, noise_var=0.1):
     """Minimiser of ``Ltilde`` over ``mu`` for fixed ``omega``: ``M(omega)^{-1} omega``.
 
     Parameters
     ----------
     omega : array-like of shape (n_heads,)
         Per-head key-query scales (each head's KQ matrix is ``omega_h I``).
-    %(icl_setting)s
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -302,13 +309,14 @@ def optimal_mu(omega, n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
-@fill_doc
 def single_head_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Exact optimum of ``Ltilde`` for one head: ``omega = 1/sqrt(d)``.
 
     Parameters
     ----------
-    %(icl_setting)s
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -342,13 +350,14 @@ def _optimal_step_and_risk(k, noise_var):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
-@fill_doc
 def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
     """Two-head limit ``omega -> 0`` of ``Ltilde``: debiased GD with the optimal step.
 
     Parameters
     ----------
-    %(icl_setting)s
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -366,13 +375,14 @@ def debiased_gd_optimum(n_features=5, n_context=40, noise_var=0.1):
 
 
 @validate_params(_SETTING, prefer_skip_nested_validation=True)
-@fill_doc
 def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
     """Exact finite-``L`` risk of plain GD at its optimal step (Gaussian data, prior 1/d).
 
     Parameters
     ----------
-    %(icl_setting)s
+    n_features, n_context, noise_var : int, int, float, default=5, 40, 0.1
+        The setting: covariate dimension ``d``, context pairs per prompt ``L`` and label
+        noise variance ``sigma^2``.
 
     Returns
     -------
@@ -389,11 +399,12 @@ def gd_risk_finite(n_features=5, n_context=40, noise_var=0.1):
     return _optimal_step_and_risk(k, noise_var)
 
 
+@keyword_only_after(1)
 @validate_params(
     {"xi": [FINITE_POSITIVE_REAL], "noise_var": [FINITE_NON_NEGATIVE_REAL]},
     prefer_skip_nested_validation=True,
 )
-def bayes_risk_asymptotic(xi, noise_var=0.1):
+def bayes_risk_asymptotic(xi, *, noise_var=0.1):
     """Asymptotic Bayes risk (query noise included) at ``xi = d/L`` (authors' ``ridge_loss``).
 
     Parameters

@@ -9,6 +9,7 @@ numpy only (matplotlib for the plot).
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
 from ._icl_tasks import MultiTaskLinearICLTaskSampler
 
@@ -75,11 +76,12 @@ def attention_pattern_metrics(KQ, OV):
     }
 
 
+@keyword_only_after(2)
 @validate_params(
     {**_WEIGHTS, "n_features": [POSITIVE_INT], "task_dims": [tuple, list]},
     prefer_skip_nested_validation=True,
 )
-def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
+def multitask_pattern_metrics(KQ, OV, *, n_features, task_dims=(3, 4)):
     """Which head serves which task in a two-output attention layer (allocation measures).
 
     Parameters
@@ -113,7 +115,7 @@ def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
     >>> from sklearn_icml.neural import multitask_pattern_metrics
     >>> KQ = np.zeros((1, 7, 7)); KQ[0, 0, 0] = 1.0
     >>> OV = np.zeros((1, 2, 7)); OV[0, 0, 5] = 2.0
-    >>> m = multitask_pattern_metrics(KQ, OV, 5)
+    >>> m = multitask_pattern_metrics(KQ, OV, n_features=5)
     >>> m["kq_allocation"].tolist(), m["ov_allocation"].tolist()
     ([1.0], [1.0])
     """
@@ -157,8 +159,9 @@ def multitask_pattern_metrics(KQ, OV, n_features, task_dims=(3, 4)):
     }
 
 
+@keyword_only_after(2)
 @validate_params(_WEIGHTS, prefer_skip_nested_validation=True)
-def plot_attention_patterns(KQ, OV, fig=None):
+def plot_attention_patterns(KQ, OV, *, fig=None):
     """Heat maps of the effective ``KQ_h`` (top row) and ``OV_h`` (bottom row) per head.
 
     Parameters

@@ -10,6 +10,8 @@ they sit next to the trained model in a benchmark, a pipeline or ``cross_val_sco
 fits the MSE-optimal step by 1-D least squares). numpy only, float64.
 """
 
+import abc
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
@@ -18,7 +20,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..base import NonTabularInputMixin
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, FINITE_POSITIVE_REAL, FINITE_REAL
 from ..utils.validation import check_input_array
-from ._docstrings import fill_doc
 from ._icl_closed_forms import (
     _head_parameters,
     bayes_ridge_predict,
@@ -72,7 +73,9 @@ class _PromptInputMixin(NonTabularInputMixin):
         return tags
 
 
-class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
+class _ClosedFormICLPredictor(
+    _PromptInputMixin, RegressorMixin, BaseEstimator, metaclass=abc.ABCMeta
+):
     """Template of the closed-form predictors: the subclass writes ``_fit`` and ``_predict``.
 
     ``fit`` validates the parameters and the prompts (and ``y`` when given, or when the
@@ -133,14 +136,15 @@ class _ClosedFormICLPredictor(_PromptInputMixin, RegressorMixin, BaseEstimator):
         """
         return self._predict(self._validate_X(X))
 
+    @abc.abstractmethod
     def _fit(self, X, y):
-        raise NotImplementedError
+        """Set the predictor's fitted attributes from validated prompts (and labels)."""
 
+    @abc.abstractmethod
     def _predict(self, X):
-        raise NotImplementedError
+        """Predictions on validated prompts."""
 
 
-@fill_doc
 class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     """The softmax-kernel predictor ``sum_h mu_h sum_l y_l softmax_l(omega_h x_l^T x_q)``.
 
@@ -155,13 +159,16 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         Per-head key-query scale (absorbing the ``1/sqrt(d+1)``).
     mus : array-like of shape (n_heads,), default=(3.45, -3.45)
         Per-head weight on the labels.
-    %(allow_query_label)s
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
 
     Attributes
     ----------
     omegas_, mus_ : ndarray of shape (n_heads,)
         The validated parameters.
-    %(prompt_fit_attributes)s
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------
@@ -203,10 +210,11 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
         self.omegas_, self.mus_ = omegas, mus
 
     def _predict(self, X):
-        return softmax_kernel_predict(X, self.omegas_, self.mus_, allow_query_label=True)
+        return softmax_kernel_predict(
+            X, omegas=self.omegas_, mus=self.mus_, allow_query_label=True
+        )
 
 
-@fill_doc
 class GDICLPredictor(_ClosedFormICLPredictor):
     """One gradient-descent step from 0: ``(eta/L) sum_l y_l (x_l - [xbar])^T x_q``.
 
@@ -221,13 +229,16 @@ class GDICLPredictor(_ClosedFormICLPredictor):
         Step size; None fits it on ``(X, y)`` (``y`` then required).
     debiased : bool, default=False
         Centre the context covariates (``x_l - xbar``).
-    %(allow_query_label)s
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
 
     Attributes
     ----------
     eta_ : float
         The step used by ``predict`` (``eta`` or the fitted one).
-    %(prompt_fit_attributes)s
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------
@@ -269,10 +280,9 @@ class GDICLPredictor(_ClosedFormICLPredictor):
             self.eta_ = float(self.eta)
 
     def _predict(self, X):
-        return gd_predict(X, self.eta_, debiased=self.debiased, allow_query_label=True)
+        return gd_predict(X, eta=self.eta_, debiased=self.debiased, allow_query_label=True)
 
 
-@fill_doc
 class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     """Bayes-optimal in-context prediction: per-prompt ridge, ``lambda = noise_var / prior_var``.
 
@@ -287,13 +297,16 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
         Label noise variance ``sigma^2`` of the prompts.
     prior_var : "1/d" or float, default="1/d"
         Prior variance of each task coefficient.
-    %(allow_query_label)s
+    allow_query_label : bool, default=False
+        Accept (and ignore) a non-zero y-slot in the query token.
 
     Attributes
     ----------
     prior_var_ : float
         The prior variance used (``1/d`` resolved with the ``d`` of the prompts).
-    %(prompt_fit_attributes)s
+    n_features_in_, n_context_ : int
+        Token width ``d + 1`` and context length ``L`` of the prompts seen in ``fit``
+        (``predict`` needs the same width and takes any context length).
 
     See Also
     --------
@@ -331,5 +344,5 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
 
     def _predict(self, X):
         return bayes_ridge_predict(
-            X, float(self.noise_var), self.prior_var_, allow_query_label=True
+            X, noise_var=float(self.noise_var), prior_var=self.prior_var_, allow_query_label=True
         )

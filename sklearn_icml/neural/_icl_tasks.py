@@ -7,6 +7,7 @@ A *prompt* is an array of shape ``(L + 1, d + 1)``: rows ``0..L-1`` are the cont
 only, float64.
 """
 
+import abc
 import numbers
 
 import numpy as np
@@ -26,7 +27,6 @@ from ..utils._param_validation import (
     POSITIVE_INT,
 )
 from ..utils.validation import check_input_array
-from ._docstrings import fill_doc
 
 
 @validate_params(
@@ -192,14 +192,15 @@ class _PromptSampler(SetUpAtFirstUseMixin, BaseEstimator):
     def _build(self):
         self._rng = check_random_state(self.random_state)
 
+    @abc.abstractmethod
     def _resolve(self):
-        raise NotImplementedError
+        """The parameters, resolved (defaults filled in), as the tuple ``_sample`` takes."""
 
+    @abc.abstractmethod
     def _sample(self, n, rng, *resolved):
-        raise NotImplementedError
+        """Draw ``n`` prompts and their query labels from ``rng``."""
 
 
-@fill_doc
 class LinearICLTaskSampler(_PromptSampler):
     """Draw prompts of in-context linear regression tasks (the paper's data, section 3.1).
 
@@ -211,7 +212,8 @@ class LinearICLTaskSampler(_PromptSampler):
 
     Parameters
     ----------
-    %(sampler_shape)s
+    n_features, n_context : int, default=5, 40
+        Covariate dimension ``d`` and context tokens ``(x_l, y_l)`` per prompt ``L``.
     noise_var : float, default=0.1
         Label noise variance ``sigma^2``.
     beta_var : "1/d" or float, default="1/d"
@@ -219,7 +221,8 @@ class LinearICLTaskSampler(_PromptSampler):
     covariance : array-like of shape (n_features, n_features) or None, default=None
         Covariate covariance (identity when None); e.g. ``rho**|i-j|`` for the
         anisotropic extension.
-    %(sampler_random_state)s
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
 
     Attributes
     ----------
@@ -297,7 +300,6 @@ class LinearICLTaskSampler(_PromptSampler):
         return _assemble(x, y)
 
 
-@fill_doc
 class MultiTaskLinearICLTaskSampler(_PromptSampler):
     """Prompts of two in-context linear regression tasks sharing covariates (multi-task ICL).
 
@@ -311,7 +313,8 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
 
     Parameters
     ----------
-    %(sampler_shape)s
+    n_features, n_context : int, default=5, 40
+        Covariate dimension ``d`` and context tokens ``(x_l, y_l)`` per prompt ``L``.
     task_dims : tuple of two int, default=(3, 4)
         ``(dx1, dx2)``, each in ``[1, d]``: task 1 reads ``x[:dx1]``, task 2 ``x[d - dx2:]``.
     noise_var : float, default=0.1
@@ -320,7 +323,8 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
     beta_var : float, default=1.0
         Prior variance of each task coefficient (the authors' multi-task code draws
         ``beta ~ N(0, I)``).
-    %(sampler_random_state)s
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws; an int makes successive :meth:`sample` calls a fixed sequence.
 
     Attributes
     ----------

@@ -8,11 +8,13 @@ the equations are those of the authors' ``parity/main.ipynb``).
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.integrate import solve_ivp
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, REMOVED_IN, keyword_only_after
 from ..utils._param_validation import (
     FINITE_NON_NEGATIVE_REAL,
     FINITE_POSITIVE_REAL,
@@ -73,36 +75,40 @@ def _as_pair(value, name, *, positive=False):
     return float(value[0]), float(value[1])
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "h": ["array-like"],
         "D2_0": [FINITE_NON_NEGATIVE_REAL],
         "b2_0": [FINITE_NON_NEGATIVE_REAL],
-        "lr": [FINITE_POSITIVE_REAL],
+        "learning_rate": [FINITE_POSITIVE_REAL],
         "lengths": ["array-like"],
         "targets": ["array-like"],
         "t_max": [FINITE_POSITIVE_REAL],
         "n_points": [INT_AT_LEAST_TWO],
+        "lr": [FINITE_POSITIVE_REAL, DEPRECATED_PARAM],
     },
     prefer_skip_nested_validation=True,
 )
 def effective_theory_ode(
     h=(0.1, -0.1),
+    *,
     D2_0=0.01,
     b2_0=0.01,
-    *,
-    lr=0.02,
+    learning_rate=0.02,
     lengths=(1, 10),
     targets=(1.0, 1.0),
     t_max=5000.0,
     n_points=501,
+    lr=DEPRECATED,
 ):
     """Solve the two-representation effective theory of merger (gradient-flow ODEs).
 
     Representations ``h_1, h_2`` of two sequences of lengths ``lengths`` are read out by
     ``b + h_i D`` and trained on the mean squared error towards ``targets``. The
-    representation of a sequence of length ``L`` learns at rate ``lr * L`` (the recurrent
-    map is applied ``L`` times), the read-out weight at ``lr`` and the bias at ``lr / 4``
+    representation of a sequence of length ``L`` learns at rate ``learning_rate * L`` (the
+    recurrent map is applied ``L`` times), the read-out weight at ``learning_rate`` and the
+    bias at ``learning_rate / 4``
     (the authors' effective rates). With equal targets the two representations are pulled
     together while the loss is non-zero: they merge when representational learning is
     fast compared with the read-out, and freeze apart otherwise. With different targets
@@ -115,7 +121,8 @@ def effective_theory_ode(
     D2_0, b2_0 : float, default=0.01
         Initial ``|D|^2`` and ``|b|^2``; the cross terms ``b.D``, ``b.y_i``, ``D.y_i``
         start at 0.
-    lr : float, default=0.02
+    learning_rate : float, default=0.02
+        SGD learning rate of the network the theory describes.
     lengths : pair of int, default=(1, 10)
         Sequence lengths of the two representations.
     targets : pair of float, default=(1.0, 1.0)
@@ -124,6 +131,8 @@ def effective_theory_ode(
         Integration time, in SGD steps.
     n_points : int, default=501
         Number of time points returned.
+    lr : float, default="deprecated"
+        Deprecated alias of ``learning_rate`` (renamed in 0.3, removed in 0.4).
 
     Returns
     -------
@@ -146,6 +155,14 @@ def effective_theory_ode(
     >>> bool(long < 1e-5 < short < 1)
     True
     """
+    if not (isinstance(lr, str) and lr == DEPRECATED):
+        warnings.warn(
+            "effective_theory_ode: the parameter `lr` was renamed `learning_rate` in 0.3 and "
+            f"`lr` will be removed in {REMOVED_IN}; pass learning_rate={lr!r} instead.",
+            FutureWarning,
+            stacklevel=3,
+        )
+        learning_rate = lr
     h1, h2 = _as_pair(h, "h")
     len1, len2 = _as_pair(lengths, "lengths", positive=True)
     y1, y2 = _as_pair(targets, "targets")
@@ -153,7 +170,8 @@ def effective_theory_ode(
         raise ValueError(f"h must hold two different values. Got {h!r} instead.")
 
     y11, y22, y12 = y1 * y1, y2 * y2, y1 * y2
-    args = (lr * len1, lr * len2, lr, lr / 4, 1.0, y11, y22, y12)
+    rate = learning_rate
+    args = (rate * len1, rate * len2, rate, rate / 4, 1.0, y11, y22, y12)
     z0 = np.zeros(9)
     z0[[_H1, _H2, _B2, _D2]] = h1, h2, b2_0, D2_0
     t_eval = np.linspace(0.0, float(t_max), int(n_points))

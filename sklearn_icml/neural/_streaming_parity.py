@@ -19,6 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import check_generator
+from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import (
     INT_AT_LEAST_TWO,
     NON_NEGATIVE_REAL,
@@ -27,7 +29,6 @@ from ..utils._param_validation import (
 )
 from ..utils._skorch import encode_class_labels, float64_outputs
 from ..utils.validation import check_input_array, validate_input
-from ._docstrings import fill_doc
 from ._sequences import PAD, _pad_ragged, check_sequences
 from ._torch import nn, seed_from_torch, skorch, torch
 
@@ -210,7 +211,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     and generalises to sequences of any length (10,000 and beyond): same-parity hidden
     states have merged and the network implements a 2-state automaton, which
     :func:`~sklearn_icml.neural.extract_automaton` recovers. The defaults are the paper's
-    main run (ReLU, 100 units, gain 0.1, ``h_0`` = ones, plain SGD with lr 0.02, MSE on
+    main run (ReLU, 100 units, gain 0.1, ``h_0`` = ones, plain SGD with learning rate 0.02, MSE on
     one-hot targets, batches of 128 of a single length, lengths in ascending order, 1000
     epochs).
 
@@ -237,7 +238,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         0). Small gains favour the merger of same-output states.
     h0 : {"ones", "zeros"}, default="ones"
         Initial hidden state (the authors use ones).
-    lr : float, default=0.02
+    learning_rate : float, default=0.02
         SGD learning rate (no momentum, no weight decay).
     max_epochs : int, default=1000
         Epochs; one epoch visits every training sequence once.
@@ -264,9 +265,15 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         Here it seeds the weights and the shuffling.
     %(verbose)s
         1 prints skorch's table (epoch, train loss, duration) every epoch.
-    %(routed_kwargs)s
+    **kwargs
+        Routed to the skorch net as skorch routes them; only keywords prefixed
+        ``module__``, ``optimizer__``, ``criterion__``, ``iterator_train__``,
+        ``iterator_valid__`` or ``callbacks__`` are accepted, and they override the values
+        the parameters above set.
         E.g. ``optimizer__momentum=0.9``, ``module__nonlinearity="tanh"``,
         ``iterator_train__order="random"``.
+    lr : float, default="deprecated"
+        Deprecated alias of ``learning_rate`` (renamed in 0.3, removed in 0.4).
 
     Attributes
     ----------
@@ -334,13 +341,14 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         "nonlinearity": [StrOptions({"relu", "tanh"})],
         "init_gain": [POSITIVE_REAL],
         "h0": [StrOptions({"ones", "zeros"})],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "max_epochs": [POSITIVE_INT],
         "batch_size": [POSITIVE_INT],
         "loss": [StrOptions({"mse", "ce"})],
         "conv_threshold": [NON_NEGATIVE_REAL],
         "length_order": [StrOptions({"ascending", "random"})],
         "callbacks": [list, None],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
     }
 
     def __init__(
@@ -351,7 +359,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         nonlinearity="relu",
         init_gain=0.1,
         h0="ones",
-        lr=0.02,
+        learning_rate=0.02,
         max_epochs=1000,
         batch_size=128,
         loss="mse",
@@ -362,6 +370,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         callbacks=None,
         random_state=None,
         verbose=0,
+        lr="deprecated",
         **kwargs,
     ):
         self.n_symbols = n_symbols
@@ -369,18 +378,15 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self.nonlinearity = nonlinearity
         self.init_gain = init_gain
         self.h0 = h0
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.loss = loss
         self.conv_threshold = conv_threshold
         self.length_order = length_order
-        self.device = device
-        self.n_jobs = n_jobs
         self.callbacks = callbacks
-        self.random_state = random_state
-        self.verbose = verbose
-        self._store_routed_params(kwargs)
+        self.lr = lr
+        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -422,7 +428,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
             module__h0=self.h0,
             criterion=criterion,
             optimizer=torch.optim.SGD,
-            lr=self.lr,
+            lr=renamed_param(self, "lr", "learning_rate"),
             max_epochs=self.max_epochs,
             batch_size=self.batch_size,
             iterator_train=LengthBucketLoader,

@@ -42,7 +42,7 @@ def check_finite_loss(loss, epoch, where=""):
     if not np.isfinite(loss):
         raise ValueError(
             f"training diverged{where}: the mean training loss of epoch {epoch} is not "
-            f"finite; lower lr. Got {loss!r} instead."
+            f"finite; lower learning_rate. Got {loss!r} instead."
         )
 
 

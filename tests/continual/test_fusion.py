@@ -1,4 +1,4 @@
-"""fuse_models: the invariances of alignment-based fusion (spec section 7, tests 1-6)."""
+"""fuse_models: the invariances of LwI's alignment-based fusion."""
 
 import copy
 
@@ -18,7 +18,9 @@ def trained():
     """A trained single-task model A on a 4-class digits subset, and its test data."""
     X_tr, X_te, y_tr, y_te, _, _ = load_split_digits(n_tasks=5)
     keep_tr, keep_te = y_tr < 4, y_te < 4
-    clf = LwIClassifier(hidden_layer_sizes=(24, 16), lr=0.05, max_epochs=4, random_state=0)
+    clf = LwIClassifier(
+        hidden_layer_sizes=(24, 16), learning_rate=0.05, max_epochs=4, random_state=0
+    )
     clf.fit(X_tr[keep_tr], y_tr[keep_tr])
     return clf, X_te[keep_te], y_te[keep_te]
 

@@ -1,4 +1,4 @@
-"""LwIClassifier: training, heads, distillation, prediction, bad input (spec sections 7-8)."""
+"""LwIClassifier: training, heads, distillation, prediction, bad input."""
 
 import copy
 import math
@@ -12,7 +12,9 @@ from sklearn_icml.datasets import load_split_digits
 
 torch = pytest.importorskip("torch")
 
-FAST = {"hidden_layer_sizes": (24, 16), "lr": 0.05, "max_epochs": 3, "random_state": 0}
+FAST = {
+    "hidden_layer_sizes": (24, 16), "learning_rate": 0.05, "max_epochs": 3, "random_state": 0
+}
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +145,7 @@ def test_inputs_not_modified(digits):
     np.testing.assert_array_equal(y, y0)
 
 
-# ---------------------------------------------------------------- bad input (section 8)
+# ---------------------------------------------------------------- bad input
 def test_overlapping_classes_raise(lwi_two_tasks, digits):
     X, _, y, _, t, _ = digits
     clf = copy.deepcopy(lwi_two_tasks[1])
@@ -252,13 +254,13 @@ def test_values_overflowing_float32_are_refused_at_validation(digits):
 
 def test_conv_backbone_learns_and_fuses_every_layer(digits):
     X, X_te, y, y_te, t, t_te = digits
-    clf = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), lr=0.05,
+    clf = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), learning_rate=0.05,
                         max_epochs=5, random_state=0).fit(X, y, task_ids=t)
     assert [len(p) for p in clf.permutations_] == [0, 3, 3]
     assert clf.model_.backbone[-2].in_features == 8 * 2 * 2
     assert clf.score(X_te, y_te, task_id=t_te) > 0.8
     # 8x8 digits: image_shape None and (8, 8) and (1, 8, 8) build the same network
-    same = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), lr=0.05,
+    same = LwIClassifier(conv_channels=(4, 8), hidden_layer_sizes=(16,), learning_rate=0.05,
                          max_epochs=5, random_state=0, image_shape=(1, 8, 8))
     np.testing.assert_array_equal(same.fit(X, y, task_ids=t).predict(X_te), clf.predict(X_te))
 
@@ -267,3 +269,26 @@ def test_heads_without_bias(digits):
     X, _, y, _, t, _ = digits
     clf = LwIClassifier(**FAST, head_bias=False).fit(X, y, task_ids=t)
     assert all(head.bias is None for head in clf.model_.heads)
+
+
+@pytest.mark.parametrize(
+    "old, new, value",
+    [
+        ("lr", "learning_rate", 0.02),
+        ("lr_milestones", "learning_rate_milestones", (2,)),
+        ("lr_gamma", "learning_rate_gamma", 0.5),
+    ],
+)
+def test_renamed_parameters_warn_and_give_the_same_model(old, new, value):
+    X_tr, X_te, y_tr, _, t_tr, _ = load_split_digits(n_tasks=5)
+    keep = t_tr < 2
+    params = {**FAST, "learning_rate_milestones": (2,)} if old == "lr_gamma" else FAST
+    params = {k: v for k, v in params.items() if k != new}
+    reference = LwIClassifier(**{**params, new: value}).fit(
+        X_tr[keep], y_tr[keep], task_ids=t_tr[keep]
+    )
+    with pytest.warns(FutureWarning, match=f"`{old}` was renamed `{new}`"):
+        renamed = LwIClassifier(**{**params, old: value}).fit(
+            X_tr[keep], y_tr[keep], task_ids=t_tr[keep]
+        )
+    np.testing.assert_array_equal(renamed.predict_proba(X_te), reference.predict_proba(X_te))

@@ -133,7 +133,7 @@ def pairs():
     return {
         "mlp 64-256-256": _lwi_pair(),
         "lwi conv (8, 16) + 32": _lwi_pair(conv_channels=(8, 16), hidden_layer_sizes=(32,),
-                                            lr=0.01, max_epochs=10),
+                                            learning_rate=0.01, max_epochs=10),
         "conv + batch norm": _bn_conv_pair(),
     }
 
@@ -189,7 +189,9 @@ def test_classifier_fusion_is_the_authors_fusion_of_old_and_trained_model():
     """Inside LwIClassifier: the fused backbone after task 1 is the authors' fusion of the
     model after task 0 (A) and the network trained on task 1 before fusion (the teacher)."""
     X_tr, _, y_tr, _, t_tr, _ = load_split_digits(n_tasks=5)
-    clf = LwIClassifier(hidden_layer_sizes=(64, 32), max_epochs=10, lr=0.01, random_state=0)
+    clf = LwIClassifier(
+        hidden_layer_sizes=(64, 32), max_epochs=10, learning_rate=0.01, random_state=0
+    )
     clf.partial_fit(X_tr[t_tr == 0], y_tr[t_tr == 0])
     A = copy.deepcopy(clf.model_.state_dict())
     clf.partial_fit(X_tr[t_tr == 1], y_tr[t_tr == 1])

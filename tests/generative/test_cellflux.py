@@ -1,4 +1,4 @@
-"""CellFlux: the spec's tests (section 7) and bad inputs (section 8) on the estimator."""
+"""CellFlux: the paper's training and sampling on the estimator, and bad input."""
 
 import copy
 
@@ -10,14 +10,15 @@ torch = pytest.importorskip("torch")
 from sklearn.exceptions import NotFittedError  # noqa: E402
 
 from sklearn_icml.datasets import make_batch_shift_1d  # noqa: E402
-from sklearn_icml.generative import CellFlux, _cellflux  # noqa: E402
+from sklearn_icml.generative import CellFlux, _cellflux, frechet_transport_score  # noqa: E402
 from sklearn_icml.generative._flow import edm_time_grid, ema_decay  # noqa: E402
 from sklearn_icml.generative._networks import FiLMMLPVelocity  # noqa: E402
 from sklearn_icml.utils import draw_seed  # noqa: E402
 from sklearn_icml.utils._skorch import seeded  # noqa: E402
 
-FAST = dict(hidden_dims=(16,), embedding_dim=4, max_epochs=1, n_sampling_steps=4, cfg_scale=0.0,
-            cond_drop_prob=0.0, lr=1e-3, batch_size=64, random_state=0)
+FAST = dict(hidden_layer_sizes=(16,), embedding_dim=4, max_epochs=1, n_sampling_steps=4,
+            cfg_scale=0.0, cond_drop_prob=0.0, learning_rate=1e-3, batch_size=64,
+            random_state=0)
 
 
 def _toy(n=60, seed=0):
@@ -96,25 +97,25 @@ def test_ema_first_update_matches_formula():
 def test_determinism_and_fresh_noise(fitted):
     model, X, y, b = fitted
     Xc = X[y == "control"][:20]
-    a1 = model.sample(Xc, "A", random_state=3)
-    a2 = model.sample(Xc, "A", random_state=3)
+    a1 = model.sample(Xc, perturbation="A", random_state=3)
+    a2 = model.sample(Xc, perturbation="A", random_state=3)
     assert np.array_equal(a1, a2)
-    n1 = model.sample(Xc, "A")
-    n2 = model.sample(Xc, "A")
+    n1 = model.sample(Xc, perturbation="A")
+    n2 = model.sample(Xc, perturbation="A")
     assert not np.array_equal(n1, n2)
-    assert np.array_equal(model.predict(Xc, "A"), model.predict(Xc, "A"))
+    assert np.array_equal(model.predict(Xc, perturbation="A"), model.predict(Xc, perturbation="A"))
     X2, y2, b2 = _toy()
     again = CellFlux(**{**FAST, "cfg_scale": 0.2, "cond_drop_prob": 0.2,
                         "noise_level": 0.5}).fit(X2, y2, batch=b2)
-    assert np.array_equal(again.predict(Xc, "A"), model.predict(Xc, "A"))
+    assert np.array_equal(again.predict(Xc, perturbation="A"), model.predict(Xc, perturbation="A"))
     assert np.all(np.isfinite(a1))
 
 
 def test_trajectory(fitted):
     model, X, y, b = fitted
     Xc = X[y == "control"][:15]
-    traj, times = model.sample(Xc, "B", random_state=7, return_trajectory=True)
-    out = model.sample(Xc, "B", random_state=7)
+    traj, times = model.sample(Xc, perturbation="B", random_state=7, return_trajectory=True)
+    out = model.sample(Xc, perturbation="B", random_state=7)
     assert traj.shape == (5, 15, 2)
     assert np.allclose(times, edm_time_grid(4))
     assert np.allclose(traj[-1], out)
@@ -131,13 +132,15 @@ def test_rows_kept_in_order_and_no_sampling_time_statistics(fitted):
     # noise is drawn per call, so compare with noise_level=0 on a copy
     quiet = copy.deepcopy(model)
     quiet.noise_level = 0.0
-    full = quiet.sample(Xc, "A", random_state=0, **kw)
-    rev = quiet.sample(Xc[::-1], "A", random_state=0, **kw)
+    full = quiet.sample(Xc, perturbation="A", random_state=0, **kw)
+    rev = quiet.sample(Xc[::-1], perturbation="A", random_state=0, **kw)
     assert np.allclose(full, rev[::-1], atol=1e-5)
-    single = quiet.sample(Xc[4:5] + 0.0, "A", random_state=0, **kw)
+    single = quiet.sample(Xc[4:5] + 0.0, perturbation="A", random_state=0, **kw)
     assert np.allclose(single, full[4:5], atol=1e-5)
-    per_row = quiet.sample(Xc, np.where(np.arange(30) % 2, "A", "B"), random_state=0, **kw)
-    only_b = quiet.sample(Xc, "B", random_state=0, **kw)
+    per_row = quiet.sample(
+        Xc, perturbation=np.where(np.arange(30) % 2, "A", "B"), random_state=0, **kw
+    )
+    only_b = quiet.sample(Xc, perturbation="B", random_state=0, **kw)
     assert np.allclose(per_row[::2], only_b[::2], atol=1e-5)
     assert np.allclose(per_row[1::2], full[1::2], atol=1e-5)
 
@@ -145,16 +148,52 @@ def test_rows_kept_in_order_and_no_sampling_time_statistics(fitted):
 def test_guidance_changes_output_only_with_weight(fitted):
     model, X, y, b = fitted
     Xc = X[y == "control"][:10]
-    g0 = model.sample(Xc, "A", cfg_scale=0.0, random_state=1)
-    g1 = model.sample(Xc, "A", cfg_scale=1.0, random_state=1)
+    g0 = model.sample(Xc, perturbation="A", cfg_scale=0.0, random_state=1)
+    g1 = model.sample(Xc, perturbation="A", cfg_scale=1.0, random_state=1)
     assert not np.allclose(g0, g1)
 
 
 def test_score_is_negative_frechet(fitted):
     model, X, y, b = fitted
     Xc, Xa = X[y == "control"], X[y == "A"]
-    s = model.score(Xc, Xa, "A")
+    s = frechet_transport_score(model, Xc, Xa, perturbation="A")
     assert s <= 0 and np.isfinite(s)
+
+
+def test_the_old_score_form_warns_and_gives_frechet_transport_score(fitted):
+    # score(X_control, X_treated, perturbation) became frechet_transport_score in 0.3
+    model, X, y, b = fitted
+    Xc, Xa = X[y == "control"], X[y == "A"]
+    new = frechet_transport_score(model, Xc, Xa, perturbation="A")
+    with pytest.warns(FutureWarning, match="frechet_transport_score"):
+        assert model.score(Xc, Xa, "A") == new
+    with pytest.warns(FutureWarning, match="frechet_transport_score"):
+        assert model.score(Xc, Xa, perturbation="A") == new
+    with pytest.raises(ValueError, match="perturbation is only used"):
+        model.score(X, y, "A")
+
+
+@pytest.mark.parametrize(
+    "old, new, value", [("lr", "learning_rate", 2e-3), ("hidden_dims", "hidden_layer_sizes", (8,))]
+)
+def test_renamed_parameters_warn_and_give_the_same_model(old, new, value):
+    X, y, _ = _toy(n=20)
+    params = {k: v for k, v in FAST.items() if k != new}
+    reference = CellFlux(**{**params, new: value}).fit(X, y)
+    with pytest.warns(FutureWarning, match=f"`{old}` was renamed `{new}`"):
+        renamed = CellFlux(**{**params, old: value}).fit(X, y)
+    Xc = X[y == "control"][:5]
+    np.testing.assert_array_equal(
+        renamed.predict(Xc, perturbation="A"), reference.predict(Xc, perturbation="A")
+    )
+
+
+def test_perturbation_passed_by_position_warns(fitted):
+    model, X, y, b = fitted
+    Xc = X[y == "control"][:5]
+    with pytest.warns(FutureWarning, match="perturbation="):
+        old = model.predict(Xc, "A")
+    np.testing.assert_array_equal(old, model.predict(Xc, perturbation="A"))
 
 
 @pytest.mark.slow
@@ -164,10 +203,11 @@ def test_closed_form_gaussian_transport():
     n = 3000
     X = np.r_[rng.normal(0, 1, n), rng.normal(3, 0.5, n)][:, None]
     y = np.r_[["control"] * n, ["T"] * n]
-    model = CellFlux(hidden_dims=(64, 64), noise_level=0.0, cfg_scale=0.0, cond_drop_prob=0.0,
-                     time_sampler="uniform", lr=2e-3, batch_size=128, max_epochs=25,
-                     n_sampling_steps=30, random_state=0).fit(X, y)
-    out = model.predict(rng.normal(0, 1, (4000, 1)), "T")
+    model = CellFlux(hidden_layer_sizes=(64, 64), noise_level=0.0, cfg_scale=0.0,
+                     cond_drop_prob=0.0, time_sampler="uniform", learning_rate=2e-3,
+                     batch_size=128, max_epochs=25, n_sampling_steps=30,
+                     random_state=0).fit(X, y)
+    out = model.predict(rng.normal(0, 1, (4000, 1)), perturbation="T")
     assert out.mean() == pytest.approx(3.0, abs=0.05)
     assert out.std() == pytest.approx(0.5, abs=0.05)
 
@@ -176,15 +216,15 @@ def test_closed_form_gaussian_transport():
 def test_batch_preservation_e1_scaled():
     """E1 (scaled down): batch kept by CellFlux, lost by the noise-to-data ablation."""
     X, y, b = make_batch_shift_1d(1500, random_state=0)
-    kw = dict(hidden_dims=(64, 64), cfg_scale=0.0, cond_drop_prob=0.0, noise_level=0.0,
-              time_sampler="uniform", lr=2e-3, batch_size=128, max_epochs=15, n_sampling_steps=30,
-              random_state=0)
+    kw = dict(hidden_layer_sizes=(64, 64), cfg_scale=0.0, cond_drop_prob=0.0, noise_level=0.0,
+              time_sampler="uniform", learning_rate=2e-3, batch_size=128, max_epochs=15,
+              n_sampling_steps=30, random_state=0)
     query = np.random.default_rng(1).normal(2, 0.5, (3000, 1))
-    out = CellFlux(**kw).fit(X, y, batch=b).predict(query, "A")
+    out = CellFlux(**kw).fit(X, y, batch=b).predict(query, perturbation="A")
     assert np.mean(out > 1) >= 0.97
     assert out.mean() == pytest.approx(3.49, abs=0.10)
     assert out.std() == pytest.approx(0.50, abs=0.06)
-    base = CellFlux(**kw, source="noise").fit(X, y, batch=b).predict(query, "A")
+    base = CellFlux(**kw, source="noise").fit(X, y, batch=b).predict(query, perturbation="A")
     assert np.mean(base > 1) == pytest.approx(0.50, abs=0.05)
 
 
@@ -212,23 +252,25 @@ def test_fixed_embeddings_and_out_of_distribution():
     emb = {"A": [1.0, 0.0], "B": [0.0, 1.0], "C": [0.5, 0.5]}
     model = CellFlux(**{**FAST, "perturbation_embeddings": emb}).fit(X, y, batch=b)
     Xc = X[y == "control"][:5]
-    assert model.predict(Xc, "C").shape == (5, 2)  # unseen, but embedded
+    assert model.predict(Xc, perturbation="C").shape == (5, 2)  # unseen, but embedded
     with pytest.raises(ValueError, match="'D'"):
-        model.predict(Xc, "D")
+        model.predict(Xc, perturbation="D")
     with pytest.raises(ValueError, match="'B'"):
         CellFlux(**{**FAST, "perturbation_embeddings": {"A": [1.0, 0.0]}}).fit(X, y, batch=b)
     yi = np.where(y == "control", -1, np.where(y == "A", 0, 1))
     table = np.eye(3)
     model = CellFlux(**{**FAST, "control_label": -1, "perturbation_embeddings": table})
     model.fit(X, yi, batch=b)
-    assert model.predict(Xc, 2).shape == (5, 2)
+    assert model.predict(Xc, perturbation=2).shape == (5, 2)
 
 
 def test_noise_source_ignores_control_values():
     X, y, b = _toy(n=20)
     model = CellFlux(**{**FAST, "source": "noise"}).fit(X, y, batch=b)
     Xc = X[y == "control"][:8]
-    assert np.allclose(model.predict(Xc, "A"), model.predict(Xc + 100.0, "A"))
+    assert np.allclose(
+        model.predict(Xc, perturbation="A"), model.predict(Xc + 100.0, perturbation="A")
+    )
 
 
 def test_pandas_input_and_feature_names():
@@ -237,10 +279,10 @@ def test_pandas_input_and_feature_names():
     df = pd.DataFrame(X, columns=["f0", "f1"])
     model = CellFlux(**FAST).fit(df, y, batch=b)
     assert model.feature_names_in_.tolist() == ["f0", "f1"]
-    assert model.predict(df.iloc[:3], "A").shape == (3, 2)
+    assert model.predict(df.iloc[:3], perturbation="A").shape == (3, 2)
 
 
-# ---------------------------------------------------------------- bad input (section 8)
+# ---------------------------------------------------------------- bad input
 
 
 def test_bad_inputs():
@@ -271,7 +313,7 @@ def test_bad_inputs():
         ({"n_sampling_steps": 0}, "n_sampling_steps"),
         ({"cond_drop_prob": 1.5}, "cond_drop_prob"),
         ({"cond_drop_prob": -0.1}, "cond_drop_prob"),
-        ({"hidden_dims": (0,)}, "hidden_dims"),
+        ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes"),
         ({"betas": (0.9,)}, "betas"),
     ]:
         with pytest.raises(ValueError, match=name):
@@ -285,27 +327,27 @@ def test_bad_inputs_at_sampling(fitted):
     model, X, y, b = fitted
     Xc = X[y == "control"][:4]
     with pytest.raises(NotFittedError):
-        CellFlux().sample(Xc, "A")
+        CellFlux().sample(Xc, perturbation="A")
     with pytest.raises(ValueError, match="'Z' was not seen"):
-        model.sample(Xc, "Z")
+        model.sample(Xc, perturbation="Z")
     with pytest.raises(ValueError, match="2 features"):
-        model.sample(np.zeros((4, 3)), "A")
+        model.sample(np.zeros((4, 3)), perturbation="A")
     with pytest.raises(ValueError, match="perturbation is required"):
         model.predict(Xc)
     with pytest.raises(ValueError, match="one label per row"):
-        model.sample(Xc, ["A", "B"])
+        model.sample(Xc, perturbation=["A", "B"])
     with pytest.raises(ValueError, match="n_sampling_steps"):
-        model.sample(Xc, "A", n_sampling_steps=0)
+        model.sample(Xc, perturbation="A", n_sampling_steps=0)
     with pytest.raises(ValueError, match="cfg_scale"):
-        model.sample(Xc, "A", cfg_scale=-0.5)
+        model.sample(Xc, perturbation="A", cfg_scale=-0.5)
     with pytest.raises(ValueError, match="NaN"):
-        model.sample(np.full((2, 2), np.nan), "A")
+        model.sample(np.full((2, 2), np.nan), perturbation="A")
     with pytest.raises(ValueError, match="batch"):
-        model.sample(Xc, "A", batch=[0, 1])
+        model.sample(Xc, perturbation="A", batch=[0, 1])
     no_drop = copy.deepcopy(model)
     no_drop.cond_drop_prob = 0.0
     with pytest.raises(ValueError, match="cond_drop_prob"):
-        no_drop.sample(Xc, "A", cfg_scale=0.5)
+        no_drop.sample(Xc, perturbation="A", cfg_scale=0.5)
     X_copy = Xc.copy()
-    model.sample(Xc, "A")
+    model.sample(Xc, perturbation="A")
     assert np.array_equal(X_copy, Xc)  # input never modified

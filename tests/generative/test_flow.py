@@ -1,4 +1,4 @@
-"""The flow-matching pieces of CellFlux against the spec's formulas (spec section 7)."""
+"""The flow-matching pieces of CellFlux against the paper's formulas."""
 
 import numpy as np
 import pytest

@@ -112,11 +112,11 @@ def test_grouping_compares_with_the_first_member_only():
 
 def test_run_predict_and_errors():
     auto = Automaton(PARITY, outputs=("even", "odd"))
-    assert auto.run([1, 1, 0, 1, -1]) == "odd"
-    assert auto.run([]) == "even"
+    assert auto.final_output([1, 1, 0, 1, -1]) == "odd"
+    assert auto.final_output([]) == "even"
     partial = Automaton({(0, 1): 1}, outputs=(0, 1))
     with pytest.raises(ValueError, match="no transition from state 0 on symbol 0"):
-        partial.run([0])
+        partial.final_output([0])
     with pytest.raises(ValueError, match="initial_state"):
         Automaton(PARITY, outputs=(0, 1), initial_state=2)
     with pytest.raises(ValueError, match="outside"):
@@ -186,3 +186,9 @@ def test_plot_draws_the_state_graph():
     big = _tree(6, leaf_loops=False)
     with pytest.raises(ValueError, match="minimise it first"):
         big.plot()
+
+
+def test_run_is_renamed_final_output():
+    parity = Automaton({(0, 0): 0, (0, 1): 1, (1, 0): 1, (1, 1): 0}, outputs=("even", "odd"))
+    with pytest.warns(FutureWarning, match="`run` was renamed `final_output`"):
+        assert parity.run([1, 0, 1]) == parity.final_output([1, 0, 1]) == "even"

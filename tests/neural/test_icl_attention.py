@@ -1,4 +1,5 @@
-"""MultiHeadAttentionICLModule and MultiHeadSoftmaxICLRegressor (spec sections 7 and 8)."""
+"""MultiHeadAttentionICLModule and MultiHeadSoftmaxICLRegressor: the paper's identities,
+training and bad input."""
 
 import math
 import pickle
@@ -34,7 +35,7 @@ def module64(D, H, **kw):
 
 
 def reference_forward(module, X):
-    """Numpy forward pass of the spec's formula (query attends to the context only)."""
+    """Numpy forward pass of the paper's formula (query attends to the context only)."""
     KQ, _ = module.effective_weights()
     D, H = module.D, module.H
     V = module.v.weight.detach().double().numpy().reshape(H, D, D)
@@ -57,7 +58,7 @@ def test_forward_matches_reference_formula():
 
 
 def test_query_does_not_attend_to_itself():
-    # spec 7.1: with hand-set weights the query's y-slot is read only through
+    # with hand-set weights the query's y-slot is read only through
     # self-attention, so a huge value there must change nothing
     X, _ = prompts(40)
     module = module64(5, 2).set_effective([0.2, -0.2], [2.0, -2.0])
@@ -68,7 +69,7 @@ def test_query_does_not_attend_to_itself():
 
 
 def test_permutation_invariance_over_context():
-    # spec 7.2
+    # permuting the context tokens leaves the prediction unchanged
     X, _ = prompts(40)
     module = module64(5, 2)
     perm = np.random.default_rng(0).permutation(12)
@@ -78,7 +79,8 @@ def test_permutation_invariance_over_context():
 
 
 def test_hand_set_weights_reproduce_softmax_kernel():
-    # spec 7.3, in the float32 module (as trained) and float64
+    # the hand-set module is the softmax-kernel predictor, in the float32 module (as
+    # trained) and float64
     X, _ = prompts(100)
     omegas, mus = [0.13, -0.13, 0.3], [3.45, -3.45, 0.5]
     for dtype in (torch.float32, torch.float64):
@@ -86,24 +88,25 @@ def test_hand_set_weights_reproduce_softmax_kernel():
         with torch.no_grad():
             out = module(torch.as_tensor(X, dtype=dtype)).double().numpy()
         tol = 1e-5 if dtype == torch.float32 else 1e-12
-        np.testing.assert_allclose(out, softmax_kernel_predict(X, omegas, mus), atol=tol)
+        ref = softmax_kernel_predict(X, omegas=omegas, mus=mus)
+        np.testing.assert_allclose(out, ref, atol=tol)
     KQ, OV = module.effective_weights()
     np.testing.assert_allclose(np.diagonal(KQ[:, :4, :4], axis1=1, axis2=2).mean(1), omegas)
     np.testing.assert_allclose(OV[:, -1], mus)
 
 
 def test_debiasing_identity_for_small_omega():
-    # spec 7.4: two opposite heads with omega = 1e-4 are debiased GD with eta = 2 omega mu
+    # two opposite heads with omega = 1e-4 are debiased GD with eta = 2 omega mu
     X, _ = prompts(200)
     w, m = 1e-4, 3.0
     module = module64(5, 2).set_effective([w, -w], [m, -m])
     out = module_predict(module, X) / (2 * w * m)
-    ref = gd_predict(X, 1.0, debiased=True)
+    ref = gd_predict(X, eta=1.0, debiased=True)
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-3
 
 
 def test_same_sign_heads_keep_the_bias_term():
-    # spec 7.5: mu_1 = mu_2 does not cancel the mean-of-labels term
+    # mu_1 = mu_2 does not cancel the mean-of-labels term
     X, _ = prompts(200)
     w, m = 1e-4, 3.0
     out = module_predict(module64(5, 2).set_effective([w, -w], [m, m]), X)
@@ -114,7 +117,7 @@ def test_same_sign_heads_keep_the_bias_term():
 
 
 def test_score_scaling_is_sqrt_d_plus_1():
-    # spec 7.10: Q = K = I gives omega = 1/sqrt(d+1), not 1/sqrt(d)
+    # Q = K = I gives omega = 1/sqrt(d+1), not 1/sqrt(d)
     X, _ = prompts(60)
     D = 5
     module = module64(D, 1)
@@ -128,14 +131,16 @@ def test_score_scaling_is_sqrt_d_plus_1():
     KQ, _ = module.effective_weights()
     np.testing.assert_allclose(KQ[0], np.eye(D) / math.sqrt(D))
     np.testing.assert_allclose(
-        module_predict(module, X), softmax_kernel_predict(X, [1 / math.sqrt(D)], [2.0]), atol=1e-12
+        module_predict(module, X),
+        softmax_kernel_predict(X, omegas=[1 / math.sqrt(D)], mus=[2.0]),
+        atol=1e-12,
     )
 
 
 def test_linear_attention_is_plain_gd():
     X, _ = prompts(60)
     module = module64(5, 1, attention="linear").set_effective([0.3], [2.0])
-    np.testing.assert_allclose(module_predict(module, X), gd_predict(X, 0.6), atol=1e-12)
+    np.testing.assert_allclose(module_predict(module, X), gd_predict(X, eta=0.6), atol=1e-12)
 
 
 def test_small_id_inits():
@@ -181,7 +186,7 @@ def test_fit_online_and_offline_and_length_generalisation():
 
 
 def test_determinism_and_sklearn_behaviour_on_prompts():
-    # spec 7.9 and the common checks that cannot run on 2-D data, re-run on prompts
+    # the scikit-learn API and the common checks that cannot run on 2-D data, re-run on prompts
     X, y = prompts(40, d=3, L=6)
     X_orig = X.copy()
     a = MultiHeadSoftmaxICLRegressor(**TINY).fit(X, y)
@@ -274,7 +279,7 @@ def test_short_training_learns_in_context():
         "sampler": sampler,
         "max_iter": 600,
         "batch_size": 128,
-        "lr": 1e-2,
+        "learning_rate": 1e-2,
         "steps_per_epoch": 100,
         "random_state": 0,
     }
@@ -296,11 +301,11 @@ def test_unnormalized_linear_attention_keeps_the_training_length():
         [0.3], [2.0]
     )
     norm = module64(5, 1, attention="linear").set_effective([0.3], [2.0])
-    np.testing.assert_allclose(module_predict(fixed, X12), gd_predict(X12, 0.6), atol=1e-12)
+    np.testing.assert_allclose(module_predict(fixed, X12), gd_predict(X12, eta=0.6), atol=1e-12)
     np.testing.assert_allclose(
-        module_predict(fixed, X30), gd_predict(X30, 0.6 * 30 / 12), atol=1e-12
+        module_predict(fixed, X30), gd_predict(X30, eta=0.6 * 30 / 12), atol=1e-12
     )
-    np.testing.assert_allclose(module_predict(norm, X30), gd_predict(X30, 0.6), atol=1e-12)
+    np.testing.assert_allclose(module_predict(norm, X30), gd_predict(X30, eta=0.6), atol=1e-12)
     with pytest.raises(ValueError, match="n_context >= 1"):
         MultiHeadAttentionICLModule(5, 1, attention="linear_unnormalized")
     with pytest.raises(ValueError, match="attention must be one of"):
@@ -311,7 +316,7 @@ def test_unnormalized_linear_attention_keeps_the_training_length():
     assert model.predict(prompts(4, d=3, L=9)[0]).shape == (4,)
 
 
-# --- multi-task extension (spec 3.6): tokens (x, y1, y2), two outputs ---
+# multi-task extension of the paper: tokens (x, y1, y2), two outputs
 
 
 def test_multitask_sampler_shapes_and_supports():
@@ -384,7 +389,7 @@ def test_multitask_training_beats_zero_on_both_outputs():
         max_iter=100,
         steps_per_epoch=50,
         batch_size=64,
-        lr=1e-2,
+        learning_rate=1e-2,
         sampler=sampler,
         random_state=0,
     ).fit()
@@ -412,12 +417,13 @@ def test_multitask_pattern_metrics_allocation():
     KQ[0, 0, 0], OV[0, 0, 5] = 0.3, 2.0  # task 1 only: x[0], y1 -> out1
     KQ[1, 3:5, 3:5], OV[1, 1, 6] = 0.3 * np.eye(2), -2.0  # task 2 only
     KQ[2, :5, :5], OV[2, 0, 5], OV[2, 1, 6] = 0.3 * np.eye(5), 1.0, 1.0  # superposed
-    m = multitask_pattern_metrics(KQ, OV, 5)
+    m = multitask_pattern_metrics(KQ, OV, n_features=5)
     np.testing.assert_allclose(m["kq_allocation"], [1.0, -1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(m["ov_allocation"], [1.0, -1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(m["mu"], [[2.0, 0.0], [0.0, -2.0], [1.0, 1.0]])
     # no exclusive coordinate for task 1 (dx2 = d): the KQ measure is undefined, not 0
-    assert np.isnan(multitask_pattern_metrics(KQ, OV, 5, (3, 5))["kq_allocation"]).all()
+    undefined = multitask_pattern_metrics(KQ, OV, n_features=5, task_dims=(3, 5))
+    assert np.isnan(undefined["kq_allocation"]).all()
 
 
 def test_multitask_bad_input():
@@ -433,7 +439,7 @@ def test_multitask_bad_input():
     with pytest.raises(ValueError, match="n_outputs=2"):
         MultiHeadAttentionICLModule(7, 2, n_outputs=2).set_effective(0.1, 1.0)
     with pytest.raises(ValueError, match=r"shape \(n_heads, 7, 7\)"):
-        multitask_pattern_metrics(np.zeros((2, 6, 6)), np.zeros((2, 6)), 5)
+        multitask_pattern_metrics(np.zeros((2, 6, 6)), np.zeros((2, 6)), n_features=5)
     X, y = MultiTaskLinearICLTaskSampler(n_context=5, random_state=0).sample(10)
     model = MultiHeadSoftmaxICLRegressor(**TINY)
     with pytest.raises(ValueError, match="2-D with >= 2 columns"):
@@ -464,3 +470,11 @@ def test_routed_keyword_arguments_reach_the_net():
     # __init__ only stores; fit refuses a keyword that is neither a parameter nor routed
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['n_steps'\]"):
         MultiHeadSoftmaxICLRegressor(**TINY, n_steps=10).fit(X, y)
+
+
+def test_lr_is_renamed_learning_rate():
+    X, y = prompts(64, d=2, L=6)
+    reference = MultiHeadSoftmaxICLRegressor(**TINY, learning_rate=1e-2).fit(X, y)
+    with pytest.warns(FutureWarning, match="`lr` was renamed `learning_rate`"):
+        renamed = MultiHeadSoftmaxICLRegressor(**TINY, lr=1e-2).fit(X, y)
+    np.testing.assert_array_equal(renamed.predict(X), reference.predict(X))

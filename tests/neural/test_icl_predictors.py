@@ -1,4 +1,4 @@
-"""Closed-form in-context predictor estimators (spec section 4): SoftmaxKernelICLPredictor,
+"""Closed-form in-context predictor estimators of the paper: SoftmaxKernelICLPredictor,
 GDICLPredictor, BayesRidgeICLPredictor."""
 
 import pickle
@@ -34,12 +34,13 @@ def test_predict_equals_the_closed_form_functions():
     kernel = SoftmaxKernelICLPredictor(omegas=[0.2, -0.1, 0.05], mus=[2.0, -1.0, 0.5]).fit(X, y)
     for Z in (X, X2):
         np.testing.assert_array_equal(
-            kernel.predict(Z), softmax_kernel_predict(Z, [0.2, -0.1, 0.05], [2.0, -1.0, 0.5])
+            kernel.predict(Z),
+            softmax_kernel_predict(Z, omegas=[0.2, -0.1, 0.05], mus=[2.0, -1.0, 0.5]),
         )
     for debiased in (False, True):
         gd = GDICLPredictor(eta=0.7, debiased=debiased).fit(X)
         assert gd.eta_ == 0.7
-        np.testing.assert_array_equal(gd.predict(X2), gd_predict(X2, 0.7, debiased=debiased))
+        np.testing.assert_array_equal(gd.predict(X2), gd_predict(X2, eta=0.7, debiased=debiased))
         fitted = GDICLPredictor(debiased=debiased).fit(X, y)
         assert fitted.eta_ == fit_gd_eta(X, y, debiased=debiased)
         # the fitted step is the 1-D least-squares optimum: any other step does worse
@@ -48,12 +49,14 @@ def test_predict_equals_the_closed_form_functions():
             assert fitted.icl_mse(X, y) < other.icl_mse(X, y)
     ridge = BayesRidgeICLPredictor(noise_var=0.2, prior_var=0.5).fit(X, y)
     assert ridge.prior_var_ == 0.5
-    np.testing.assert_array_equal(ridge.predict(X2), bayes_ridge_predict(X2, 0.2, 0.5))
+    np.testing.assert_array_equal(
+        ridge.predict(X2), bayes_ridge_predict(X2, noise_var=0.2, prior_var=0.5)
+    )
     assert BayesRidgeICLPredictor().fit(X).prior_var_ == 0.25  # 1/d with d = 4
 
 
 def test_bayes_ridge_estimator_matches_sklearn_ridge_per_prompt():
-    # spec 7.7 through the estimator: Ridge(alpha = sigma^2 d, fit_intercept=False)
+    # the Bayes-optimal ridge through the estimator: Ridge(alpha = sigma^2 d, fit_intercept=False)
     X, _ = prompts(30, d=5, L=9)
     ours = BayesRidgeICLPredictor(noise_var=0.1).fit(X).predict(X)
     ref = [
@@ -64,7 +67,7 @@ def test_bayes_ridge_estimator_matches_sklearn_ridge_per_prompt():
 
 
 def test_estimators_rank_as_the_theory_says():
-    # Bayes ridge < tuned GD < predicting 0 on fresh prompts (d=5, L=40, spec E1 ordering)
+    # Bayes ridge < tuned GD < predicting 0 on fresh prompts (d=5, L=40, the paper's ordering)
     X, y = LinearICLTaskSampler(random_state=3).sample(4000)
     ridge = BayesRidgeICLPredictor().fit(X, y).icl_mse(X, y)
     dgd = GDICLPredictor(debiased=True).fit(X, y).icl_mse(X, y)

@@ -34,7 +34,7 @@ def test_sampler_layout_and_labels():
 
 
 def test_sampler_moments():
-    # spec 7.8: E[y^2] = 1 + sigma^2 within 1% on ~10^6 labels; beta variance 1/d
+    # E[y^2] = 1 + sigma^2 within 1% on ~10^6 labels; beta variance 1/d
     sampler = LinearICLTaskSampler(random_state=0)
     X, y = sampler.sample(25_000)
     labels = np.concatenate([X[:, :-1, -1].ravel(), y])
@@ -95,7 +95,8 @@ def test_check_prompts_bad_input():
 
 
 def test_bayes_ridge_matches_sklearn_ridge():
-    # spec 7.7: per-prompt Ridge(alpha = sigma^2 d, fit_intercept=False) to 1e-10
+    # the Bayes-optimal ridge is a per-prompt Ridge(alpha = sigma^2 d, fit_intercept=False),
+    # to 1e-10
     X, _ = LinearICLTaskSampler(random_state=1).sample(30)
     ours = bayes_ridge_predict(X, noise_var=0.1)
     ref = [
@@ -111,10 +112,10 @@ def test_gd_predictors_by_hand():
     x, yy, xq = p[:-1, :-1], p[:-1, -1], p[-1, :-1]
     plain = sum(yy[i] * x[i] @ xq for i in range(3)) / 3
     deb = sum(yy[i] * (x[i] - x.mean(0)) @ xq for i in range(3)) / 3
-    assert gd_predict(X, 0.7)[0] == pytest.approx(0.7 * plain)
-    assert gd_predict(X, 0.7, debiased=True)[0] == pytest.approx(0.7 * deb)
+    assert gd_predict(X, eta=0.7)[0] == pytest.approx(0.7 * plain)
+    assert gd_predict(X, eta=0.7, debiased=True)[0] == pytest.approx(0.7 * deb)
     with pytest.raises(ValueError, match="eta"):
-        gd_predict(X, np.nan)
+        gd_predict(X, eta=np.nan)
 
 
 def test_softmax_kernel_by_hand_and_limits():
@@ -122,17 +123,19 @@ def test_softmax_kernel_by_hand_and_limits():
     p = X[1]
     s = p[:-1, :-1] @ p[-1, :-1]
     a = np.exp(0.3 * s) / np.exp(0.3 * s).sum()
-    assert softmax_kernel_predict(X, [0.3], [2.0])[1] == pytest.approx(2.0 * a @ p[:-1, -1])
+    kernel = softmax_kernel_predict(X, omegas=[0.3], mus=[2.0])
+    assert kernel[1] == pytest.approx(2.0 * a @ p[:-1, -1])
     # omega = 0: uniform attention, the prediction is mu * mean(y)
-    np.testing.assert_allclose(softmax_kernel_predict(X, [0.0], [1.0]), X[:, :-1, -1].mean(1))
+    uniform = softmax_kernel_predict(X, omegas=[0.0], mus=[1.0])
+    np.testing.assert_allclose(uniform, X[:, :-1, -1].mean(1))
     # huge omega stays finite (max-subtracted softmax)
-    assert np.all(np.isfinite(softmax_kernel_predict(X, [1e4], [1.0])))
+    assert np.all(np.isfinite(softmax_kernel_predict(X, omegas=[1e4], mus=[1.0])))
     with pytest.raises(ValueError, match="same non-zero length"):
-        softmax_kernel_predict(X, [0.1, -0.1], [1.0])
+        softmax_kernel_predict(X, omegas=[0.1, -0.1], mus=[1.0])
 
 
 def test_single_head_optimum_closed_form():
-    # spec 7.6 / E1: omega = 1/sqrt(d) exactly, and it is the minimiser of Ltilde
+    # the paper's single-head optimum: omega = 1/sqrt(d) exactly, and it is the minimiser of Ltilde
     omega, mu, loss = single_head_optimum(5, 40, 0.1)
     assert omega == 1 / np.sqrt(5)
     assert mu == pytest.approx(1.62769, abs=1e-4)
@@ -158,7 +161,7 @@ def test_debiased_gd_optimum_is_the_two_head_limit():
     ]
     assert np.all(np.diff(values) < 0)
     assert values[-1] == pytest.approx(loss, abs=1e-4)
-    # and the optimal mu at +-0.13 is +-3.381 (spec calibration note), loss 0.2214 at 3.45
+    # and the optimal mu at +-0.13 is +-3.381 (the paper's calibration), loss 0.2214 at 3.45
     np.testing.assert_allclose(optimal_mu([0.13, -0.13]), [3.381, -3.381], atol=1e-3)
     assert approx_icl_loss([0.13, -0.13], [3.45, -3.45]) == pytest.approx(0.2214, abs=1e-4)
     # the multi-head advantage: the two-head limit beats the single-head optimum
@@ -166,7 +169,7 @@ def test_debiased_gd_optimum_is_the_two_head_limit():
 
 
 def test_other_closed_forms():
-    assert bayes_risk_asymptotic(5 / 40, 0.1) == pytest.approx(0.11406, abs=1e-5)
+    assert bayes_risk_asymptotic(5 / 40, noise_var=0.1) == pytest.approx(0.11406, abs=1e-5)
     eta, risk = gd_risk_finite(5, 40, 0.1)
     assert eta == pytest.approx(0.8602, abs=1e-4) and risk == pytest.approx(0.23978, abs=1e-5)
     with pytest.raises(ValueError, match="xi"):
@@ -179,21 +182,21 @@ def test_other_closed_forms():
 
 @pytest.mark.slow
 def test_closed_form_predictors_monte_carlo():
-    # spec E1 on 100,000 fresh prompts, tolerances of section 6
+    # the paper's closed-form risks on 100,000 fresh prompts
     X, y = LinearICLTaskSampler(random_state=0).sample(100_000)
 
     def mse(p):
         return np.mean((p - y) ** 2)
 
     assert mse(bayes_ridge_predict(X)) == pytest.approx(0.1146, abs=0.002)
-    assert mse(gd_predict(X, gd_risk_finite()[0])) == pytest.approx(0.241, abs=0.006)
+    assert mse(gd_predict(X, eta=gd_risk_finite()[0])) == pytest.approx(0.241, abs=0.006)
     Xf, yf = LinearICLTaskSampler(random_state=1).sample(100_000)
     eta = fit_gd_eta(Xf, yf, debiased=True)
     assert eta == pytest.approx(0.8776, abs=0.01)
-    assert mse(gd_predict(X, eta, debiased=True)) == pytest.approx(0.244, abs=0.006)
+    assert mse(gd_predict(X, eta=eta, debiased=True)) == pytest.approx(0.244, abs=0.006)
     assert mse(softmax_kernel_predict(X)) == pytest.approx(0.244, abs=0.006)
     w, m, _ = single_head_optimum()
-    assert mse(softmax_kernel_predict(X, [w], [m])) == pytest.approx(0.41, abs=0.01)
+    assert mse(softmax_kernel_predict(X, omegas=[w], mus=[m])) == pytest.approx(0.41, abs=0.01)
     assert fit_gd_eta(Xf, yf) == pytest.approx(0.8602, abs=0.005)
 
 
@@ -237,3 +240,14 @@ def test_samplers_are_estimators_validated_at_first_use():
         np.testing.assert_array_equal(clone(sampler).sample(3)[0], first)  # clone restarts
         np.testing.assert_array_equal(sampler.set_params(random_state=4).sample(3)[0], first)
         assert repr(sampler).startswith(cls.__name__)
+
+
+def test_settings_of_the_closed_forms_are_keyword_only():
+    X, _ = LinearICLTaskSampler(n_features=3, n_context=8, random_state=0).sample(20)
+    with pytest.warns(FutureWarning, match="eta"):
+        old = gd_predict(X, 0.7)
+    np.testing.assert_array_equal(old, gd_predict(X, eta=0.7))
+    with pytest.warns(FutureWarning, match="noise_var"):
+        assert bayes_risk_asymptotic(0.1, 0.2) == bayes_risk_asymptotic(0.1, noise_var=0.2)
+    with pytest.warns(FutureWarning, match="n_features"):
+        assert approx_icl_loss([0.1], [1.0], 4) == approx_icl_loss([0.1], [1.0], n_features=4)

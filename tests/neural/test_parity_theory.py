@@ -23,7 +23,8 @@ def test_equal_lengths_and_targets_converge_to_one_fixed_point():
 
 
 def test_distance_ratio_falls_with_the_second_length():
-    # spec E3: ~0.61, ~0.018, ~1e-7 for len_2 = 1, 5, 10 (factor 2; < 1e-5 for the last)
+    # the paper's effective theory: ~0.61, ~0.018, ~1e-7 for len_2 = 1, 5, 10 (factor 2;
+    # < 1e-5 for the last)
     ratios = [effective_theory_ode(lengths=(1, k))["ratio"] for k in range(1, 11)]
     assert np.all(np.diff(ratios) < 0)
     assert 0.61 / 2 < ratios[0] < 0.61 * 2
@@ -41,7 +42,7 @@ def test_different_targets_push_apart():
         ({"h": (0.1,)}, "h must be a pair"),
         ({"h": (0.1, 0.1)}, "two different"),
         ({"lengths": (0, 1)}, "lengths"),
-        ({"lr": 0.0}, "lr"),
+        ({"learning_rate": 0.0}, "learning_rate"),
         ({"t_max": -1.0}, "t_max"),
         ({"targets": (np.nan, 1.0)}, "targets"),
         ({"n_points": 1}, "n_points"),
@@ -50,3 +51,12 @@ def test_different_targets_push_apart():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         effective_theory_ode(**kwargs)
+
+
+def test_lr_is_renamed_learning_rate_and_settings_are_keyword_only():
+    reference = effective_theory_ode(learning_rate=0.05, n_points=11)["ratio"]
+    with pytest.warns(FutureWarning, match="`lr` was renamed `learning_rate`"):
+        assert effective_theory_ode(lr=0.05, n_points=11)["ratio"] == reference
+    with pytest.warns(FutureWarning, match="D2_0"):
+        by_position = effective_theory_ode((0.1, -0.1), 0.02, n_points=11)["ratio"]
+    assert by_position == effective_theory_ode(D2_0=0.02, n_points=11)["ratio"]

@@ -309,7 +309,7 @@ def test_training_divergence_raises(small_data):
     X, y = small_data
     with pytest.raises(ValueError, match="diverged"):
         StreamingParityRNNClassifier(
-            hidden_size=8, max_epochs=5, init_gain=5.0, lr=50.0, random_state=0
+            hidden_size=8, max_epochs=5, init_gain=5.0, learning_rate=50.0, random_state=0
         ).fit(X, y)
 
 
@@ -365,8 +365,8 @@ def test_bad_targets_raise(small_data):
     "param, value",
     [
         ("hidden_size", 0),
-        ("lr", 0.0),
-        ("lr", -0.1),
+        ("learning_rate", 0.0),
+        ("learning_rate", -0.1),
         ("batch_size", 0),
         ("nonlinearity", "sigmoid"),
         ("loss", "hinge"),
@@ -453,10 +453,11 @@ def test_classifiers_train_assertions_other_than_the_column_count(n_classes):
 
 @pytest.mark.slow
 def test_plateau_then_transition_to_an_any_length_two_state_solution():
-    """Train on lengths 1-10 (32 units, lr 0.1: the transition in ~110 epochs, not ~500)."""
+    """Train on lengths 1-10 (32 units, learning rate 0.1: the transition in ~110 epochs, not
+    ~500)."""
     X, y = make_streaming_parity()
     clf = StreamingParityRNNClassifier(
-        hidden_size=32, lr=0.1, max_epochs=200, conv_threshold=1e-3, random_state=1
+        hidden_size=32, learning_rate=0.1, max_epochs=200, conv_threshold=1e-3, random_state=1
     ).fit(X, y)
     losses = np.array(clf.history_[:, "train_loss"])
     assert clf.converged_ and 50 < clf.n_epochs_run_ < 200
@@ -499,3 +500,13 @@ def test_n_jobs_bounds_torch_threads_during_fit_only(small_data):
     before = torch.get_num_threads()
     StreamingParityRNNClassifier(**FAST, n_jobs=2, callbacks=[("probe", Probe())]).fit(X, y)
     assert seen == [2, 2, 2] and torch.get_num_threads() == before
+
+
+def test_lr_is_renamed_learning_rate():
+    X, y = make_streaming_parity(max_length=4)
+    reference = StreamingParityRNNClassifier(**FAST, learning_rate=0.3).fit(X, y)
+    with pytest.warns(FutureWarning, match="`lr` was renamed `learning_rate`"):
+        renamed = StreamingParityRNNClassifier(**FAST, lr=0.3).fit(X, y)
+    np.testing.assert_array_equal(renamed.predict_proba(X), reference.predict_proba(X))
+    with pytest.raises(ValueError, match="pass only learning_rate"):
+        StreamingParityRNNClassifier(**FAST, lr=0.3, learning_rate=0.2).fit(X, y)

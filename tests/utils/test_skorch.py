@@ -68,3 +68,28 @@ def test_features_to_float32_copies_and_never_modifies():
     out = features_to_float32(X)
     out[0, 0] = 99
     assert X[0, 0] == 0 and out.dtype == np.float32 and out.flags.c_contiguous
+
+
+def test_base_checks_the_trained_weights_are_finite():
+    from types import SimpleNamespace
+
+    from sklearn_icml.base import BaseNeuralEstimator
+
+    class Net(BaseNeuralEstimator):
+        def __init__(self, *, device="cpu", n_jobs=1, random_state=None, verbose=0, **kwargs):
+            self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
+
+        def fit(self, X, y):
+            return self
+
+    net = Net(module__hidden=3)
+    assert net.get_params() == {
+        "device": "cpu", "n_jobs": 1, "random_state": None, "verbose": 0, "module__hidden": 3
+    }
+    module = torch.nn.Linear(2, 1)
+    net.net_ = SimpleNamespace(module_=module)
+    net._check_finite_parameters()  # finite: no error
+    with torch.no_grad():
+        module.bias.fill_(float("nan"))
+    with pytest.raises(ValueError, match="'bias' became non-finite; lower learning_rate"):
+        net._check_finite_parameters()
