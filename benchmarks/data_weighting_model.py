@@ -144,7 +144,7 @@ def run_e1(seed, cfg, with_raw):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "dwm_raw", "uniform_loop", "l2rw",
                                        "mwn")}
     data = make_mixed_source_regression(n_per_source=cfg["n_per_source"], random_state=seed)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": cfg["steps"],
+    common = {"hidden_layer_sizes": (), "learning_rate": 0.05, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     fit_args = (data.X, data.y, data.X_val, data.y_val)
     fit_kw = {"sample_features": data.source_onehot}
@@ -212,7 +212,7 @@ def run_e2(seed, cfg):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "uniform_loop", "l2rw", "mwn")}
     X, y, corrupted, X_val, y_val, X_te, y_te = digits_split(seed)
     clean = ~corrupted
-    common = {"hidden_sizes": (64,), "lr": 0.1, "max_iter": cfg["steps"],
+    common = {"hidden_layer_sizes": (64,), "learning_rate": 0.1, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     res = {}
     for key, steps in (("uniform", 0), ("dwm", cfg["dwm_steps"])):

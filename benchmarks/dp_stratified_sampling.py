@@ -196,7 +196,7 @@ def experiment_2(report, reps):
                                   random_state=2).fit(groups)
     reps2 = max(reps // 20, 200)
     start2 = time.perf_counter()
-    est2 = np.array([sampler.estimate_mean(y, groups) for _ in range(reps2)])
+    est2 = np.array([sampler.estimate_mean(groups, y) for _ in range(reps2)])
     seconds2 = time.perf_counter() - start2
     rel2 = est2.var(ddof=1) / sampler.expected_variance_ - 1
     z2 = (est2.mean() - mu) / np.sqrt(sampler.expected_variance_ / reps2)

@@ -151,9 +151,9 @@ def numpy_dpsgd(X_tr, y_tr, X_te, y_te, sigma, sampler, seed, T=200, k=20, lr=0.
     Xt = np.column_stack([X_te, np.ones(len(X_te))])
     n, w = Xb.shape[0], np.zeros(Xb.shape[1])
     if sampler == "bis":
-        batches = BalancedIterationSampler(n, T, k, random_state=seed).sample()
+        batches = BalancedIterationSampler(n_samples=n, num_steps=T, num_selected=k, random_state=seed).sample()
     else:
-        batches = PoissonIterationSampler(n, T, k / T, random_state=seed).sample()
+        batches = PoissonIterationSampler(n_samples=n, num_steps=T, sample_rate=k / T, random_state=seed).sample()
     for idx in batches:
         g = np.zeros_like(w)
         if idx.size:
@@ -183,7 +183,7 @@ def opacus_dpsgd(X_tr, y_tr, X_te, y_te, sigma, seed, T=200, k=20, lr=0.5):
         return torch.stack(xs), torch.stack(ys)
 
     n = len(data)
-    sampler = BalancedIterationSampler(n, T, k, random_state=seed)
+    sampler = BalancedIterationSampler(n_samples=n, num_steps=T, num_selected=k, random_state=seed)
     loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate)
     model = torch.nn.Linear(p, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)

@@ -132,7 +132,7 @@ def collate(items):  # an empty batch must still produce a (noise-only) step
 
 
 torch.manual_seed(0)
-sampler = BalancedIterationSampler(n, T, k, random_state=0)
+sampler = BalancedIterationSampler(n_samples=n, num_steps=T, num_selected=k, random_state=0)
 loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate)
 model = torch.nn.Linear(X_tr.shape[1], 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -157,7 +157,7 @@ with warnings.catch_warnings():
     with torch.no_grad():
         pred = model(torch.tensor(X_te, dtype=torch.float32)).squeeze(-1) > 0
     opacus_eps = engine.get_epsilon(DELTA)
-accountant = PartitionRDPAccountant().compose_bis(sigma, T, k)
+accountant = PartitionRDPAccountant().compose_balanced_iterations(sigma, T, k)
 print(
     f"opacus + BalancedIterationSampler: test accuracy {(pred.numpy() == y_te).mean():.3f}; "
     f"epsilon {accountant.get_epsilon(DELTA):.3f} (PartitionRDPAccountant). Opacus' own "

@@ -25,7 +25,7 @@ TEST_PARAMS = {
     # --- privacy-amplification-partitioning ---
     # 10 DP-SGD steps with little noise: fast, and enough to fit the checks' toy data
     "DPSGDClassifier": {
-        "noise_multiplier": 0.01, "steps_per_epoch": 10, "num_selected": 5, "lr": 1.0,
+        "noise_multiplier": 0.01, "steps_per_epoch": 10, "num_selected": 5, "learning_rate": 1.0,
     },
     # --- multi-agent-bai ---
     # runners and environments (not estimators: test_public_api builds them with these)
@@ -46,12 +46,12 @@ TEST_PARAMS = {
     # --- data-weighting-model ---
     # tiny nets, 2 stages of 3 DWM updates and 40 learner steps
     "DWMClassifier": {
-        "hidden_sizes": (8,), "max_iter": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
-        "batch_size": 16, "lr": 0.3, "random_state": 0,
+        "hidden_layer_sizes": (8,), "max_iter": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
+        "batch_size": 16, "learning_rate": 0.3, "random_state": 0,
     },
     "DWMRegressor": {
-        "hidden_sizes": (), "max_iter": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
-        "batch_size": 16, "lr": 0.1, "random_state": 0,
+        "hidden_layer_sizes": (), "max_iter": 40, "n_stages": 2, "dwm_steps_per_stage": 3,
+        "batch_size": 16, "learning_rate": 0.1, "random_state": 0,
     },
     # a large vocabulary so the checks' rounded data are valid tokens
     "DWMCharLM": {

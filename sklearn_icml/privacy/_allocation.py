@@ -15,7 +15,6 @@ from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._allocation_search import exchange_repair, greedy_allocation, threshold_allocation
 from ._amplification import EXPM1_LIMIT, nominal_budgets
-from ._docstrings import fill_doc
 from ._mechanisms import _variance_on_sum
 from ._validation import DATA_RANGE, MECHANISM, range_width
 
@@ -131,7 +130,6 @@ def _design(stratum_sizes, stratum_stds, epsilon, mechanism, data_range):
     return _Design(sizes, stds, float(epsilon), mechanism, width)
 
 
-@fill_doc
 @validate_params(
     {"sample_sizes": ["array-like"], **_DESIGN, "return_components": ["boolean"]},
     prefer_skip_nested_validation=True,
@@ -182,7 +180,8 @@ def design_variance(
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -209,7 +208,6 @@ def design_variance(
     return float(sampling.sum() + noise.sum())
 
 
-@fill_doc
 @validate_params(
     {**_ALLOCATION, **_DESIGN, "warm_start": ["boolean"]}, prefer_skip_nested_validation=True
 )
@@ -272,7 +270,8 @@ def optimal_allocation(
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
     .. [2] T. Ibaraki, N. Katoh, "Resource Allocation Problems: Algorithmic Approaches",
        MIT Press, 1988.
 

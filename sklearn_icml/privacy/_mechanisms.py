@@ -16,7 +16,6 @@ from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
 from ..utils._param_validation import POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._validation import (
     DATA_RANGE,
     MECHANISM,
@@ -67,7 +66,6 @@ def _scalar_or_array(out, value, epsilon):
     return out
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     """Release ``value`` plus Laplace noise of scale ``sensitivity / epsilon``.
@@ -107,7 +105,8 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     ----------
     .. [1] C. Dwork, F. McSherry, K. Nissim, A. Smith, "Calibrating noise to sensitivity
        in private data analysis", TCC 2006.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -123,7 +122,6 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=None):
     """Release an integer ``value`` plus discrete Laplace noise.
@@ -161,7 +159,8 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     ----------
     .. [1] A. Ghosh, T. Roughgarden, M. Sundararajan, "Universally utility-maximizing
        privacy mechanisms", STOC 2009.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -177,7 +176,6 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     return _scalar_or_array(out, value, epsilon)
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def tulap_mechanism(value, epsilon, *, random_state=None):
     """Release an integer count plus untruncated Tulap noise ``Z + U``.
@@ -213,7 +211,8 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     ----------
     .. [1] J. Awan, A. Slavkovic, "Differentially private uniformly most powerful tests for
        binomial data", NeurIPS 2018.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------

@@ -4,8 +4,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._partition_rdp import (
     BIS_RUN,
     ORDERS,
@@ -18,7 +18,6 @@ from ._partition_rdp import (
 from ._rdp_kernels import _sq, split_rdp
 
 
-@fill_doc
 class PartitionRDPAccountant(BaseEstimator):
     """Running RDP account over mechanisms with data or model partitioning.
 
@@ -69,14 +68,15 @@ class PartitionRDPAccountant(BaseEstimator):
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
     .. [2] I. Mironov, "Renyi Differential Privacy", CSF 2017.
 
     Examples
     --------
     >>> from sklearn_icml.privacy import PartitionRDPAccountant
     >>> acc = PartitionRDPAccountant()
-    >>> acc = acc.compose_bis(1.0, num_steps=100, num_selected=10)
+    >>> acc = acc.compose_balanced_iterations(1.0, num_steps=100, num_selected=10)
     >>> round(acc.get_epsilon(1e-5), 4)
     7.4442
     >>> acc = acc.compose_gaussian(20.0)  # e.g. a noisy release of a statistic
@@ -86,7 +86,8 @@ class PartitionRDPAccountant(BaseEstimator):
 
     _parameter_constraints = {"orders": ORDERS}
 
-    def __init__(self, orders=None):
+    @keyword_only_after(1)
+    def __init__(self, *, orders=None):
         self.orders = orders
 
     def _account(self):
@@ -125,10 +126,13 @@ class PartitionRDPAccountant(BaseEstimator):
         return self.reset()
 
     @validate_params(BIS_RUN, prefer_skip_nested_validation=True)
-    def compose_bis(
+    def compose_balanced_iterations(
         self, noise_multiplier, num_steps, num_selected, num_epochs=1, method="efficient"
     ):
         """Add DP-SGD with balanced iteration subsampling (see :func:`bis_rdp`).
+
+        Each of ``num_epochs`` passes has ``num_steps`` noisy steps, and every sample takes
+        part in exactly ``num_selected`` of them (:class:`BalancedIterationSampler`).
 
         ``method="exact"`` needs ``num_selected`` 1 (real orders are bounded by the chord of
         the neighbouring integer orders) or a tiny ``num_steps`` with integer orders.
@@ -151,6 +155,8 @@ class PartitionRDPAccountant(BaseEstimator):
         else:
             rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
         return self._add("bis", params, rdp)
+
+    compose_bis = renamed(compose_balanced_iterations, "compose_bis")
 
     @validate_params(
         {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT]}, prefer_skip_nested_validation=True

@@ -21,7 +21,6 @@ from ..utils._param_validation import (
     UNIT_INTERVAL_WITHOUT_ZERO,
 )
 from ..utils.validation import check_not_complex
-from ._docstrings import fill_doc
 from ._rdp_kernels import (
     bis_add,
     bis_remove_efficient,
@@ -129,7 +128,6 @@ def check_orders(orders, *, integer=False, default="efficient"):
     return arr
 
 
-@fill_doc
 @validate_params(
     {**BIS_RUN, "orders": ORDERS, "direction": [StrOptions({"both", "remove", "add"})]},
     prefer_skip_nested_validation=True,
@@ -153,7 +151,8 @@ def bis_rdp(
 
     Parameters
     ----------
-    %(noise_multiplier)s
+    noise_multiplier : float
+        Noise std divided by the clipping norm (sigma), > 0.
     num_steps : int
         Iterations per pass, ``T >= 1``.
     num_selected : int
@@ -189,7 +188,8 @@ def bis_rdp(
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
@@ -213,7 +213,6 @@ def bis_rdp(
     return finite_rdp(num_epochs * rdp)
 
 
-@fill_doc
 @validate_params(
     {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT], "orders": ORDERS},
     prefer_skip_nested_validation=True,
@@ -228,7 +227,8 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     Parameters
     ----------
-    %(noise_multiplier)s
+    noise_multiplier : float
+        Noise std divided by the clipping norm (sigma), > 0.
     num_parts : int
         Number of disjoint parts ``d >= 1``; ``d = 1`` is plain (sub)sampled Gaussian.
     orders : array-like of int, default=None
@@ -260,7 +260,8 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
@@ -317,7 +318,6 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     )
 
 
-@fill_doc
 @validate_params(
     {"rdp": ["array-like"], "orders": ["array-like"], "delta": [OPEN_UNIT_INTERVAL]},
     prefer_skip_nested_validation=True,
@@ -337,7 +337,8 @@ def rdp_to_epsilon(rdp, orders, delta):
         RDP at each order, >= 0.
     orders : array-like of shape (n_orders,)
         The orders, > 1.
-    %(delta)s
+    delta : float
+        Target delta in (0, 1).
 
     Returns
     -------
@@ -377,7 +378,6 @@ def rdp_to_epsilon(rdp, orders, delta):
     return float(max(eps[best], 0.0)), float(orders[best])
 
 
-@fill_doc
 @validate_params({**BIS_RUN, "delta": [OPEN_UNIT_INTERVAL]}, prefer_skip_nested_validation=True)
 def bis_epsilon(
     noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
@@ -388,7 +388,8 @@ def bis_epsilon(
     ----------
     noise_multiplier, num_steps, num_selected
         Sigma, ``T`` and ``k``, as in :func:`bis_rdp`.
-    %(delta)s
+    delta : float
+        Target delta in (0, 1).
     num_epochs, method
         As in :func:`bis_rdp` (default 1 pass, ``"efficient"``).
 
@@ -403,7 +404,8 @@ def bis_epsilon(
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------

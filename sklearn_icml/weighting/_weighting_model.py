@@ -1,6 +1,5 @@
 """The data weighting model: an MLP that turns per-sample features into batch weights."""
 
-import functools
 
 import numpy as np
 import torch
@@ -10,12 +9,9 @@ from sklearn.utils._param_validation import (
 )
 from torch import nn
 
-from ..utils._docstrings import fill_doc
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docs import PIECES
 
 
-@functools.partial(fill_doc, pieces=PIECES)
 class WeightingMLP(nn.Module):
     """Small MLP giving each sample of a batch a positive weight; the weights average 1.
 
@@ -54,7 +50,10 @@ class WeightingMLP(nn.Module):
     compute_weights : weights of many samples, batch by batch, as a NumPy array.
     DWMClassifier, DWMRegressor : estimators that train this model by bi-level optimisation.
 
-    %(dwm_references)s
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
 
     Examples
     --------

@@ -496,7 +496,7 @@ def test_estimate_mean_unbiased_and_noise_at_nominal_budgets():
     est = np.empty(reps)
     noise = np.empty((reps, 3))
     for r in range(reps):
-        d = s.estimate_mean(y, g, return_details=True)
+        d = s.estimate_mean(g, y, return_details=True)
         est[r], noise[r] = d["estimate"], d["noise"]
     v = s.expected_variance_
     assert abs(est.mean() - y.mean()) < 4 * np.sqrt(v / reps)
@@ -544,10 +544,10 @@ def test_random_state_object_advances_and_seed_replays():
     s = DPStratifiedSampler(
         total_sample_size=60, stratum_stds=[0.2, 0.5, 0.2], random_state=0
     ).fit(g)
-    a, b = s.estimate_mean(y, g), s.estimate_mean(y, g)
+    a, b = s.estimate_mean(g, y), s.estimate_mean(g, y)
     assert a != b  # never the same noise twice
     s2 = clone(s).fit(g)
-    assert s2.estimate_mean(y, g) == a and s2.estimate_mean(y, g) == b
+    assert s2.estimate_mean(g, y) == a and s2.estimate_mean(g, y) == b
 
 
 def test_clipping_warns_with_count_and_input_not_modified():
@@ -559,7 +559,7 @@ def test_clipping_warns_with_count_and_input_not_modified():
         total_sample_size=60, stratum_stds=[0.2, 0.5, 0.2], random_state=0
     ).fit(g)
     with pytest.warns(UserWarning, match="60 sampled values"):
-        est = s.estimate_mean(y, g)
+        est = s.estimate_mean(g, y)
     np.testing.assert_array_equal(y, y_before)
     assert abs(est - 1.0) < 1.0  # the mean of the clipped values (1.0) plus noise
 
@@ -593,7 +593,7 @@ def test_dlap_and_tulap_sampler_release():
             mechanism=mech, total_sample_size=90, stratum_stds=[0.5, 0.5, 0.5], random_state=0
         ).fit(g)
         np.testing.assert_allclose(s.noise_scales_, np.exp(-s.nominal_epsilons_))
-        d = s.estimate_mean(y, g, return_details=True)
+        d = s.estimate_mean(g, y, return_details=True)
         if mech == "dlap":
             np.testing.assert_array_equal(d["noise"], np.round(d["noise"]))
         assert abs(d["estimate"] - y.mean()) < 0.5
@@ -669,18 +669,18 @@ def test_discrete_mechanisms_need_integer_range_and_data():
     g = np.repeat([0, 1], 10)
     s = DPStratifiedSampler(mechanism="dlap", total_sample_size=4, stratum_stds=[0.5, 0.5]).fit(g)
     with pytest.raises(ValueError, match="integer data"):
-        s.estimate_mean(np.full(20, 0.5), g)
+        s.estimate_mean(g, np.full(20, 0.5))
 
 
 def test_length_mismatch_and_unseen_label():
     g = np.repeat(["a", "b"], 10)
     s = DPStratifiedSampler(total_sample_size=4, stratum_stds=[0.5, 0.5], random_state=0).fit(g)
     with pytest.raises(ValueError, match="same population"):
-        s.estimate_mean(np.zeros(19), g)
+        s.estimate_mean(g, np.zeros(19))
     g_new = g.copy()
     g_new[0] = "c"
     with pytest.raises(ValueError, match="not seen in fit"):
-        s.estimate_mean(np.zeros(20), g_new)
+        s.estimate_mean(g_new, np.zeros(20))
     with pytest.raises(ValueError, match="N_h"):
         s.sample(g[:15])
     with pytest.raises(ValueError, match="sample_sizes"):

@@ -208,7 +208,7 @@ def test_fractional_orders_upper_bound_dp_accounting():
     # chords of the convex (alpha - 1) RDP through integer orders bound the exact value
     dpa = pytest.importorskip("dp_accounting")
     orders = np.array([2.5, 3.3, 7.75, 20.1])
-    acc = PartitionRDPAccountant(orders).compose_model_split(1.0, 1, sample_rate=0.1)
+    acc = PartitionRDPAccountant(orders=orders).compose_model_split(1.0, 1, sample_rate=0.1)
     ref = dpa.rdp.rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(0.1, 1.0, orders)
     assert np.all(acc.get_rdp() >= ref - 1e-12)
     # and below the value at the next integer order (the chord's own bound)
@@ -218,7 +218,7 @@ def test_fractional_orders_upper_bound_dp_accounting():
 
 def test_large_orders_fall_back_to_gaussian_bound():
     orders = np.array([2.0, 5000.0])
-    rdp = PartitionRDPAccountant(orders).compose_model_split(3.0, 4).get_rdp()
+    rdp = PartitionRDPAccountant(orders=orders).compose_model_split(3.0, 4).get_rdp()
     assert rdp[1] == pytest.approx(5000.0 / 18.0)
     assert rdp[0] < 2.0 / 18.0
 
@@ -316,7 +316,8 @@ def test_poisson_rdp_takes_numpy_integers():
 def test_accountant_composes_by_addition():
     orders = default_orders()
     acc = PartitionRDPAccountant()
-    acc.compose_bis(1.0, 100, 10).compose_bis(1.0, 100, 10).compose_gaussian(4.0, count=3)
+    acc.compose_balanced_iterations(1.0, 100, 10).compose_balanced_iterations(1.0, 100, 10)
+    acc.compose_gaussian(4.0, count=3)
     expected = 2 * bis_rdp(1.0, 100, 10, orders) + 3 * orders / 32.0
     np.testing.assert_allclose(acc.get_rdp(), expected)
     assert [name for name, _ in acc.history_] == ["bis", "bis", "gaussian"]
@@ -327,10 +328,12 @@ def test_accountant_composes_by_addition():
 
 def test_accountant_exact_k1_and_poisson():
     orders = np.arange(2, 100, dtype=float)
-    acc = PartitionRDPAccountant(orders).compose_bis(1.0, 20, 1, method="exact")
+    acc = PartitionRDPAccountant(orders=orders).compose_balanced_iterations(
+        1.0, 20, 1, method="exact"
+    )
     np.testing.assert_allclose(acc.get_rdp(), bis_rdp(1.0, 20, 1, orders, method="exact"))
     pytest.importorskip("dp_accounting")
-    acc = PartitionRDPAccountant(orders).compose_poisson_gaussian(1.0, 0.1, 100)
+    acc = PartitionRDPAccountant(orders=orders).compose_poisson_gaussian(1.0, 0.1, 100)
     np.testing.assert_allclose(acc.get_rdp(), poisson_rdp(1.0, 0.1, 100, orders))
 
 
@@ -459,7 +462,7 @@ def test_accountant_stores_in_init_and_starts_at_first_compose():
     assert not hasattr(acc, "rdp_") and acc.get_params() == {"orders": [1.5, 3]}
     with pytest.raises(ValueError, match="orders must all be >= 2"):
         acc.compose_gaussian(1.0)
-    acc = PartitionRDPAccountant([2, 4]).compose_gaussian(1.0)
+    acc = PartitionRDPAccountant(orders=[2, 4]).compose_gaussian(1.0)
     np.testing.assert_allclose(acc.rdp_, [1.0, 2.0])
     assert not hasattr(clone(acc), "rdp_")
     acc.set_params(orders=[2, 8])
