@@ -13,7 +13,7 @@ TEST_PARAMS = {
     "StumpForestGAMRegressor": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
     "StumpForestGAMClassifier": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
     # --- ptib-clustering ---
-    "PTIBClustering": {"n_init": 2, "max_sweeps": 10, "n_outer_iter": 2},
+    "PTIBClustering": {"n_init": 2, "max_sweeps": 10, "max_iter": 2},
     # --- capa-similarity ---
     "CAPASimilarity": {
         "estimators": [("lr", LogisticRegression(max_iter=200)), ("nb", GaussianNB())],

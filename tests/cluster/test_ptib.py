@@ -315,7 +315,7 @@ def test_single_array_is_one_view_and_view_slices_split_it():
 # ------------------------------------------------------------------ spec 7.8, 7.9
 def test_weights_on_simplex_and_history_shapes():
     Xs, _ = _easy_views()
-    model = PTIBClustering(n_clusters=3, n_init=2, n_outer_iter=3, random_state=0).fit(Xs)
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=3, random_state=0).fit(Xs)
     w = model.view_weights_
     assert np.all(w >= 0) and w.sum() == pytest.approx(1.0, abs=1e-12)
     assert 1 <= model.n_iter_ <= 3
@@ -414,7 +414,7 @@ def test_n_clusters_one_warns_and_keeps_uniform_weights():
 def test_constant_view_warns():
     Xs, _ = _easy_views()
     with pytest.warns(UserWarning, match="every feature of view 1 is constant"):
-        PTIBClustering(n_clusters=3, n_init=1, n_outer_iter=1, random_state=0).fit(
+        PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0).fit(
             [Xs[0], np.ones((120, 4))]
         )
 
@@ -460,9 +460,9 @@ def test_negative_or_zero_rows_rejected_without_transform():
     with pytest.raises(ValueError, match="view 0 row 3 sums to 0"):
         PTIBClustering(n_clusters=2, **raw).fit(zero)
     # neighbourhood relevance only needs distances: negative features are fine
-    PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1, input_transform="none").fit(neg)
+    PTIBClustering(n_clusters=2, n_init=1, max_iter=1, input_transform="none").fit(neg)
     # the same data are fine with the default min-max transform
-    PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1).fit(neg)
+    PTIBClustering(n_clusters=2, n_init=1, max_iter=1).fit(neg)
 
 
 @pytest.mark.parametrize(
@@ -471,7 +471,7 @@ def test_negative_or_zero_rows_rejected_without_transform():
         ({"n_clusters": 0}, "'n_clusters' parameter"),
         ({"n_clusters": 21}, "n_clusters=21 must be <= n_samples=20"),
         ({"n_clusters": 2.5}, "'n_clusters' parameter"),
-        ({"n_outer_iter": 0}, "'n_outer_iter' parameter"),
+        ({"max_iter": 0}, "'max_iter' parameter"),
         ({"n_init": 0}, "'n_init' parameter"),
         ({"max_sweeps": 0}, "'max_sweeps' parameter"),
         ({"tol": -1e-3}, "'tol' parameter"),
@@ -501,7 +501,7 @@ def test_bad_view_slices_raise(slices, match):
 
 def test_predict_rejects_other_views_or_dimensions():
     Xs = _small()
-    model = PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1, random_state=0).fit(Xs)
+    model = PTIBClustering(n_clusters=2, n_init=1, max_iter=1, random_state=0).fit(Xs)
     with pytest.raises(ValueError, match="X has 1 views, but PTIBClustering was fitted on 2"):
         model.predict([Xs[0]])
     with pytest.raises(ValueError, match=r"n_features \[4, 2\], but .* n_features \[4, 3\]"):
@@ -635,9 +635,20 @@ def test_single_array_fits_without_warnings_in_grid_search():
         warnings.simplefilter("error")
         PTIBClustering(n_clusters=3, n_init=1, random_state=0).fit(X)  # one view
         search = GridSearchCV(
-            PTIBClustering(n_clusters=3, n_init=1, n_outer_iter=2, random_state=0,
+            PTIBClustering(n_clusters=3, n_init=1, max_iter=2, random_state=0,
                            view_slices=[slice(0, 5), slice(5, 9), slice(9, 15)]),
             {"n_neighbors": [4, 6]}, scoring=nmi, cv=KFold(2, shuffle=True, random_state=0),
         ).fit(X, y)
     assert search.best_estimator_.n_views_ == 3
     assert search.best_score_ > 0.9
+
+
+def test_n_outer_iter_is_max_iter_and_n_clusters_by_position_warns():
+    X = np.random.default_rng(0).random((40, 6))
+    expected = PTIBClustering(n_clusters=2, n_init=1, max_iter=2, random_state=0).fit(X)
+    with pytest.warns(FutureWarning, match="`n_outer_iter` was renamed `max_iter`"):
+        got = PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
+    with pytest.warns(FutureWarning, match="keyword arguments"):
+        got = PTIBClustering(2, n_init=1, max_iter=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
