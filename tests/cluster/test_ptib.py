@@ -41,7 +41,8 @@ def _random_views(rng, n, dims):
 def _easy_views(random_state=0):
     """A small, well-separated 3-cluster problem with one noise view."""
     return make_multiview_counts(
-        40, 3, views=[(30, 0.3), (20, 0.4), (25, 1.0)], n_tokens=40, random_state=random_state
+        40, n_clusters=3, views=[(30, 0.3), (20, 0.4), (25, 1.0)], n_tokens=40,
+        random_state=random_state,
     )
 
 
