@@ -30,14 +30,14 @@ from ._rdp_kernels import (
 )
 
 ORDERS = ["array-like", None]
-METHOD = [StrOptions({"efficient", "exact"})]
+RDP_METHOD = [StrOptions({"efficient", "exact"})]  # how an RDP curve is computed
 #: The parameters of a DP-SGD run with balanced iteration subsampling.
 BIS_RUN = {
     "noise_multiplier": [POSITIVE_REAL],
     "num_steps": [POSITIVE_INT],
     "num_selected": [POSITIVE_INT],
     "num_epochs": [POSITIVE_INT],
-    "method": METHOD,
+    "method": RDP_METHOD,
 }
 #: The parameters of rounds of model splitting.
 SPLIT_ROUNDS = {
@@ -47,7 +47,7 @@ SPLIT_ROUNDS = {
 }
 
 
-@validate_params({"method": METHOD}, prefer_skip_nested_validation=True)
+@validate_params({"method": RDP_METHOD}, prefer_skip_nested_validation=True)
 def default_orders(method="efficient"):
     """The default grid of RDP orders.
 
