@@ -337,7 +337,7 @@ def experiment_four(report, quick):
         "E4: accountant time, 10^4 steps, 100 RDP orders (medians)",
         ["accountant", "ms", "ratio to BIS efficient k=100"],
         rows,
-        note="The issue asks for the time of 10^4 steps and 100 orders; no target value.",
+        note="The time of 10^4 steps at 100 orders; there is no target value.",
     )
 
 

@@ -179,7 +179,7 @@ def e1(report, quick):
                      "row is reported for comparison). IBM's sIB is `sib-clustering` "
                      f"{package_version('sib-clustering')}, fitted on the raw counts (it "
                      "normalises rows itself); compare it with our sIB on the raw counts "
-                     "(input_transform='none'). The spec's default min-max scaling, which "
+                     "(input_transform='none'). The default min-max scaling, which "
                      "the targets use, divides each count feature by its maximum and costs "
                      "single-view sIB accuracy on count data.")
 

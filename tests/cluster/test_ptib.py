@@ -1,4 +1,4 @@
-"""Tests of PTIBClustering and its draw-and-merge kernels (spec sections 7 and 8)."""
+"""Tests of PTIBClustering and its draw-and-merge kernels."""
 
 import warnings
 
@@ -92,7 +92,7 @@ def test_sweeps_numba_match_numpy_reference(seed, weights):
     assert np.unique(fast).size == K
 
 
-# ------------------------------------------------------------------ spec 7.1: move rule
+# ------------------------------------------------------------------ the move rule
 def test_merge_cost_is_exact_loss_of_objective():
     rng = np.random.default_rng(3)
     n, K = 12, 3
@@ -143,7 +143,7 @@ def test_objective_never_decreases_within_a_sweep():
     assert values[-1] > values[0]
 
 
-# ------------------------------------------------------------------ spec 7.2: I_v(T)
+# ------------------------------------------------------------------ I_v(T)
 def test_relevant_information_equals_mutual_info_of_counts():
     rng = np.random.default_rng(5)
     n, K, L = 50, 4, 30
@@ -161,7 +161,7 @@ def test_relevant_information_equals_mutual_info_of_counts():
         assert expected > 0.1
 
 
-# ------------------------------------------------------------------ spec 7.3: trust
+# ------------------------------------------------------------------ trust
 def test_trust_score_is_one_for_a_relabelled_copy():
     rng = np.random.default_rng(6)
     consensus = rng.integers(5, size=300)
@@ -195,7 +195,7 @@ def test_review_and_combination_rules():
     np.testing.assert_allclose(uniform, np.full(3, 1 / 3))
 
 
-# ------------------------------------------------------------------ spec 7.4: invariances
+# ------------------------------------------------------------------ invariances
 def test_permuting_samples_permutes_labels():
     Xs, y = _easy_views()
     base = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(Xs)
@@ -226,7 +226,7 @@ def test_permuting_views_permutes_weights():
     assert np.ptp(base.view_weights_) > 0.1  # the weights are not trivially equal
 
 
-# ------------------------------------------------------------------ spec 7.5, 7.6 and E1
+# ------------------------------------------------------- the five-view benchmark data (E1)
 @pytest.mark.slow
 def test_e1_acceptance_and_noise_view_weight(e1_seed0):
     Xs, y = e1_seed0
@@ -242,7 +242,7 @@ def test_e1_acceptance_and_noise_view_weight(e1_seed0):
     w = model.view_weights_
     assert acc >= 0.97
     assert acc >= max(single) + 0.05
-    assert w[3] < 0.05  # spec 7.6: the pure-noise view
+    assert w[3] < 0.05  # the pure-noise view
     assert w[0] > w[2] and w[1] > w[2]
 
 
@@ -281,7 +281,7 @@ def test_noise_view_gets_small_weight_on_easy_data():
     assert model.trust_scores_[2] < model.trust_scores_[:2].min()
 
 
-# ------------------------------------------------------------------ spec 7.7: V = 1
+# ------------------------------------------------------------------ one view: plain sIB
 def test_single_view_is_plain_sib_with_the_same_seed():
     Xs, _ = _easy_views()
     with warnings.catch_warnings():
@@ -313,7 +313,7 @@ def test_single_array_is_one_view_and_view_slices_split_it():
     np.testing.assert_array_equal(split.predict(X[:7]), listed.predict([V[:7] for V in Xs]))
 
 
-# ------------------------------------------------------------------ spec 7.8, 7.9
+# ------------------------------------------------------------------ view weights and history
 def test_weights_on_simplex_and_history_shapes():
     Xs, _ = _easy_views()
     model = PTIBClustering(n_clusters=3, n_init=2, max_iter=3, random_state=0).fit(Xs)
@@ -427,7 +427,7 @@ def test_input_transform_none_on_counts():
     assert not hasattr(model, "feature_min_")
 
 
-# ------------------------------------------------------------------ spec 8: bad input
+# ------------------------------------------------------------------ bad input
 def _small():
     rng = np.random.default_rng(0)
     return [rng.integers(0, 5, size=(20, 4)).astype(float), rng.integers(1, 5, size=(20, 3))]
@@ -621,7 +621,7 @@ def test_split_merge_fixes_two_mixed_clusters_and_never_lowers_the_objective():
     assert refined_value >= swept - 1e-12
 
 
-# ------------------------------------------------------------------ one 2-D X (issue 26)
+# ------------------------------------------------------------------ one 2-D X
 def test_single_array_fits_without_warnings_in_grid_search():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.model_selection import GridSearchCV, KFold

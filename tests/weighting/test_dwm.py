@@ -1,4 +1,4 @@
-"""DWMClassifier / DWMRegressor: the bi-level schedule, weights, bad input (spec 7 and 8)."""
+"""DWMClassifier / DWMRegressor: the bi-level schedule, the weights, and bad input."""
 
 import copy
 import pickle
@@ -76,7 +76,7 @@ def _same(a, b):
     return all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-# ------------------------------------------------------------------ spec section 7
+# ----------------------------------------------------- the bi-level schedule and the weights
 
 
 @pytest.mark.parametrize("warm", [False, True])
@@ -267,7 +267,7 @@ def test_pandas_input_and_string_labels(clf_data):
     assert clf.validation_indices_ is None
 
 
-# ------------------------------------------------------------------ spec section 8
+# ------------------------------------------------------------------ bad input
 
 
 @pytest.mark.parametrize(

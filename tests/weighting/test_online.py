@@ -1,4 +1,4 @@
-"""The online DWM variant (spec 3.3): each DWM update also commits its look-ahead step."""
+"""The online DWM variant: each DWM update also commits its look-ahead step."""
 
 import numpy as np
 import pytest
