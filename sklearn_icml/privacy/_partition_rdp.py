@@ -30,7 +30,8 @@ from ._rdp_kernels import (
 )
 
 ORDERS = ["array-like", None]
-RDP_METHOD = [StrOptions({"efficient", "exact"})]  # how an RDP curve is computed
+#: How an RDP curve is computed: the efficient bounds or the exact formulas.
+RDP_METHOD = [StrOptions({"efficient", "exact"})]
 #: The parameters of a DP-SGD run with balanced iteration subsampling.
 BIS_RUN = {
     "noise_multiplier": [POSITIVE_REAL],
