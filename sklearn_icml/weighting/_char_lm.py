@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
-from ..utils._deprecation import DEPRECATED
+from ..utils._deprecation import DEPRECATED, keyword_only_after
 from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
 from ..utils._skorch import torch_threads
 from ..utils.validation import validate_input
@@ -471,7 +471,8 @@ class DWMCharLM(_BaseDWM):
         """
         return float(np.mean(self.score_samples(X)))
 
-    def compute_weights(self, X, sample_features=None, batch_size=None):
+    @keyword_only_after(3)
+    def compute_weights(self, X, sample_features=None, *, batch_size=None):
         """Weights the fitted DWM gives the sequences of ``X``, batch by batch (mean 1 each).
 
         Parameters

@@ -8,7 +8,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
-from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
+from ..utils._deprecation import (
+    DEPRECATED,
+    DEPRECATED_PARAM,
+    keyword_only_after,
+    renamed_param,
+)
 from ..utils._skorch import (
     encode_class_labels,
     features_to_float32,
@@ -258,7 +263,8 @@ class _TabularDWM(_BaseDWM):
         with torch_threads(self.n_jobs):
             return module_outputs(self.module_, X, device=self.net_.device)
 
-    def compute_weights(self, X, y, sample_features=None, batch_size=None):
+    @keyword_only_after(4)
+    def compute_weights(self, X, y, sample_features=None, *, batch_size=None):
         """Weights the fitted DWM gives the rows of ``(X, y)``, batch by batch.
 
         The DWM input of each row is built as in training, with the fitted learner's loss

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import (
 )
 from torch import nn
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 
 
@@ -166,6 +167,7 @@ def effective_sample_size(weights):
     return float(total * total / square)
 
 
+@keyword_only_after(2)
 @validate_params(
     {
         "weighting_model": [WeightingMLP],
@@ -174,7 +176,7 @@ def effective_sample_size(weights):
     },
     prefer_skip_nested_validation=True,
 )
-def compute_weights(weighting_model, features, batch_size=None):
+def compute_weights(weighting_model, features, *, batch_size=None):
     """Weights of a weighting model for many samples, computed batch by batch.
 
     The rows of ``features`` are cut, in order, into consecutive batches of ``batch_size``

@@ -83,3 +83,30 @@ def test_one_step_hypergradient_old_lr_keyword():
         one_step_hypergradient(model, loss_fn, (X, y), (Xv, yv), torch.ones(4), 0.1, lr=0.1)
     with pytest.raises(TypeError, match="needs learning_rate"):
         one_step_hypergradient(model, loss_fn, (X, y), (Xv, yv), torch.ones(4))
+
+
+def test_compute_weights_batch_size_by_position_warns():
+    from sklearn_icml.weighting import WeightingMLP, compute_weights
+
+    u = np.random.default_rng(0).normal(size=(10, 3))
+    torch.manual_seed(0)
+    model = WeightingMLP(3)
+    torch.nn.init.normal_(model.out.weight)
+    expected = compute_weights(model, u, batch_size=4)
+    with pytest.warns(FutureWarning, match="batch_size"):
+        got = compute_weights(model, u, 4)
+    np.testing.assert_array_equal(got, expected)
+
+    X, y = _data()
+    reg = DWMRegressor(**FAST).fit(X, y)
+    expected = reg.compute_weights(X[:20], y[:20], None, batch_size=5)
+    with pytest.warns(FutureWarning, match="batch_size"):
+        got = reg.compute_weights(X[:20], y[:20], None, 5)
+    np.testing.assert_array_equal(got, expected)
+
+    data = make_markov_languages(60, seq_len=6, n_val=10, n_test=10, random_state=0)
+    lm = DWMCharLM(**FAST, embedding_dim=4, hidden_size=8).fit(data.X, X_val=data.X_val)
+    expected = lm.compute_weights(data.X[:20], None, batch_size=5)
+    with pytest.warns(FutureWarning, match="batch_size"):
+        got = lm.compute_weights(data.X[:20], None, 5)
+    np.testing.assert_array_equal(got, expected)
