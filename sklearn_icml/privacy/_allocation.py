@@ -11,6 +11,7 @@ sizes (with the exact solvers of ``_allocation_search``); :func:`neyman_allocati
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._allocation_search import exchange_repair, greedy_allocation, threshold_allocation
@@ -130,6 +131,7 @@ def _design(stratum_sizes, stratum_stds, epsilon, mechanism, data_range):
     return _Design(sizes, stds, float(epsilon), mechanism, width)
 
 
+@keyword_only_after(4)
 @validate_params(
     {"sample_sizes": ["array-like"], **_DESIGN, "return_components": ["boolean"]},
     prefer_skip_nested_validation=True,
@@ -139,6 +141,7 @@ def design_variance(
     stratum_sizes,
     stratum_stds,
     epsilon,
+    *,
     mechanism="laplace",
     data_range=1.0,
     return_components=False,
@@ -208,6 +211,7 @@ def design_variance(
     return float(sampling.sum() + noise.sum())
 
 
+@keyword_only_after(4)
 @validate_params(
     {**_ALLOCATION, **_DESIGN, "warm_start": ["boolean"]}, prefer_skip_nested_validation=True
 )
@@ -216,6 +220,7 @@ def optimal_allocation(
     stratum_sizes,
     stratum_stds,
     epsilon,
+    *,
     mechanism="laplace",
     data_range=1.0,
     min_per_stratum=1,
@@ -349,10 +354,11 @@ def rounded_allocation(total, weights, sizes, n_min):
     return x
 
 
+@keyword_only_after(3)
 @validate_params(
     {**_ALLOCATION, "stratum_stds": ["array-like"]}, prefer_skip_nested_validation=True
 )
-def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_stratum=1):
+def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, *, min_per_stratum=1):
     """Privacy-unaware Neyman allocation ``n_h`` proportional to ``N_h S_h``, rounded.
 
     Parameters
@@ -392,8 +398,9 @@ def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_st
     return rounded_allocation(n, sizes * stds, sizes, min_per_stratum)
 
 
+@keyword_only_after(2)
 @validate_params(_ALLOCATION, prefer_skip_nested_validation=True)
-def proportional_allocation(total_sample_size, stratum_sizes, min_per_stratum=1):
+def proportional_allocation(total_sample_size, stratum_sizes, *, min_per_stratum=1):
     """Proportional allocation ``n_h`` proportional to ``N_h``, rounded as Neyman's.
 
     Parameters

@@ -182,7 +182,8 @@ class DPStratifiedSampler(BaseEstimator):
 
     # ------------------------------------------------------------------ design
 
-    def allocate(self, stratum_sizes, stratum_stds=None):
+    @keyword_only_after(2)
+    def allocate(self, stratum_sizes, *, stratum_stds=None):
         """Design the survey from the stratum sizes alone (no labels).
 
         Parameters

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_REAL
 from ._validation import (
     DATA_RANGE,
@@ -229,6 +230,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
+@keyword_only_after(3)
 @validate_params(
     {
         "output": _VALUES,
@@ -239,7 +241,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     },
     prefer_skip_nested_validation=True,
 )
-def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivity=1.0):
+def mechanism_log_density(output, value, epsilon, *, mechanism="laplace", sensitivity=1.0):
     """Exact log density (or log pmf) of a mechanism's release given the true value.
 
     Useful to check differential privacy directly: for neighbouring true values ``v`` and
@@ -274,7 +276,8 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
     >>> import numpy as np
     >>> from sklearn_icml.privacy import mechanism_log_density
     >>> t = np.arange(-20, 21)
-    >>> loss = mechanism_log_density(t, 0, 1.0, "dlap") - mechanism_log_density(t, 1, 1.0, "dlap")
+    >>> loss = (mechanism_log_density(t, 0, 1.0, mechanism="dlap")
+    ...         - mechanism_log_density(t, 1, 1.0, mechanism="dlap"))
     >>> print(round(float(np.max(np.abs(loss))), 12))
     1.0
     """
@@ -318,6 +321,7 @@ def _variance_on_sum(e, mechanism, width):
     return var + 1.0 / 12.0 if mechanism == "tulap" else var
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "epsilon": _BUDGETS,
@@ -326,7 +330,7 @@ def _variance_on_sum(e, mechanism, width):
     },
     prefer_skip_nested_validation=True,
 )
-def mechanism_variance(epsilon, mechanism="laplace", data_range=1.0):
+def mechanism_variance(epsilon, *, mechanism="laplace", data_range=1.0):
     """Variance ``V_M(e)`` of a mechanism's noise on the sum scale.
 
     Parameters
@@ -352,7 +356,8 @@ def mechanism_variance(epsilon, mechanism="laplace", data_range=1.0):
     >>> from sklearn_icml.privacy import mechanism_variance
     >>> float(mechanism_variance(2.0))
     0.5
-    >>> round(float(mechanism_variance(1.0, "tulap") - mechanism_variance(1.0, "dlap")), 6)
+    >>> round(float(mechanism_variance(1.0, mechanism="tulap")
+    ...             - mechanism_variance(1.0, mechanism="dlap")), 6)
     0.083333
     """
     width = range_width(data_range, mechanism)

@@ -4,6 +4,7 @@ import numpy as np
 from scipy.optimize import brentq
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_REAL
 from ._partition_rdp import (
     ORDERS,
@@ -39,6 +40,7 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
     return func(sigma, orders=orders, **kwargs)
 
 
+@keyword_only_after(2)
 @validate_params(
     {
         "target_epsilon": [POSITIVE_REAL],
@@ -48,7 +50,7 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
     },
     prefer_skip_nested_validation=True,
 )
-def find_noise_multiplier(target_epsilon, delta, scheme="bis", orders=None, **scheme_kwargs):
+def find_noise_multiplier(target_epsilon, delta, *, scheme="bis", orders=None, **scheme_kwargs):
     """The smallest noise multiplier whose guarantee meets ``(target_epsilon, delta)``.
 
     Root-finds (``scipy.optimize.brentq``) the decreasing map sigma -> epsilon over

@@ -125,9 +125,10 @@ class PartitionRDPAccountant(BaseEstimator):
         super().set_params(**params)
         return self.reset()
 
+    @keyword_only_after(4)
     @validate_params(BIS_RUN, prefer_skip_nested_validation=True)
     def compose_balanced_iterations(
-        self, noise_multiplier, num_steps, num_selected, num_epochs=1, method="efficient"
+        self, noise_multiplier, num_steps, num_selected, *, num_epochs=1, method="efficient"
     ):
         """Add DP-SGD with balanced iteration subsampling (see :func:`bis_rdp`).
 
@@ -153,15 +154,23 @@ class PartitionRDPAccountant(BaseEstimator):
             # one of T steps is one of T parts: model splitting, exact at real orders too
             rdp = num_epochs * split_rdp(float(noise_multiplier), int(num_steps), 1.0, orders)
         else:
-            rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
+            rdp = bis_rdp(
+                noise_multiplier,
+                num_steps,
+                num_selected,
+                orders=orders,
+                num_epochs=num_epochs,
+                method=method,
+            )
         return self._add("bis", params, rdp)
 
     compose_bis = renamed(compose_balanced_iterations, "compose_bis")
 
+    @keyword_only_after(3)
     @validate_params(
         {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT]}, prefer_skip_nested_validation=True
     )
-    def compose_model_split(self, noise_multiplier, num_parts, sample_rate=1.0, num_rounds=1):
+    def compose_model_split(self, noise_multiplier, num_parts, *, sample_rate=1.0, num_rounds=1):
         """Add rounds of model splitting (see :func:`model_split_rdp`).
 
         Returns
@@ -181,17 +190,18 @@ class PartitionRDPAccountant(BaseEstimator):
         -------
         self : PartitionRDPAccountant
         """
-        rdp = poisson_rdp(noise_multiplier, sample_rate, num_steps, self._account())
+        rdp = poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=self._account())
         params = dict(
             noise_multiplier=noise_multiplier, sample_rate=sample_rate, num_steps=num_steps
         )
         return self._add("poisson_gaussian", params, rdp)
 
+    @keyword_only_after(2)
     @validate_params(
         {"noise_multiplier": [POSITIVE_REAL], "count": [POSITIVE_INT]},
         prefer_skip_nested_validation=True,
     )
-    def compose_gaussian(self, noise_multiplier, count=1):
+    def compose_gaussian(self, noise_multiplier, *, count=1):
         """Add ``count`` Gaussian mechanisms of sensitivity 1 (RDP ``alpha/(2 sigma^2)``).
 
         Returns

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     OPEN_UNIT_INTERVAL,
     POSITIVE_INT,
@@ -129,6 +130,7 @@ def check_orders(orders, *, integer=False, default="efficient"):
     return arr
 
 
+@keyword_only_after(3)
 @validate_params(
     {**BIS_RUN, "orders": ORDERS, "direction": [StrOptions({"both", "remove", "add"})]},
     prefer_skip_nested_validation=True,
@@ -137,6 +139,7 @@ def bis_rdp(
     noise_multiplier,
     num_steps,
     num_selected,
+    *,
     orders=None,
     num_epochs=1,
     method="efficient",
@@ -214,11 +217,12 @@ def bis_rdp(
     return finite_rdp(num_epochs * rdp)
 
 
+@keyword_only_after(2)
 @validate_params(
     {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT], "orders": ORDERS},
     prefer_skip_nested_validation=True,
 )
-def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, num_rounds=1):
+def model_split_rdp(noise_multiplier, num_parts, *, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training where each sample (client) updates one random part of the model.
 
     The parameters are split into ``num_parts`` disjoint groups fixed for the run. Each
@@ -269,7 +273,7 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
     >>> from sklearn_icml.privacy import model_split_rdp, rdp_to_epsilon
     >>> import numpy as np
     >>> orders = np.arange(2, 257)
-    >>> [round(rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=100), orders,
+    >>> [round(rdp_to_epsilon(model_split_rdp(5.0, d, orders=orders, num_rounds=100), orders,
     ...                       1e-5)[0], 2) for d in (1, 3, 8)]
     [10.8, 5.63, 3.22]
     """
@@ -278,8 +282,9 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
     return finite_rdp(num_rounds * rdp)
 
 
+@keyword_only_after(1)
 @validate_params({**SPLIT_ROUNDS, "orders": ORDERS}, prefer_skip_nested_validation=True)
-def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
+def dropout_rdp(noise_multiplier, *, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training with dropout rate 0.5 whose mask stays secret (Corollary 3.7).
 
     With rate 0.5 a mask and its complement are equally likely, so a client's update lives
@@ -311,7 +316,7 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     --------
     >>> from sklearn_icml.privacy import dropout_rdp, model_split_rdp
     >>> import numpy as np
-    >>> bool(np.allclose(dropout_rdp(2.0, orders=[2, 3]), model_split_rdp(2.0, 2, [2, 3])))
+    >>> bool(np.allclose(dropout_rdp(2.0, orders=[2, 3]), model_split_rdp(2.0, 2, orders=[2, 3])))
     True
     """
     return model_split_rdp(
@@ -379,9 +384,10 @@ def rdp_to_epsilon(rdp, orders, delta):
     return float(max(eps[best], 0.0)), float(orders[best])
 
 
+@keyword_only_after(4)
 @validate_params({**BIS_RUN, "delta": [OPEN_UNIT_INTERVAL]}, prefer_skip_nested_validation=True)
 def bis_epsilon(
-    noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
+    noise_multiplier, num_steps, num_selected, delta, *, num_epochs=1, method="efficient"
 ):
     """Epsilon of DP-SGD with balanced iteration subsampling at a given delta.
 
@@ -415,10 +421,18 @@ def bis_epsilon(
     7.4442
     """
     orders = default_orders(method)
-    rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
+    rdp = bis_rdp(
+        noise_multiplier,
+        num_steps,
+        num_selected,
+        orders=orders,
+        num_epochs=num_epochs,
+        method=method,
+    )
     return rdp_to_epsilon(rdp, orders, delta)[0]
 
 
+@keyword_only_after(3)
 @validate_params(
     {
         "noise_multiplier": [POSITIVE_REAL],
@@ -428,7 +442,7 @@ def bis_epsilon(
     },
     prefer_skip_nested_validation=True,
 )
-def poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=None):
+def poisson_rdp(noise_multiplier, sample_rate, num_steps, *, orders=None):
     """RDP of the Poisson-subsampled Gaussian mechanism, from ``dp_accounting``.
 
     The baseline of the paper: each sample takes part in each step independently with

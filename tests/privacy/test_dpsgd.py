@@ -125,7 +125,7 @@ def test_model_splitting_accounting(toy):
         random_state=0,
     ).fit(X, y)
     assert clf.accounting_ == "model_split"
-    expected = rdp_to_epsilon(model_split_rdp(2.0, 30, orders), orders, 1e-5)[0]
+    expected = rdp_to_epsilon(model_split_rdp(2.0, 30, orders=orders), orders, 1e-5)[0]
     assert clf.epsilon_ == pytest.approx(expected)
     plain = bis_epsilon(2.0, 10, 1, 1e-5, method="exact")
     assert clf.epsilon_ < plain
