@@ -154,14 +154,8 @@ class PartitionRDPAccountant(BaseEstimator):
             # one of T steps is one of T parts: model splitting, exact at real orders too
             rdp = num_epochs * split_rdp(float(noise_multiplier), int(num_steps), 1.0, orders)
         else:
-            rdp = bis_rdp(
-                noise_multiplier,
-                num_steps,
-                num_selected,
-                orders=orders,
-                num_epochs=num_epochs,
-                method=method,
-            )
+            rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders=orders,
+                          num_epochs=num_epochs, method=method)
         return self._add("bis", params, rdp)
 
     compose_bis = renamed(compose_balanced_iterations, "compose_bis")

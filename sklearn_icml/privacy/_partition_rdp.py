@@ -421,14 +421,8 @@ def bis_epsilon(
     7.4442
     """
     orders = default_orders(method)
-    rdp = bis_rdp(
-        noise_multiplier,
-        num_steps,
-        num_selected,
-        orders=orders,
-        num_epochs=num_epochs,
-        method=method,
-    )
+    rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders=orders,
+                  num_epochs=num_epochs, method=method)
     return rdp_to_epsilon(rdp, orders, delta)[0]
 
 
