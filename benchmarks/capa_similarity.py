@@ -1,4 +1,4 @@
-"""CAPA similarity: agreement with the authors' lm-sim package, the spec's experiments, speed.
+"""CAPA similarity: agreement with the authors' lm-sim package, simulated and real models, speed.
 
 Run: python benchmarks/capa_similarity.py [--quick]
 """
@@ -81,11 +81,11 @@ def simulations(report):
         20000, n_options=4, accuracies=[0.9, 0.6], confidence=[0.7, 0.5], random_state=0
     )
     rows.append(["E2 probabilistic (q = 0.7, 0.5)", "0 +- 0.02", capa_score(y, pr[0], pr[1])])
-    for rho, spec_run in [(0.2, 0.190), (0.5, 0.499), (0.8, 0.804)]:
+    for rho, reference in [(0.2, 0.190), (0.5, 0.499), (0.8, 0.804)]:
         y, ch, _ = make_multiple_choice_predictions(
             20000, n_options=4, accuracies=[0.7, 0.7], copy_prob=rho, random_state=0
         )
-        rows.append([f"E3 rho = {rho} (spec's run: {spec_run})", f"{rho} +- 0.02",
+        rows.append([f"E3 rho = {rho} (reference run: {reference})", f"{rho} +- 0.02",
                      capa_score(y, ch[0], ch[1], discrete=True, n_options=4)])
     report.add_table("E2/E3: simulated models (N = 20000, k = 4, seed 0)",
                      ["experiment", "target", "measured"], rows)
@@ -131,7 +131,7 @@ def sklearn_models(report):
         ["pair", "CAPA", "Cohen's kappa", "error consistency", "MCC of errors", "mean JSD"],
         rows,
         note=(
-            f"Target: the two logistic models are the most similar pair (spec's run 0.25, "
+            f"Target: the two logistic models are the most similar pair (reference run 0.25, "
             f"others <= 0.23). Measured: most similar = {best[0]} at {best[1]:.3f}. "
             f"Diagonal (self-CAPA, target ~0.38 for LR C=1 and ~0.94 for GaussianNB): "
             f"{', '.join(f'{n} {matrix[i, i]:.3f}' for i, n in enumerate(names))}."
@@ -164,7 +164,7 @@ def speed(report, quick):
         f"Speed: capa_matrix for {n_models} models x {n_items} items",
         ["measure", "target", "measured"],
         [
-            ["lm-sim, one pair (median of 3 pairs), s", "~0.19 (issue, 1e4 items)", lm_pair],
+            ["lm-sim, one pair (median of 3 pairs), s", "~0.19 (reference, 1e4 items)", lm_pair],
             [f"lm-sim, all {n_pairs} pairs (scaled), s", "~900", lm_total],
             ["sklearn_icml capa_matrix, k = 4, s", "< 1", t_rect],
             ["sklearn_icml capa_matrix discrete, k = 4, s", "< 1", t_rect_d],
@@ -187,7 +187,7 @@ def speed(report, quick):
     abr, bbr = np.array(ab), np.array(bb)
     t_ours_arr, _ = median_time(lambda: capa_score(yb, abr, bbr), repeat=3)
     report.add_table(
-        f"Speed: one pair at N = {n_big} (spec section 5)",
+        f"Speed: one pair at N = {n_big}",
         ["implementation", "seconds", "ratio to lm-sim"],
         [
             ["lm-sim (list of arrays)", t_lm, "1"],
@@ -199,7 +199,7 @@ def speed(report, quick):
 
 def main():
     args = parse_args(__doc__)
-    report = Report("capa_similarity", "CAPA similarity (spec capa-similarity)", quick=args.quick,
+    report = Report("capa_similarity", "CAPA similarity (chance adjusted probabilistic agreement)", quick=args.quick,
                     packages=("numpy", "scikit-learn", "lm-sim"))
     agreement(report, args.quick)
     simulations(report)

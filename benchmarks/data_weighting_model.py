@@ -1,4 +1,4 @@
-"""Data weighting model (DWM; Yu et al., ICML 2025): spec experiments E1-E3 and peers.
+"""Data weighting model (DWM; Yu et al., ICML 2025): experiments E1-E3 and peers.
 
 Run: python benchmarks/data_weighting_model.py [--quick] [--only E1,E2,E3]
      python benchmarks/data_weighting_model.py --e3-append --e3-steps 3000 --e3-dwm-steps 100
@@ -144,7 +144,7 @@ def run_e1(seed, cfg, with_raw):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "dwm_raw", "uniform_loop", "l2rw",
                                        "mwn")}
     data = make_mixed_source_regression(n_per_source=cfg["n_per_source"], random_state=seed)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": cfg["steps"],
+    common = {"hidden_layer_sizes": (), "learning_rate": 0.05, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     fit_args = (data.X, data.y, data.X_val, data.y_val)
     fit_kw = {"sample_features": data.source_onehot}
@@ -212,7 +212,7 @@ def run_e2(seed, cfg):
     rows, peers = [], {k: [] for k in ("uniform", "dwm", "uniform_loop", "l2rw", "mwn")}
     X, y, corrupted, X_val, y_val, X_te, y_te = digits_split(seed)
     clean = ~corrupted
-    common = {"hidden_sizes": (64,), "lr": 0.1, "max_iter": cfg["steps"],
+    common = {"hidden_layer_sizes": (64,), "learning_rate": 0.1, "max_iter": cfg["steps"],
               "n_stages": cfg["stages"], "batch_size": 64, "random_state": seed}
     res = {}
     for key, steps in (("uniform", 0), ("dwm", cfg["dwm_steps"])):
@@ -281,7 +281,7 @@ def markov_mixture_nll(X, transitions, prior_a):
 
 E3_METHODS = ("uniform", "dwm", "dwm_online", "a_only", "l2rw", "mwn")
 # E3 as run for the results file: the schedule of the previous run (600 LM steps, 5 x 60
-# DWM updates; the spec's defaults, 3000 steps and 5 x 100, did not fit the shared
+# DWM updates; the full schedule, 3000 steps and 5 x 100, did not fit the shared
 # machine's time) on a pool large enough that sequences are seldom repeated (600 x 64
 # draws from 50000 sequences), which the 2000-sequence pool of the previous run was not
 E3_FULL = {"n_sequences": 50000, "steps": 600, "stages": 5, "dwm_steps": 60}
@@ -436,9 +436,9 @@ def main(argv=None):
     kept = ", ".join(h.split(":")[0] for h, _ in carried[:1]) if carried else ""
     report.add(
         "Notes",
-        "- Targets of E1/E2 are the spec's calibrated ones (section 6). E3's sizes (pool, "
-        "steps) are not given by the spec; they are chosen here (see the E3 notes).\n"
-        "- Peers the spec lists but not run: static selectors DSIR / MATES (the paper's "
+        "- Targets of E1/E2 were calibrated before the runs. E3's sizes (pool, steps) "
+        "are chosen here (see the E3 notes).\n"
+        "- Peers not run: static selectors DSIR / MATES (the paper's "
         "baselines, for LLM pre-training), cleanlab and the `data-selection` package (not "
         "installed).\n"
         + (f"- This run ran {ran} only; the sections of "
@@ -531,7 +531,7 @@ def main_e3_append(own_args, rest):
 
 
 NAMES = {"uniform": "uniform (DWMRegressor, 0 DWM steps)", "dwm": "DWM",
-         "dwm_raw": "DWM, raw loss feature (spec 3.4 ablation)",
+         "dwm_raw": "DWM, raw loss feature (loss transform ablation)",
          "uniform_loop": "uniform (plain torch loop)",
          "l2rw": "Learning-to-Reweight (torch loop)", "mwn": "Meta-Weight-Net (torch loop)"}
 
@@ -539,7 +539,7 @@ NAMES = {"uniform": "uniform (DWMRegressor, 0 DWM steps)", "dwm": "DWM",
 def e1_tables(report, results, e1_cfg):
     rows, p1 = gather(results, "E1")
     report.add_table(
-        "E1: mixed-source regression (spec targets, all 3 seeds)",
+        "E1: mixed-source regression (calibrated targets, all 3 seeds)",
         ["seed", "|beta_A|^2", "uniform MSE", "DWM MSE", "target ratio", "DWM/uniform",
          "target A", "share A", "target C", "share C", "share B", "share D", "pass"],
         rows,

@@ -55,7 +55,7 @@ def naive_optimum(n, N, S, eps, mech, width=1.0):
     """Best design when every stratum uses eps itself (no amplification credit)."""
     w2 = (N / N.sum()) ** 2
     s2 = S**2
-    vm = float(mechanism_variance(eps, mech, width))
+    vm = float(mechanism_variance(eps, mechanism=mech, data_range=width))
 
     def gain(idx, x):
         x = x.astype(float)
@@ -106,7 +106,7 @@ def cvxpy_relaxation(n, N, S, eps, mech="laplace", width=1.0, solver="CLARABEL")
     # scale the objective to O(1) (by the proportional design's variance): the solvers'
     # tolerances are absolute, and V itself is ~1e-4 here
     prop = rounded_allocation(n, Nf, N.astype(np.int64), 1)
-    scale = design_variance(prop, N, S, eps, mech, width)
+    scale = design_variance(prop, N, S, eps, mechanism=mech, data_range=width)
     prob = cp.Problem(cp.Minimize((sampling + noise) / scale), cons)
     prob.solve(solver=solver)
     relaxed = np.clip(np.asarray(x.value, dtype=float), 1, Nf)
@@ -121,17 +121,17 @@ def cvxpy_relaxation(n, N, S, eps, mech="laplace", width=1.0, solver="CLARABEL")
 def experiment_1(report):
     rows, peer_rows = [], []
     for mech, eps, opt_t, v_t, ney_t, prop_t in EXP1:
-        x = optimal_allocation(300, N3, S3, eps, mech)
-        v = design_variance(x, N3, S3, eps, mech)
+        x = optimal_allocation(300, N3, S3, eps, mechanism=mech)
+        v = design_variance(x, N3, S3, eps, mechanism=mech)
         ney = neyman_allocation(300, N3, S3)
         prop = proportional_allocation(300, N3)
         eq = equal_allocation(300, N3, 1)
-        r_ney = design_variance(ney, N3, S3, eps, mech) / v
-        r_prop = design_variance(prop, N3, S3, eps, mech) / v
-        r_eq = design_variance(eq, N3, S3, eps, mech) / v
+        r_ney = design_variance(ney, N3, S3, eps, mechanism=mech) / v
+        r_prop = design_variance(prop, N3, S3, eps, mechanism=mech) / v
+        r_eq = design_variance(eq, N3, S3, eps, mechanism=mech) / v
         x_naive, v_naive = naive_optimum(300, N3, S3, eps, mech)
         x_cvx, lb = cvxpy_relaxation(300, N3, S3, eps, mech)
-        r_cvx = design_variance(x_cvx, N3, S3, eps, mech) / v
+        r_cvx = design_variance(x_cvx, N3, S3, eps, mechanism=mech) / v
         rows.append([
             mech, eps, str(opt_t), str(tuple(int(a) for a in x)), f"{v_t:.5e}", f"{v:.5e}",
             ney_t, round(r_ney, 4), prop_t, round(r_prop, 4),
@@ -196,7 +196,7 @@ def experiment_2(report, reps):
                                   random_state=2).fit(groups)
     reps2 = max(reps // 20, 200)
     start2 = time.perf_counter()
-    est2 = np.array([sampler.estimate_mean(y, groups) for _ in range(reps2)])
+    est2 = np.array([sampler.estimate_mean(groups, y) for _ in range(reps2)])
     seconds2 = time.perf_counter() - start2
     rel2 = est2.var(ddof=1) / sampler.expected_variance_ - 1
     z2 = (est2.mean() - mu) / np.sqrt(sampler.expected_variance_ / reps2)
@@ -321,9 +321,9 @@ def mechanism_experiment(report, quick):
         t, draws = median_time(
             lambda s=sampler, z=zeros, e=eps: s(z, e, random_state=0), repeat=3
         )
-        var = mechanism_variance(eps, mech)
+        var = mechanism_variance(eps, mechanism=mech)
         grid = np.arange(-300, 301) if mech == "dlap" else np.linspace(-300, 300, 60001)
-        loss = mechanism_log_density(grid, 0, eps, mech) - mechanism_log_density(grid, 1, eps, mech)
+        loss = mechanism_log_density(grid, 0, eps, mechanism=mech) - mechanism_log_density(grid, 1, eps, mechanism=mech)
         rows.append([mech, eps, f"{var:.5g}", f"{draws.var():.5g}", f"{draws.var() / var - 1:+.2%}",
                      eps, f"{np.max(np.abs(loss)):.12g}", f"{n / t / 1e6:.1f}"])
     report.add_table(

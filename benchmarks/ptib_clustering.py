@@ -107,13 +107,13 @@ def peers(Xs, y, k, *, repeat, n_init=5, counts=False, relevance="features"):
     singles = []
     for v in range(V):
         labels = run(f"single-view sIB (ours), view {v}",
-                     lambda v=v: PTIBClustering(k, n_init=n_init, relevance=relevance,
+                     lambda v=v: PTIBClustering(n_clusters=k, n_init=n_init, relevance=relevance,
                                                 random_state=0).fit([Xs[v]]).labels_)
         singles.append(clustering_accuracy(y, labels))
     if counts:  # the same sIB on the raw counts, to compare with IBM's implementation
         for v in range(V):
             run(f"single-view sIB (ours, input_transform='none'), view {v}",
-                lambda v=v: PTIBClustering(k, n_init=n_init, input_transform="none", relevance="features",
+                lambda v=v: PTIBClustering(n_clusters=k, n_init=n_init, input_transform="none", relevance="features",
                                            random_state=0).fit([Xs[v]]).labels_)
     if has_ibm_sib():
         for v in range(V):
@@ -179,7 +179,7 @@ def e1(report, quick):
                      "row is reported for comparison). IBM's sIB is `sib-clustering` "
                      f"{package_version('sib-clustering')}, fitted on the raw counts (it "
                      "normalises rows itself); compare it with our sIB on the raw counts "
-                     "(input_transform='none'). The spec's default min-max scaling, which "
+                     "(input_transform='none'). The default min-max scaling, which "
                      "the targets use, divides each count feature by its maximum and costs "
                      "single-view sIB accuracy on count data.")
 

@@ -35,7 +35,7 @@ models = [
     ("forest", RandomForestClassifier(n_estimators=100, random_state=0)),
 ]
 # out-of-fold probabilities from 5-fold cross-validation, then pairwise CAPA
-sim = CAPASimilarity(models, cv=5).fit(X, y)
+sim = CAPASimilarity(estimators=models, cv=5).fit(X, y)
 for name, acc in zip(sim.names_, sim.accuracy_):
     print(f"{name:>10}: out-of-fold accuracy {acc:.3f}")
 print("pairwise CAPA:\n", np.round(sim.similarity_, 3))

@@ -31,7 +31,8 @@ data = make_mixed_source_regression(n_per_source=500, random_state=0)
 print(f"pool: {data.X.shape[0]} rows from sources {', '.join(data.source_names)}; "
       f"validation {data.X_val.shape[0]} rows of A")
 
-common = {"hidden_sizes": (), "lr": 0.05, "max_iter": 1500, "n_stages": 5, "random_state": 0}
+common = {"hidden_layer_sizes": (), "learning_rate": 0.05, "max_iter": 1500, "n_stages": 5,
+          "random_state": 0}
 models = {}
 for name, dwm_steps in (("uniform", 0), ("DWM", 60)):
     start = time.perf_counter()

@@ -51,7 +51,7 @@ for name, h in zip(names, order):
         f"{name:>7}: N_h = {sampler.stratum_sizes_[h]:>5}, optimal n_h = "
         f"{sampler.sample_sizes_[h]:>3}, nominal budget eps_h = {sampler.nominal_epsilons_[h]:.2f}"
     )
-estimate = sampler.estimate_mean(y, groups)
+estimate = sampler.estimate_mean(groups, y)
 print(
     f"private estimate {estimate:.4f} (true mean {y.mean():.4f}, "
     f"design s.d. {np.sqrt(sampler.expected_variance_):.4f})"

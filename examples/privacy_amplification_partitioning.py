@@ -44,15 +44,15 @@ if importlib.util.find_spec("dp_accounting") is not None:
 else:
 
     def poisson_rdp(sigma, q, steps, orders):
-        return model_split_rdp(sigma, 1, orders, sample_rate=q, num_rounds=steps)
+        return model_split_rdp(sigma, 1, orders=orders, sample_rate=q, num_rounds=steps)
 
 
 # (1) epsilon of one pass of T steps, each sample in k = 10 steps (BIS) or in each step
 # with probability 10 / T (Poisson)
 steps = np.unique(np.geomspace(K, 3000, 14).astype(int))
-eps_bis = [rdp_to_epsilon(bis_rdp(SIGMA, T, K, orders), orders, DELTA)[0] for T in steps]
+eps_bis = [rdp_to_epsilon(bis_rdp(SIGMA, T, K, orders=orders), orders, DELTA)[0] for T in steps]
 eps_poisson = [
-    rdp_to_epsilon(poisson_rdp(SIGMA, K / T, T, orders), orders, DELTA)[0] for T in steps
+    rdp_to_epsilon(poisson_rdp(SIGMA, K / T, T, orders=orders), orders, DELTA)[0] for T in steps
 ]
 print(" steps T | eps BIS | eps Poisson   (sigma 1, k 10, delta 1e-5)")
 for T, a, b in zip(steps, eps_bis, eps_poisson):
@@ -61,7 +61,7 @@ for T, a, b in zip(steps, eps_bis, eps_poisson):
 rounds = np.arange(10, 201, 10)
 eps_split = {
     d: [
-        rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=r), orders, DELTA)[0]
+        rdp_to_epsilon(model_split_rdp(5.0, d, orders=orders, num_rounds=r), orders, DELTA)[0]
         for r in rounds
     ]
     for d in (1, 3, 8)
@@ -132,7 +132,7 @@ def collate(items):  # an empty batch must still produce a (noise-only) step
 
 
 torch.manual_seed(0)
-sampler = BalancedIterationSampler(n, T, k, random_state=0)
+sampler = BalancedIterationSampler(n_samples=n, num_steps=T, num_selected=k, random_state=0)
 loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, collate_fn=collate)
 model = torch.nn.Linear(X_tr.shape[1], 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -157,7 +157,7 @@ with warnings.catch_warnings():
     with torch.no_grad():
         pred = model(torch.tensor(X_te, dtype=torch.float32)).squeeze(-1) > 0
     opacus_eps = engine.get_epsilon(DELTA)
-accountant = PartitionRDPAccountant().compose_bis(sigma, T, k)
+accountant = PartitionRDPAccountant().compose_balanced_iterations(sigma, T, k)
 print(
     f"opacus + BalancedIterationSampler: test accuracy {(pred.numpy() == y_te).mean():.3f}; "
     f"epsilon {accountant.get_epsilon(DELTA):.3f} (PartitionRDPAccountant). Opacus' own "

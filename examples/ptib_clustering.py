@@ -54,7 +54,7 @@ for v, X in enumerate(Xs):
 
 # new documents are assigned by the same weighted information cost
 # (same seed, hence the same cluster prototypes; fewer documents)
-new_Xs, new_y = make_multiview_counts(20, 5, random_state=0)
+new_Xs, new_y = make_multiview_counts(20, n_clusters=5, random_state=0)
 new_labels = model.predict(new_Xs)
 print(f"predict on {new_y.size} new documents: ACC {accuracy(new_y, new_labels):.3f}")
 

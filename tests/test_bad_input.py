@@ -339,7 +339,7 @@ def test_partition_accountant_orders(orders):
     from sklearn_icml.privacy import PartitionRDPAccountant
 
     with pytest.raises(TypeError) as info:
-        PartitionRDPAccountant(orders=orders).compose_bis(1.0, 10, 2)
+        PartitionRDPAccountant(orders=orders).compose_balanced_iterations(1.0, 10, 2)
     _check_clean_error(info.value, "orders")
 
 
@@ -348,12 +348,12 @@ def test_partition_accountant_huge_noise_gives_zero_privacy_loss(method):
     from sklearn_icml.privacy import PartitionRDPAccountant
 
     selected = 5 if method == "efficient" else 1
-    acc = PartitionRDPAccountant().compose_bis(1e300, 50, selected, method=method)
+    acc = PartitionRDPAccountant().compose_balanced_iterations(1e300, 50, selected, method=method)
     acc = acc.compose_model_split(1e300, 5).compose_gaussian(1e300)
     eps = acc.get_epsilon(1e-5)
     assert np.isfinite(eps) and 0 <= eps < 1e-3
     # and the bound still decreases with the noise up to there
-    small = PartitionRDPAccountant().compose_bis(1e3, 50, selected, method=method)
+    small = PartitionRDPAccountant().compose_balanced_iterations(1e3, 50, selected, method=method)
     assert small.get_epsilon(1e-5) >= eps
 
 

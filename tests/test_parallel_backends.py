@@ -52,8 +52,8 @@ def test_capa_similarity_on_a_dask_cluster_matches_one_process(client):
     X, y = load_iris(return_X_y=True)
     estimators = [("lr", LogisticRegression(max_iter=500)), ("nb", GaussianNB())]
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
-    serial = CAPASimilarity(estimators, cv=cv).fit(X, y)
+    serial = CAPASimilarity(estimators=estimators, cv=cv).fit(X, y)
     with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
-        on_cluster = CAPASimilarity(estimators, cv=cv, n_jobs=2).fit(X, y)
+        on_cluster = CAPASimilarity(estimators=estimators, cv=cv, n_jobs=2).fit(X, y)
     assert len(tasks.data) >= 1  # the folds ran as tasks on the cluster's workers
     np.testing.assert_allclose(on_cluster.similarity_, serial.similarity_, rtol=0, atol=1e-12)

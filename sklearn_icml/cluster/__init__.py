@@ -1,6 +1,5 @@
 """Clustering: PTIB-style multi-view information-bottleneck clustering."""
 
-# --- ptib-clustering ---
 from ._ptib import PTIBClustering
 
 __all__ = ["PTIBClustering"]

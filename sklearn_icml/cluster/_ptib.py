@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, keyword_only_after, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
 from ..utils.validation import check_input_array, validate_input
 from ._ptib_kernels import merge_costs, sib_sweeps
@@ -515,8 +516,9 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         Number of clusters K (K <= n_samples); the only parameter that must be chosen.
         ``n_clusters=1`` is accepted (with a warning) and puts every sample in one
         cluster, leaving the view weights uniform.
-    n_outer_iter : int, default=10
-        Maximum rounds of (per-view clustering, peer review, trust, re-weighted clustering).
+    max_iter : int, default=10
+        Maximum rounds of (per-view clustering, peer review, trust, re-weighted clustering);
+        ``n_iter_`` is the number run.
     n_init : int, default=5
         Random starts of the initial equal-weight clustering; the one with the largest
         objective is kept.
@@ -558,6 +560,11 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         Seeds the random starts and the sweep orders.
     verbose : int, default=0
         Print one line per outer iteration when > 0.
+    n_outer_iter : int
+        Deprecated name of ``max_iter``.
+
+        .. deprecated:: 0.3
+           ``n_outer_iter`` was renamed ``max_iter`` and will be removed in 0.4.
 
     Attributes
     ----------
@@ -679,7 +686,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_clusters": [POSITIVE_INT],
-        "n_outer_iter": [POSITIVE_INT],
+        "max_iter": [POSITIVE_INT],
         "n_init": [POSITIVE_INT],
         "max_sweeps": [POSITIVE_INT],
         "tol": [NON_NEGATIVE_REAL],
@@ -690,13 +697,15 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         "view_slices": [list, tuple, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "n_outer_iter": [POSITIVE_INT, DEPRECATED_PARAM],  # deprecated name of max_iter
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
-        n_clusters=8,
         *,
-        n_outer_iter=10,
+        n_clusters=8,
+        max_iter=10,
         n_init=5,
         max_sweeps=30,
         tol=1e-3,
@@ -707,9 +716,10 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         view_slices=None,
         random_state=None,
         verbose=0,
+        n_outer_iter=DEPRECATED,
     ):
         self.n_clusters = n_clusters
-        self.n_outer_iter = n_outer_iter
+        self.max_iter = max_iter
         self.n_init = n_init
         self.max_sweeps = max_sweeps
         self.tol = tol
@@ -720,6 +730,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         self.view_slices = view_slices
         self.random_state = random_state
         self.verbose = verbose
+        self.n_outer_iter = n_outer_iter
 
     # ---------------------------------------------------------------- input
     def _validate_views(self, X, *, reset):
@@ -875,7 +886,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         result = _ptib(
             data,
             self.n_clusters,
-            n_outer_iter=self.n_outer_iter,
+            n_outer_iter=renamed_param(self, "n_outer_iter", "max_iter"),
             n_init=self.n_init,
             max_sweeps=self.max_sweeps,
             tol=self.tol,

@@ -6,11 +6,13 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
 
 _DEFAULT_VIEWS = ((50, 0.55), (40, 0.60), (30, 0.70), (50, 1.0))
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "n_samples_per_cluster": [POSITIVE_INT],
@@ -23,9 +25,9 @@ _DEFAULT_VIEWS = ((50, 0.55), (40, 0.60), (30, 0.70), (50, 1.0))
 )
 def make_multiview_counts(
     n_samples_per_cluster=100,
+    *,
     n_clusters=5,
     views=_DEFAULT_VIEWS,
-    *,
     n_tokens=20,
     random_state=None,
 ):
@@ -62,7 +64,8 @@ def make_multiview_counts(
     Examples
     --------
     >>> from sklearn_icml.datasets import make_multiview_counts
-    >>> Xs, y = make_multiview_counts(10, 3, views=[(20, 0.5), (8, 1.0)], random_state=0)
+    >>> Xs, y = make_multiview_counts(
+    ...     10, n_clusters=3, views=[(20, 0.5), (8, 1.0)], random_state=0)
     >>> [X.shape for X in Xs], y.shape
     ([(30, 20), (30, 8)], (30,))
     >>> sorted({int(s) for X in Xs for s in X.sum(axis=1)})

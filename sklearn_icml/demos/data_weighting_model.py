@@ -16,7 +16,7 @@ def demo():
     from sklearn_icml.weighting import DWMRegressor
 
     data = make_mixed_source_regression(n_per_source=250, n_features=5, random_state=0)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": 450, "n_stages": 3,
+    common = {"hidden_layer_sizes": (), "learning_rate": 0.05, "max_iter": 450, "n_stages": 3,
               "random_state": 0}
     mse = {}
     for name, steps in (("uniform", 0), ("DWM", 50)):

@@ -27,7 +27,7 @@ def demo():
     S = [stds[k] for k in sampler.classes_]
     neyman = neyman_allocation(300, sampler.stratum_sizes_, S)
     v_neyman = design_variance(neyman, sampler.stratum_sizes_, S, 1.0)
-    releases = np.array([sampler.estimate_mean(y, groups) for _ in range(50)])
+    releases = np.array([sampler.estimate_mean(groups, y) for _ in range(50)])
     return {
         "optimal n_h (steady, mixed, small)": str(
             tuple(int(v) for v in sampler.sample_sizes_[order])

@@ -30,12 +30,12 @@ def demo():
     if importlib.util.find_spec("dp_accounting") is not None:
         from sklearn_icml.privacy import poisson_rdp
 
-        rdp = poisson_rdp(1.0, 0.1, 100, exact)
+        rdp = poisson_rdp(1.0, 0.1, 100, orders=exact)
     else:
-        rdp = model_split_rdp(1.0, 1, exact, sample_rate=0.1, num_rounds=100)
+        rdp = model_split_rdp(1.0, 1, orders=exact, sample_rate=0.1, num_rounds=100)
     figures["Poisson eps (q 0.1, 100 steps)"] = rdp_to_epsilon(rdp, exact, delta)[0]
     for d in (1, 8):
-        split = model_split_rdp(5.0, d, exact, num_rounds=100)
+        split = model_split_rdp(5.0, d, orders=exact, num_rounds=100)
         figures[f"split eps d={d}"] = rdp_to_epsilon(split, exact, delta)[0]
     figures["sigma for eps 8 (T 200, k 20)"] = find_noise_multiplier(
         8.0, delta, num_steps=200, num_selected=20

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._deprecation import keyword_only_after
 from ..utils.validation import validate_input
 from ._capa import capa_matrix
 
@@ -74,8 +75,8 @@ class CAPASimilarity(BaseEstimator):
     >>> from sklearn.naive_bayes import GaussianNB
     >>> from sklearn_icml.metrics import CAPASimilarity
     >>> X, y = load_iris(return_X_y=True)
-    >>> sim = CAPASimilarity([("lr", LogisticRegression(max_iter=500)),
-    ...                       ("nb", GaussianNB())]).fit(X, y)
+    >>> sim = CAPASimilarity(estimators=[("lr", LogisticRegression(max_iter=500)),
+    ...                                  ("nb", GaussianNB())]).fit(X, y)
     >>> sim.similarity_.shape
     (2, 2)
     >>> bool(abs(sim.similarity_[0, 1] - sim.similarity_[1, 0]) < 1e-12)
@@ -89,7 +90,8 @@ class CAPASimilarity(BaseEstimator):
         "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
     }
 
-    def __init__(self, estimators, *, discrete=False, cv=5, n_jobs=None):
+    @keyword_only_after(1)
+    def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None):
         self.estimators = estimators
         self.discrete = discrete
         self.cv = cv

@@ -25,7 +25,7 @@ _TORCH_NAMES = set()
 
 __all__ = []
 
-# --- dp-stratified-sampling ---
+# optimal survey design for private mean estimation (Chen, Pasupathy & Awan)
 from ._allocation import (  # noqa: E402
     design_variance,
     neyman_allocation,
@@ -57,7 +57,7 @@ __all__ += [
     "tulap_mechanism",
 ]
 
-# --- privacy-amplification-partitioning ---
+# privacy amplification by model and data partitioning (Dong, Chen & Ozgur)
 from ._noise_calibration import find_noise_multiplier  # noqa: E402
 from ._partition_accountant import PartitionRDPAccountant  # noqa: E402
 from ._partition_rdp import (  # noqa: E402

@@ -11,11 +11,11 @@ sizes (with the exact solvers of ``_allocation_search``); :func:`neyman_allocati
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._allocation_search import exchange_repair, greedy_allocation, threshold_allocation
 from ._amplification import EXPM1_LIMIT, nominal_budgets
-from ._docstrings import fill_doc
 from ._mechanisms import _variance_on_sum
 from ._validation import DATA_RANGE, MECHANISM, range_width
 
@@ -131,7 +131,7 @@ def _design(stratum_sizes, stratum_stds, epsilon, mechanism, data_range):
     return _Design(sizes, stds, float(epsilon), mechanism, width)
 
 
-@fill_doc
+@keyword_only_after(4)
 @validate_params(
     {"sample_sizes": ["array-like"], **_DESIGN, "return_components": ["boolean"]},
     prefer_skip_nested_validation=True,
@@ -141,6 +141,7 @@ def design_variance(
     stratum_sizes,
     stratum_stds,
     epsilon,
+    *,
     mechanism="laplace",
     data_range=1.0,
     return_components=False,
@@ -182,7 +183,8 @@ def design_variance(
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -209,7 +211,7 @@ def design_variance(
     return float(sampling.sum() + noise.sum())
 
 
-@fill_doc
+@keyword_only_after(4)
 @validate_params(
     {**_ALLOCATION, **_DESIGN, "warm_start": ["boolean"]}, prefer_skip_nested_validation=True
 )
@@ -218,6 +220,7 @@ def optimal_allocation(
     stratum_sizes,
     stratum_stds,
     epsilon,
+    *,
     mechanism="laplace",
     data_range=1.0,
     min_per_stratum=1,
@@ -272,7 +275,8 @@ def optimal_allocation(
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
     .. [2] T. Ibaraki, N. Katoh, "Resource Allocation Problems: Algorithmic Approaches",
        MIT Press, 1988.
 
@@ -350,10 +354,11 @@ def rounded_allocation(total, weights, sizes, n_min):
     return x
 
 
+@keyword_only_after(3)
 @validate_params(
     {**_ALLOCATION, "stratum_stds": ["array-like"]}, prefer_skip_nested_validation=True
 )
-def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_stratum=1):
+def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, *, min_per_stratum=1):
     """Privacy-unaware Neyman allocation ``n_h`` proportional to ``N_h S_h``, rounded.
 
     Parameters
@@ -393,8 +398,9 @@ def neyman_allocation(total_sample_size, stratum_sizes, stratum_stds, min_per_st
     return rounded_allocation(n, sizes * stds, sizes, min_per_stratum)
 
 
+@keyword_only_after(2)
 @validate_params(_ALLOCATION, prefer_skip_nested_validation=True)
-def proportional_allocation(total_sample_size, stratum_sizes, min_per_stratum=1):
+def proportional_allocation(total_sample_size, stratum_sizes, *, min_per_stratum=1):
     """Proportional allocation ``n_h`` proportional to ``N_h``, rounded as Neyman's.
 
     Parameters

@@ -10,7 +10,6 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils._param_validation import POSITIVE_REAL, UNIT_INTERVAL_WITHOUT_ZERO
-from ._docstrings import fill_doc
 from ._validation import check_positive_values, check_rates
 
 EXPM1_LIMIT = 700.0  # expm1 overflows just above 709
@@ -24,7 +23,6 @@ def nominal_budgets(eps, n, N):
     return eps + np.log(N / n) + np.log1p(-np.exp(-eps) * (1.0 - n / N))
 
 
-@fill_doc
 @validate_params(
     {
         "epsilon": [POSITIVE_REAL],
@@ -57,7 +55,8 @@ def nominal_epsilon(epsilon, sampling_rate):
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
     .. [2] B. Balle, G. Barthe, M. Gaboardi, "Privacy amplification by subsampling: tight
        analyses via couplings and divergences", NeurIPS 2018.
 

@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..utils import check_random_state
+from ..utils._deprecation import REMOVED_IN, keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ..utils._random import MAX_SEED
 from ..utils.validation import validate_input
@@ -32,12 +33,10 @@ from ._allocation import (
     solve,
 )
 from ._amplification import nominal_budgets
-from ._docstrings import fill_doc
 from ._mechanisms import _discrete_laplace_draw
 from ._validation import MECHANISM, range_bounds, range_width
 
 
-@fill_doc
 class DPStratifiedSampler(BaseEstimator):
     """Differentially private stratified sampling with the variance-optimal design.
 
@@ -129,7 +128,8 @@ class DPStratifiedSampler(BaseEstimator):
 
     References
     ----------
-    .. [1] %(chen2025)s
+    .. [1] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -143,7 +143,7 @@ class DPStratifiedSampler(BaseEstimator):
     >>> print(f"{sampler.expected_variance_:.4e}")
     2.5398e-04
     >>> y = np.random.default_rng(0).uniform(size=groups.shape[0])
-    >>> est = sampler.estimate_mean(y, groups)
+    >>> est = sampler.estimate_mean(groups, y)
     >>> bool(abs(est - y.mean()) < 0.1)
     True
     """
@@ -182,7 +182,8 @@ class DPStratifiedSampler(BaseEstimator):
 
     # ------------------------------------------------------------------ design
 
-    def allocate(self, stratum_sizes, stratum_stds=None):
+    @keyword_only_after(2)
+    def allocate(self, stratum_sizes, *, stratum_stds=None):
         """Design the survey from the stratum sizes alone (no labels).
 
         Parameters
@@ -355,6 +356,24 @@ class DPStratifiedSampler(BaseEstimator):
             self, X, reset=reset, dtype=None, ensure_all_finite=True, ensure_min_samples=1
         )
 
+    def _labels_then_values(self, X, y):
+        """``(stratum index of X, y)``, accepting the pre-0.3 order ``(y, X)`` with a warning."""
+        try:
+            return self._stratum_index(X), y
+        except (TypeError, ValueError) as error:
+            try:
+                index = self._stratum_index(y)
+            except (TypeError, ValueError):
+                raise error from None
+        warnings.warn(
+            "DPStratifiedSampler.estimate_mean takes the stratum labels first since 0.3: "
+            "call estimate_mean(X, y); the order estimate_mean(y, X) will be an error in "
+            f"{REMOVED_IN}.",
+            FutureWarning,
+            stacklevel=4,
+        )
+        return index, X
+
     def _stratum_index(self, X):
         """Index of each unit's stratum in ``classes_``; checks the sizes against fit."""
         check_is_fitted(self, "sample_sizes_")
@@ -427,20 +446,26 @@ class DPStratifiedSampler(BaseEstimator):
         """
         return self._draw(self._stratum_index(X))
 
-    def estimate_mean(self, y, X, return_details=False):
+    @keyword_only_after(3)
+    def estimate_mean(self, X, y, *, return_details=False):
         """One ``epsilon``-DP release of the population mean.
 
         Draws a sample, clips its values into ``data_range`` (warning with the count),
         adds noise calibrated to ``nominal_epsilons_`` to every stratum's sample sum, and
         combines the noisy stratum means with the weights ``W_h``.
 
+        Until 0.3 the arguments were ``estimate_mean(y, X)``. That order still works, with
+        a FutureWarning, when it can be told apart: when the first argument is not the
+        population's stratum labels but the second is. When both could be labels (e.g.
+        0/1 values on strata labelled 0 and 1), the arguments are read as ``(X, y)``.
+
         Parameters
         ----------
+        X : array-like of shape (N,) or (N, n_label_columns)
+            The population's stratum labels, as given to ``fit``.
         y : array-like of shape (N,)
             Values of the whole population (only the sampled ones are read). Integers for
             ``mechanism="dlap"``, 0/1 for ``"tulap"``.
-        X : array-like of shape (N,) or (N, n_label_columns)
-            The population's stratum labels, as given to ``fit``.
         return_details : bool, default=False
             Also return the per-stratum pieces (for simulation; they are not private).
 
@@ -452,7 +477,7 @@ class DPStratifiedSampler(BaseEstimator):
             Only if ``return_details``: ``estimate``, ``stratum_means`` (noisy),
             ``noise`` (on the sums), ``sample_indices`` and ``n_clipped``.
         """
-        index = self._stratum_index(X)
+        index, y = self._labels_then_values(X, y)
         y = column_or_1d(y, warn=True)
         if y.dtype.kind not in "biuf":
             raise TypeError(f"y must be numeric. Got dtype {y.dtype} instead.")

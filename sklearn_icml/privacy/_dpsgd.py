@@ -9,10 +9,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NeuralClassifierMixin
 from ..utils import draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils.validation import check_fits_dtype, check_layer_sizes, validate_input
-from ._docstrings import fill_doc
 from ._dpsgd_net import MLP, DPSGDNet
 from ._noise_calibration import find_noise_multiplier
 from ._partition_rdp import (
@@ -104,8 +105,8 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     num_parts : int, default=1
         Split the parameters into this many disjoint random parts; each sample updates one
         random part per step (clipped after masking).
-    lr : float, default=0.5
-        SGD learning rate: ``w -= lr * noisy_sum / (n k / T)``.
+    learning_rate : float, default=0.5
+        SGD learning rate: ``w -= learning_rate * noisy_sum / (n k / T)``.
     batch_size : int, default=256
         Batch size for prediction only.
     %(random_state)s
@@ -117,6 +118,11 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         large modules.
     %(verbose)s
         ``1`` prints skorch's per-epoch table.
+    lr : float
+        Deprecated name of ``learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lr`` was renamed ``learning_rate`` and will be removed in 0.4.
     **kwargs
         Arguments prefixed ``module__``, ``optimizer__``, ``criterion__``,
         ``iterator_train__``, ``iterator_valid__`` or ``callbacks__`` are routed to the
@@ -168,7 +174,8 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
     .. [2] M. Abadi et al., "Deep Learning with Differential Privacy", CCS 2016.
 
     Examples
@@ -198,8 +205,9 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         "max_epochs": [POSITIVE_INT],
         "sampler": [StrOptions({"bis", "poisson"})],
         "num_parts": [POSITIVE_INT],
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "batch_size": [POSITIVE_INT],
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],  # deprecated name of learning_rate
     }
 
     def __init__(
@@ -216,12 +224,13 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         max_epochs=1,
         sampler="bis",
         num_parts=1,
-        lr=0.5,
+        learning_rate=0.5,
         batch_size=256,
         random_state=None,
         device="cpu",
         n_jobs=1,
         verbose=0,
+        lr=DEPRECATED,
         **kwargs,
     ):
         self.module = module
@@ -235,12 +244,13 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self.max_epochs = max_epochs
         self.sampler = sampler
         self.num_parts = num_parts
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.random_state = random_state
         self.device = device
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.lr = lr
         self._store_routed_params(kwargs)
 
     def _account(self):
@@ -281,6 +291,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self : object
             The fitted classifier.
         """
+        learning_rate = renamed_param(self, "lr", "learning_rate")
         T, k = self.steps_per_epoch, self.num_selected
         if k > T:
             raise ValueError(
@@ -300,9 +311,13 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         self._account()
         sampler_seed = draw_seed(self.random_state)
         if self.sampler == "bis":
-            sampler = BalancedIterationSampler(n, T, k, random_state=sampler_seed)
+            sampler = BalancedIterationSampler(
+                n_samples=n, num_steps=T, num_selected=k, random_state=sampler_seed
+            )
         else:
-            sampler = PoissonIterationSampler(n, T, k / T, random_state=sampler_seed)
+            sampler = PoissonIterationSampler(
+                n_samples=n, num_steps=T, sample_rate=k / T, random_state=sampler_seed
+            )
         self.expected_batch_size_ = n * k / T
         if self.module is None:
             module_kwargs = {"module": MLP, "module__hidden_layer_sizes": hidden}
@@ -314,7 +329,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
             y_t,
             criterion=nn.BCEWithLogitsLoss if binary else nn.CrossEntropyLoss,
             optimizer=torch.optim.SGD,
-            lr=float(self.lr),
+            lr=float(learning_rate),
             max_epochs=int(self.max_epochs),
             batch_size=int(self.batch_size),
             module__n_features=X32.shape[1],
@@ -327,15 +342,15 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
             binary=binary,
             **module_kwargs,
         )
-        self._check_finite_parameters()
+        self._check_finite_parameters(learning_rate)
         return self
 
-    def _check_finite_parameters(self):
+    def _check_finite_parameters(self, learning_rate):
         for name, p in self.module_.named_parameters():
             if not torch.isfinite(p).all():
                 raise ValueError(
-                    f"training diverged: parameter {name!r} became non-finite; lower lr. Got "
-                    f"lr={self.lr!r} instead."
+                    f"training diverged: parameter {name!r} became non-finite; lower "
+                    f"learning_rate. Got learning_rate={learning_rate!r} instead."
                 )
 
     def decision_function(self, X):

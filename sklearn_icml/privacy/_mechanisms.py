@@ -15,8 +15,8 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._validation import (
     DATA_RANGE,
     MECHANISM,
@@ -67,7 +67,6 @@ def _scalar_or_array(out, value, epsilon):
     return out
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     """Release ``value`` plus Laplace noise of scale ``sensitivity / epsilon``.
@@ -107,7 +106,8 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     ----------
     .. [1] C. Dwork, F. McSherry, K. Nissim, A. Smith, "Calibrating noise to sensitivity
        in private data analysis", TCC 2006.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -123,7 +123,6 @@ def laplace_mechanism(value, epsilon, *, sensitivity=1.0, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=None):
     """Release an integer ``value`` plus discrete Laplace noise.
@@ -161,7 +160,8 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     ----------
     .. [1] A. Ghosh, T. Roughgarden, M. Sundararajan, "Universally utility-maximizing
        privacy mechanisms", STOC 2009.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -177,7 +177,6 @@ def discrete_laplace_mechanism(value, epsilon, *, sensitivity=1, random_state=No
     return _scalar_or_array(out, value, epsilon)
 
 
-@fill_doc
 @validate_params(_RELEASE, prefer_skip_nested_validation=True)
 def tulap_mechanism(value, epsilon, *, random_state=None):
     """Release an integer count plus untruncated Tulap noise ``Z + U``.
@@ -213,7 +212,8 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     ----------
     .. [1] J. Awan, A. Slavkovic, "Differentially private uniformly most powerful tests for
        binomial data", NeurIPS 2018.
-    .. [2] %(chen2025)s
+    .. [2] Y.-W. Chen, R. Pasupathy, J. A. Awan, "Optimal Survey Design for Private Mean
+       Estimation", ICML 2025, arXiv:2501.18121.
 
     Examples
     --------
@@ -230,6 +230,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     return _scalar_or_array(out, value, epsilon)
 
 
+@keyword_only_after(3)
 @validate_params(
     {
         "output": _VALUES,
@@ -240,7 +241,7 @@ def tulap_mechanism(value, epsilon, *, random_state=None):
     },
     prefer_skip_nested_validation=True,
 )
-def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivity=1.0):
+def mechanism_log_density(output, value, epsilon, *, mechanism="laplace", sensitivity=1.0):
     """Exact log density (or log pmf) of a mechanism's release given the true value.
 
     Useful to check differential privacy directly: for neighbouring true values ``v`` and
@@ -275,7 +276,8 @@ def mechanism_log_density(output, value, epsilon, mechanism="laplace", sensitivi
     >>> import numpy as np
     >>> from sklearn_icml.privacy import mechanism_log_density
     >>> t = np.arange(-20, 21)
-    >>> loss = mechanism_log_density(t, 0, 1.0, "dlap") - mechanism_log_density(t, 1, 1.0, "dlap")
+    >>> loss = (mechanism_log_density(t, 0, 1.0, mechanism="dlap")
+    ...         - mechanism_log_density(t, 1, 1.0, mechanism="dlap"))
     >>> print(round(float(np.max(np.abs(loss))), 12))
     1.0
     """
@@ -319,6 +321,7 @@ def _variance_on_sum(e, mechanism, width):
     return var + 1.0 / 12.0 if mechanism == "tulap" else var
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "epsilon": _BUDGETS,
@@ -327,7 +330,7 @@ def _variance_on_sum(e, mechanism, width):
     },
     prefer_skip_nested_validation=True,
 )
-def mechanism_variance(epsilon, mechanism="laplace", data_range=1.0):
+def mechanism_variance(epsilon, *, mechanism="laplace", data_range=1.0):
     """Variance ``V_M(e)`` of a mechanism's noise on the sum scale.
 
     Parameters
@@ -353,7 +356,8 @@ def mechanism_variance(epsilon, mechanism="laplace", data_range=1.0):
     >>> from sklearn_icml.privacy import mechanism_variance
     >>> float(mechanism_variance(2.0))
     0.5
-    >>> round(float(mechanism_variance(1.0, "tulap") - mechanism_variance(1.0, "dlap")), 6)
+    >>> round(float(mechanism_variance(1.0, mechanism="tulap")
+    ...             - mechanism_variance(1.0, mechanism="dlap")), 6)
     0.083333
     """
     width = range_width(data_range, mechanism)

@@ -4,8 +4,8 @@ import numpy as np
 from scipy.optimize import brentq
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._partition_rdp import (
     ORDERS,
     bis_rdp,
@@ -40,7 +40,7 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
     return func(sigma, orders=orders, **kwargs)
 
 
-@fill_doc
+@keyword_only_after(2)
 @validate_params(
     {
         "target_epsilon": [POSITIVE_REAL],
@@ -50,7 +50,7 @@ def _scheme_rdp(scheme, sigma, orders, kwargs):
     },
     prefer_skip_nested_validation=True,
 )
-def find_noise_multiplier(target_epsilon, delta, scheme="bis", orders=None, **scheme_kwargs):
+def find_noise_multiplier(target_epsilon, delta, *, scheme="bis", orders=None, **scheme_kwargs):
     """The smallest noise multiplier whose guarantee meets ``(target_epsilon, delta)``.
 
     Root-finds (``scipy.optimize.brentq``) the decreasing map sigma -> epsilon over
@@ -60,7 +60,8 @@ def find_noise_multiplier(target_epsilon, delta, scheme="bis", orders=None, **sc
     ----------
     target_epsilon : float
         Epsilon to reach, > 0.
-    %(delta)s
+    delta : float
+        Target delta in (0, 1).
     scheme : {"bis", "poisson", "model_split", "dropout"}, default="bis"
         Which accountant: :func:`bis_rdp`, :func:`poisson_rdp` (needs ``dp_accounting``),
         :func:`model_split_rdp` or :func:`dropout_rdp`.

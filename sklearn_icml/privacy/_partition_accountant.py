@@ -4,8 +4,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._partition_rdp import (
     BIS_RUN,
     ORDERS,
@@ -18,7 +18,6 @@ from ._partition_rdp import (
 from ._rdp_kernels import _sq, split_rdp
 
 
-@fill_doc
 class PartitionRDPAccountant(BaseEstimator):
     """Running RDP account over mechanisms with data or model partitioning.
 
@@ -69,14 +68,15 @@ class PartitionRDPAccountant(BaseEstimator):
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
     .. [2] I. Mironov, "Renyi Differential Privacy", CSF 2017.
 
     Examples
     --------
     >>> from sklearn_icml.privacy import PartitionRDPAccountant
     >>> acc = PartitionRDPAccountant()
-    >>> acc = acc.compose_bis(1.0, num_steps=100, num_selected=10)
+    >>> acc = acc.compose_balanced_iterations(1.0, num_steps=100, num_selected=10)
     >>> round(acc.get_epsilon(1e-5), 4)
     7.4442
     >>> acc = acc.compose_gaussian(20.0)  # e.g. a noisy release of a statistic
@@ -86,7 +86,8 @@ class PartitionRDPAccountant(BaseEstimator):
 
     _parameter_constraints = {"orders": ORDERS}
 
-    def __init__(self, orders=None):
+    @keyword_only_after(1)
+    def __init__(self, *, orders=None):
         self.orders = orders
 
     def _account(self):
@@ -124,11 +125,15 @@ class PartitionRDPAccountant(BaseEstimator):
         super().set_params(**params)
         return self.reset()
 
+    @keyword_only_after(4)
     @validate_params(BIS_RUN, prefer_skip_nested_validation=True)
-    def compose_bis(
-        self, noise_multiplier, num_steps, num_selected, num_epochs=1, method="efficient"
+    def compose_balanced_iterations(
+        self, noise_multiplier, num_steps, num_selected, *, num_epochs=1, method="efficient"
     ):
         """Add DP-SGD with balanced iteration subsampling (see :func:`bis_rdp`).
+
+        Each of ``num_epochs`` passes has ``num_steps`` noisy steps, and every sample takes
+        part in exactly ``num_selected`` of them (:class:`BalancedIterationSampler`).
 
         ``method="exact"`` needs ``num_selected`` 1 (real orders are bounded by the chord of
         the neighbouring integer orders) or a tiny ``num_steps`` with integer orders.
@@ -149,13 +154,17 @@ class PartitionRDPAccountant(BaseEstimator):
             # one of T steps is one of T parts: model splitting, exact at real orders too
             rdp = num_epochs * split_rdp(float(noise_multiplier), int(num_steps), 1.0, orders)
         else:
-            rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
+            rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders=orders,
+                          num_epochs=num_epochs, method=method)
         return self._add("bis", params, rdp)
 
+    compose_bis = renamed(compose_balanced_iterations, "compose_bis")
+
+    @keyword_only_after(3)
     @validate_params(
         {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT]}, prefer_skip_nested_validation=True
     )
-    def compose_model_split(self, noise_multiplier, num_parts, sample_rate=1.0, num_rounds=1):
+    def compose_model_split(self, noise_multiplier, num_parts, *, sample_rate=1.0, num_rounds=1):
         """Add rounds of model splitting (see :func:`model_split_rdp`).
 
         Returns
@@ -175,17 +184,18 @@ class PartitionRDPAccountant(BaseEstimator):
         -------
         self : PartitionRDPAccountant
         """
-        rdp = poisson_rdp(noise_multiplier, sample_rate, num_steps, self._account())
+        rdp = poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=self._account())
         params = dict(
             noise_multiplier=noise_multiplier, sample_rate=sample_rate, num_steps=num_steps
         )
         return self._add("poisson_gaussian", params, rdp)
 
+    @keyword_only_after(2)
     @validate_params(
         {"noise_multiplier": [POSITIVE_REAL], "count": [POSITIVE_INT]},
         prefer_skip_nested_validation=True,
     )
-    def compose_gaussian(self, noise_multiplier, count=1):
+    def compose_gaussian(self, noise_multiplier, *, count=1):
         """Add ``count`` Gaussian mechanisms of sensitivity 1 (RDP ``alpha/(2 sigma^2)``).
 
         Returns

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import optional_import
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     OPEN_UNIT_INTERVAL,
     POSITIVE_INT,
@@ -21,7 +22,6 @@ from ..utils._param_validation import (
     UNIT_INTERVAL_WITHOUT_ZERO,
 )
 from ..utils.validation import check_not_complex
-from ._docstrings import fill_doc
 from ._rdp_kernels import (
     bis_add,
     bis_remove_efficient,
@@ -31,14 +31,15 @@ from ._rdp_kernels import (
 )
 
 ORDERS = ["array-like", None]
-METHOD = [StrOptions({"efficient", "exact"})]
+#: How an RDP curve is computed: the efficient bounds or the exact formulas.
+RDP_METHOD = [StrOptions({"efficient", "exact"})]
 #: The parameters of a DP-SGD run with balanced iteration subsampling.
 BIS_RUN = {
     "noise_multiplier": [POSITIVE_REAL],
     "num_steps": [POSITIVE_INT],
     "num_selected": [POSITIVE_INT],
     "num_epochs": [POSITIVE_INT],
-    "method": METHOD,
+    "method": RDP_METHOD,
 }
 #: The parameters of rounds of model splitting.
 SPLIT_ROUNDS = {
@@ -48,7 +49,7 @@ SPLIT_ROUNDS = {
 }
 
 
-@validate_params({"method": METHOD}, prefer_skip_nested_validation=True)
+@validate_params({"method": RDP_METHOD}, prefer_skip_nested_validation=True)
 def default_orders(method="efficient"):
     """The default grid of RDP orders.
 
@@ -129,7 +130,7 @@ def check_orders(orders, *, integer=False, default="efficient"):
     return arr
 
 
-@fill_doc
+@keyword_only_after(3)
 @validate_params(
     {**BIS_RUN, "orders": ORDERS, "direction": [StrOptions({"both", "remove", "add"})]},
     prefer_skip_nested_validation=True,
@@ -138,6 +139,7 @@ def bis_rdp(
     noise_multiplier,
     num_steps,
     num_selected,
+    *,
     orders=None,
     num_epochs=1,
     method="efficient",
@@ -153,7 +155,8 @@ def bis_rdp(
 
     Parameters
     ----------
-    %(noise_multiplier)s
+    noise_multiplier : float
+        Noise std divided by the clipping norm (sigma), > 0.
     num_steps : int
         Iterations per pass, ``T >= 1``.
     num_selected : int
@@ -189,7 +192,8 @@ def bis_rdp(
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
@@ -213,12 +217,12 @@ def bis_rdp(
     return finite_rdp(num_epochs * rdp)
 
 
-@fill_doc
+@keyword_only_after(2)
 @validate_params(
     {**SPLIT_ROUNDS, "num_parts": [POSITIVE_INT], "orders": ORDERS},
     prefer_skip_nested_validation=True,
 )
-def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, num_rounds=1):
+def model_split_rdp(noise_multiplier, num_parts, *, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training where each sample (client) updates one random part of the model.
 
     The parameters are split into ``num_parts`` disjoint groups fixed for the run. Each
@@ -228,7 +232,8 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     Parameters
     ----------
-    %(noise_multiplier)s
+    noise_multiplier : float
+        Noise std divided by the clipping norm (sigma), > 0.
     num_parts : int
         Number of disjoint parts ``d >= 1``; ``d = 1`` is plain (sub)sampled Gaussian.
     orders : array-like of int, default=None
@@ -260,14 +265,15 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
     >>> from sklearn_icml.privacy import model_split_rdp, rdp_to_epsilon
     >>> import numpy as np
     >>> orders = np.arange(2, 257)
-    >>> [round(rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=100), orders,
+    >>> [round(rdp_to_epsilon(model_split_rdp(5.0, d, orders=orders, num_rounds=100), orders,
     ...                       1e-5)[0], 2) for d in (1, 3, 8)]
     [10.8, 5.63, 3.22]
     """
@@ -276,8 +282,9 @@ def model_split_rdp(noise_multiplier, num_parts, orders=None, sample_rate=1.0, n
     return finite_rdp(num_rounds * rdp)
 
 
+@keyword_only_after(1)
 @validate_params({**SPLIT_ROUNDS, "orders": ORDERS}, prefer_skip_nested_validation=True)
-def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
+def dropout_rdp(noise_multiplier, *, orders=None, sample_rate=1.0, num_rounds=1):
     """RDP of training with dropout rate 0.5 whose mask stays secret (Corollary 3.7).
 
     With rate 0.5 a mask and its complement are equally likely, so a client's update lives
@@ -309,7 +316,7 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     --------
     >>> from sklearn_icml.privacy import dropout_rdp, model_split_rdp
     >>> import numpy as np
-    >>> bool(np.allclose(dropout_rdp(2.0, orders=[2, 3]), model_split_rdp(2.0, 2, [2, 3])))
+    >>> bool(np.allclose(dropout_rdp(2.0, orders=[2, 3]), model_split_rdp(2.0, 2, orders=[2, 3])))
     True
     """
     return model_split_rdp(
@@ -317,7 +324,6 @@ def dropout_rdp(noise_multiplier, orders=None, sample_rate=1.0, num_rounds=1):
     )
 
 
-@fill_doc
 @validate_params(
     {"rdp": ["array-like"], "orders": ["array-like"], "delta": [OPEN_UNIT_INTERVAL]},
     prefer_skip_nested_validation=True,
@@ -337,7 +343,8 @@ def rdp_to_epsilon(rdp, orders, delta):
         RDP at each order, >= 0.
     orders : array-like of shape (n_orders,)
         The orders, > 1.
-    %(delta)s
+    delta : float
+        Target delta in (0, 1).
 
     Returns
     -------
@@ -377,10 +384,10 @@ def rdp_to_epsilon(rdp, orders, delta):
     return float(max(eps[best], 0.0)), float(orders[best])
 
 
-@fill_doc
+@keyword_only_after(4)
 @validate_params({**BIS_RUN, "delta": [OPEN_UNIT_INTERVAL]}, prefer_skip_nested_validation=True)
 def bis_epsilon(
-    noise_multiplier, num_steps, num_selected, delta, num_epochs=1, method="efficient"
+    noise_multiplier, num_steps, num_selected, delta, *, num_epochs=1, method="efficient"
 ):
     """Epsilon of DP-SGD with balanced iteration subsampling at a given delta.
 
@@ -388,7 +395,8 @@ def bis_epsilon(
     ----------
     noise_multiplier, num_steps, num_selected
         Sigma, ``T`` and ``k``, as in :func:`bis_rdp`.
-    %(delta)s
+    delta : float
+        Target delta in (0, 1).
     num_epochs, method
         As in :func:`bis_rdp` (default 1 pass, ``"efficient"``).
 
@@ -403,7 +411,8 @@ def bis_epsilon(
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
 
     Examples
     --------
@@ -412,10 +421,12 @@ def bis_epsilon(
     7.4442
     """
     orders = default_orders(method)
-    rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders, num_epochs, method)
+    rdp = bis_rdp(noise_multiplier, num_steps, num_selected, orders=orders,
+                  num_epochs=num_epochs, method=method)
     return rdp_to_epsilon(rdp, orders, delta)[0]
 
 
+@keyword_only_after(3)
 @validate_params(
     {
         "noise_multiplier": [POSITIVE_REAL],
@@ -425,7 +436,7 @@ def bis_epsilon(
     },
     prefer_skip_nested_validation=True,
 )
-def poisson_rdp(noise_multiplier, sample_rate, num_steps, orders=None):
+def poisson_rdp(noise_multiplier, sample_rate, num_steps, *, orders=None):
     """RDP of the Poisson-subsampled Gaussian mechanism, from ``dp_accounting``.
 
     The baseline of the paper: each sample takes part in each step independently with

@@ -10,8 +10,8 @@ from sklearn.base import BaseEstimator
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, UNIT_INTERVAL_WITHOUT_ZERO
-from ._docstrings import fill_doc
 from ._partition_rdp import check_steps
 
 _BLOCK_ENTRIES = 1 << 22  # rows x steps per block of random keys in the argpartition path
@@ -85,7 +85,6 @@ class _IterationSampler(SetUpAtFirstUseMixin, BaseEstimator):
         return self.num_steps * self.num_epochs
 
 
-@fill_doc
 class BalancedIterationSampler(_IterationSampler):
     """Balanced iteration subsampling: each sample joins exactly k random steps of T.
 
@@ -97,11 +96,15 @@ class BalancedIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    %(sampler_n_samples)s
-    %(sampler_num_steps)s
+    n_samples : int, default=None
+        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
+        and the first use raises.
+    num_steps : int, default=200
+        Iterations per pass ``T``.
     num_selected : int, default=20
         Iterations each sample takes part in per pass, ``1 <= k <= T``.
-    %(sampler_num_epochs)s
+    num_epochs : int, default=1
+        Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
     random_state : int, RandomState instance or None, default=None
         Seeds the allocation. One generator serves all passes, so each pass (and each new
         iteration over the sampler) draws a fresh allocation; two samplers with the same
@@ -111,7 +114,8 @@ class BalancedIterationSampler(_IterationSampler):
     ----------
     assignments_ : ndarray of shape (n_samples, num_selected)
         The steps of each sample in the last pass drawn, sorted per row.
-    %(sampler_batch_sizes_)s
+    batch_sizes_ : ndarray of shape (num_steps,)
+        Batch sizes of the last pass drawn.
 
     See Also
     --------
@@ -129,14 +133,16 @@ class BalancedIterationSampler(_IterationSampler):
 
     References
     ----------
-    .. [1] %(dong2025)s
+    .. [1] A. Dong, W.-N. Chen, A. Ozgur, "Leveraging Randomness in Model and Data
+       Partitioning for Privacy Amplification", ICML 2025, arXiv:2503.03043.
     .. [2] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar, L. Zhang,
        "Deep Learning with Differential Privacy", CCS 2016.
 
     Examples
     --------
     >>> from sklearn_icml.privacy import BalancedIterationSampler
-    >>> sampler = BalancedIterationSampler(6, num_steps=4, num_selected=2, random_state=0)
+    >>> sampler = BalancedIterationSampler(
+    ...     n_samples=6, num_steps=4, num_selected=2, random_state=0)
     >>> batches = list(sampler)
     >>> len(batches), sum(len(b) for b in batches)
     (4, 12)
@@ -149,8 +155,9 @@ class BalancedIterationSampler(_IterationSampler):
         "num_selected": [POSITIVE_INT],
     }
 
+    @keyword_only_after(1)
     def __init__(
-        self, n_samples=None, num_steps=200, num_selected=20, num_epochs=1, random_state=None
+        self, *, n_samples=None, num_steps=200, num_selected=20, num_epochs=1, random_state=None
     ):
         self.n_samples = n_samples
         self.num_steps = num_steps
@@ -184,7 +191,6 @@ class BalancedIterationSampler(_IterationSampler):
         return batches
 
 
-@fill_doc
 class PoissonIterationSampler(_IterationSampler):
     """Poisson subsampling: each sample joins each step independently with a fixed rate.
 
@@ -194,11 +200,15 @@ class PoissonIterationSampler(_IterationSampler):
 
     Parameters
     ----------
-    %(sampler_n_samples)s
-    %(sampler_num_steps)s
+    n_samples : int, default=None
+        Size of the data set. Required: ``None`` only marks a sampler not configured yet,
+        and the first use raises.
+    num_steps : int, default=200
+        Iterations per pass ``T``.
     sample_rate : float, default=0.1
         Inclusion probability per step, in (0, 1].
-    %(sampler_num_epochs)s
+    num_epochs : int, default=1
+        Passes yielded by ``iter``; ``len`` is ``num_steps * num_epochs``.
     random_state : int, RandomState instance or None, default=None
         Seeds the draws; one generator serves all passes.
 
@@ -206,7 +216,8 @@ class PoissonIterationSampler(_IterationSampler):
     ----------
     participations_ : ndarray of shape (n_samples,)
         Steps each sample joined in the last pass drawn.
-    %(sampler_batch_sizes_)s
+    batch_sizes_ : ndarray of shape (num_steps,)
+        Batch sizes of the last pass drawn.
 
     See Also
     --------
@@ -220,7 +231,8 @@ class PoissonIterationSampler(_IterationSampler):
     Examples
     --------
     >>> from sklearn_icml.privacy import PoissonIterationSampler
-    >>> sampler = PoissonIterationSampler(100, num_steps=5, sample_rate=0.2, random_state=0)
+    >>> sampler = PoissonIterationSampler(
+    ...     n_samples=100, num_steps=5, sample_rate=0.2, random_state=0)
     >>> len(sampler), len(sampler.sample())
     (5, 5)
     """
@@ -230,8 +242,9 @@ class PoissonIterationSampler(_IterationSampler):
         "sample_rate": [UNIT_INTERVAL_WITHOUT_ZERO],
     }
 
+    @keyword_only_after(1)
     def __init__(
-        self, n_samples=None, num_steps=200, sample_rate=0.1, num_epochs=1, random_state=None
+        self, *, n_samples=None, num_steps=200, sample_rate=0.1, num_epochs=1, random_state=None
     ):
         self.n_samples = n_samples
         self.num_steps = num_steps

@@ -1,13 +1,11 @@
 """Data weighting by bi-level optimisation (needs the ``neural`` extra)."""
 
-# --- data-weighting-model ---
 from ._char_lm import CharGRUModule, DWMCharLM
 from ._dwm import DWMClassifier, DWMRegressor
 from ._hypergradient import one_step_hypergradient
 from ._weighting_model import WeightingMLP, compute_weights, effective_sample_size
 
 __all__ = [
-    # --- data-weighting-model ---
     "CharGRUModule",
     "DWMCharLM",
     "DWMClassifier",

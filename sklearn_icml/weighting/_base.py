@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseNeuralEstimator
 from ..utils import draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import (
     INT_AT_LEAST_TWO,
     NON_NEGATIVE_INT,
@@ -64,23 +65,23 @@ class _BaseDWM(BaseNeuralEstimator):
     """What every DWM estimator shares: the schedule's parameters and the bi-level fit.
 
     A subclass lists its parameters in ``__init__`` (its learner's, then the shared ones
-    documented by :func:`shared_params_doc`), stores them with
+    documented in each subclass's docstring), stores them with
     ``self._store_init_params(locals())``, and in ``fit`` builds the DWM input of its data
     and calls :meth:`_fit_bilevel`.
     """
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
-        "lr": [POSITIVE_REAL],
+        "learning_rate": [POSITIVE_REAL],
         "optimizer": [StrOptions(set(OPTIMIZERS))],
         "max_iter": [POSITIVE_INT],
         "batch_size": [INT_AT_LEAST_TWO],
         "n_stages": [POSITIVE_INT],
         "dwm_steps_per_stage": [NON_NEGATIVE_INT],
-        "dwm_lr": [POSITIVE_REAL],
+        "dwm_learning_rate": [POSITIVE_REAL],
         "dwm_hidden": [POSITIVE_INT],
         "temperature": [POSITIVE_REAL],
-        "lookahead_lr": [POSITIVE_REAL, None],
+        "lookahead_learning_rate": [POSITIVE_REAL, None],
         "hypergradient": [StrOptions({"exact", "first_order"})],
         "use_batch_context": ["boolean"],
         "online": ["boolean"],
@@ -89,6 +90,10 @@ class _BaseDWM(BaseNeuralEstimator):
         "val_batch_size": [POSITIVE_INT],
         "warm_start_dwm": "no_validation",  # a WeightingMLP or a fitted DWM; checked in fit
         "callbacks": [list, None],
+        # names deprecated in 0.3 (read through _learning_rates)
+        "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "dwm_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "lookahead_lr": [POSITIVE_REAL, None, DEPRECATED_PARAM],
     }
 
     def _store_init_params(self, params):
@@ -99,6 +104,15 @@ class _BaseDWM(BaseNeuralEstimator):
         for name, value in params.items():
             setattr(self, name, value)
         self._store_routed_params(routed)
+
+    def _learning_rates(self):
+        """The learner's, the DWM's and the look-ahead's step sizes (old names warn)."""
+        learning_rate = renamed_param(self, "lr", "learning_rate")
+        dwm_learning_rate = renamed_param(self, "dwm_lr", "dwm_learning_rate")
+        lookahead = renamed_param(self, "lookahead_lr", "lookahead_learning_rate")
+        return learning_rate, dwm_learning_rate, (
+            learning_rate if lookahead is None else lookahead
+        )
 
     def _check_schedule(self):
         if self.max_iter < self.n_stages:
@@ -153,7 +167,7 @@ class _BaseDWM(BaseNeuralEstimator):
 
         self._check_schedule()
         device = check_device(self.device)
-        lookahead = self.lr if self.lookahead_lr is None else self.lookahead_lr
+        learning_rate, dwm_learning_rate, lookahead = self._learning_rates()
         state = BilevelState(
             X=torch.as_tensor(X, device=device),
             y=torch.as_tensor(y, device=device),
@@ -164,7 +178,8 @@ class _BaseDWM(BaseNeuralEstimator):
             y_val=torch.as_tensor(y_val, device=device),
             loss_kind=loss_kind,
             stage_steps=stage_steps(self.max_iter, self.n_stages),
-            lookahead_lr=lookahead,
+            lookahead_learning_rate=lookahead,
+            dwm_learning_rate=dwm_learning_rate,
             settings=self,
             warm_start=self._warm_start_model(n_dwm_features),
             share_features=share_features,
@@ -179,7 +194,7 @@ class _BaseDWM(BaseNeuralEstimator):
             criterion=PerSampleLoss,
             criterion__kind=loss_kind,
             optimizer=optimizer,
-            lr=self.lr,
+            lr=learning_rate,
             max_epochs=self.n_stages,
             batch_size=self.batch_size,
             bilevel=state,

@@ -73,9 +73,9 @@ class PerSampleLoss(nn.Module):
 class MLPModule(nn.Module):
     """The default learner: ``Linear -> ReLU -> ... -> Linear`` (no hidden layer: linear)."""
 
-    def __init__(self, n_features, n_outputs, hidden_sizes=(64,)):
+    def __init__(self, n_features, n_outputs, hidden_layer_sizes=(64,)):
         super().__init__()
-        self.net = relu_mlp(n_features, n_outputs, hidden_sizes)
+        self.net = relu_mlp(n_features, n_outputs, hidden_layer_sizes)
 
     def forward(self, X):
         return self.net(X)
@@ -139,15 +139,18 @@ class BilevelState:
         Key of :data:`LOSSES`.
     stage_steps : list of int
         Learner steps in each stage.
-    lookahead_lr : float
-        Step size of the look-ahead (the estimator's ``lookahead_lr``, or ``lr``).
+    lookahead_learning_rate : float
+        Step size of the look-ahead (the estimator's ``lookahead_learning_rate``, or
+        ``learning_rate``).
+    dwm_learning_rate : float
+        Adam learning rate of the weighting model.
     settings : DWM estimator
         The fitted estimator, whose (validated) schedule parameters listed in
         :attr:`SETTINGS` are read once and stored under the same names: ``batch_size``,
-        ``dwm_steps_per_stage``, ``dwm_lr``, ``dwm_hidden``, ``temperature``,
+        ``dwm_steps_per_stage``, ``dwm_hidden``, ``temperature``,
         ``use_batch_context``, ``hypergradient``, ``val_batch_size``, ``online`` (each DWM
         update also commits its look-ahead step ``theta <- theta'`` to the learner, SGD
-        with ``lookahead_lr`` and the weights of the DWM before that update) and
+        with ``lookahead_learning_rate`` and the weights of the DWM before that update) and
         ``verbose``.
     warm_start : WeightingMLP or None, default=None
         The weighting model to start from (copied at setup).
@@ -160,7 +163,6 @@ class BilevelState:
     SETTINGS = {
         "batch_size": int,
         "dwm_steps_per_stage": int,
-        "dwm_lr": float,
         "dwm_hidden": int,
         "temperature": float,
         "use_batch_context": bool,
@@ -182,7 +184,8 @@ class BilevelState:
         y_val,
         loss_kind,
         stage_steps,
-        lookahead_lr,
+        lookahead_learning_rate,
+        dwm_learning_rate,
         settings,
         warm_start=None,
         share_features=None,
@@ -196,7 +199,8 @@ class BilevelState:
         self.y_val = y_val
         self.loss_fn = LOSSES[loss_kind]
         self.stage_steps = list(stage_steps)
-        self.lookahead_lr = float(lookahead_lr)
+        self.lookahead_learning_rate = float(lookahead_learning_rate)
+        self.dwm_learning_rate = float(dwm_learning_rate)
         for name, cast in self.SETTINGS.items():
             setattr(self, name, cast(getattr(settings, name)))
         self.warm_start = warm_start
@@ -222,7 +226,7 @@ class BilevelState:
             ).to(device)
         # no DWM update and no warm start: every weight is exactly 1, skip the DWM
         self.trained = self.warm_start is not None or self.dwm_steps_per_stage > 0
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.dwm_lr)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.dwm_learning_rate)
         self.stage = 0
         self.step = 0
         self.online_steps = 0
@@ -272,7 +276,7 @@ class BilevelState:
                 (xb, yb),
                 self._val_batch(),
                 w.detach(),
-                self.lookahead_lr,
+                self.lookahead_learning_rate,
                 mode=self.hypergradient,
                 return_val_loss=True,
             )
@@ -280,14 +284,16 @@ class BilevelState:
                 raise FloatingPointError(
                     f"the hypergradient is not finite at stage {self.stage + 1}, DWM step "
                     f"{j + 1} (validation loss after the look-ahead step: {val_loss!r}); "
-                    "lower lookahead_lr or lr, or raise temperature."
+                    "lower lookahead_learning_rate or learning_rate, or raise temperature."
                 )
             self.optimizer.zero_grad()
             w.backward(hyper.to(w.dtype))
             self.optimizer.step()
             if self.online:
                 # theta <- theta'(w): the step the hypergradient was taken through
-                weighted_sgd_step(module, self.loss_fn, (xb, yb), w.detach(), self.lookahead_lr)
+                weighted_sgd_step(
+                    module, self.loss_fn, (xb, yb), w.detach(), self.lookahead_learning_rate
+                )
                 self.online_steps += 1
             losses_log.append(val_loss)
         self._dwm_val_losses = losses_log
@@ -299,7 +305,7 @@ class BilevelState:
         self.step += 1
         if not bool(torch.isfinite(losses).all()):
             # the learner diverged: skorch records the non-finite loss, training stops at
-            # the end of the stage and the estimator raises (lower lr)
+            # the end of the stage and the estimator raises (lower learning_rate)
             return losses.mean()
         idx = Xi["index"].cpu().numpy()
         b = losses.shape[0]
@@ -314,8 +320,8 @@ class BilevelState:
             if not np.all(np.isfinite(w_np)) or np.any(w_np < 0) or not w_np.sum() > 0:
                 raise FloatingPointError(
                     f"the data weighting model gave non-finite, negative or all-zero weights "
-                    f"at stage {self.stage + 1}, learner step {self.step}; lower dwm_lr or "
-                    "raise temperature."
+                    f"at stage {self.stage + 1}, learner step {self.step}; lower "
+                    "dwm_learning_rate or raise temperature."
                 )
             loss = (w.to(losses.dtype) * losses).mean()
         ess = effective_sample_size(w_np)

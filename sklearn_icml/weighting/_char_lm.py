@@ -7,12 +7,12 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
+from ..utils._deprecation import DEPRECATED, keyword_only_after
 from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
 from ..utils._skorch import torch_threads
 from ..utils.validation import validate_input
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import sequence_nll
-from ._docs import doc_filler
 from ._weighting_model import compute_weights
 
 torch = optional_import("torch", "neural")
@@ -133,38 +133,6 @@ def _token_array(X, vocab_size, name="X"):
     return X.astype(np.int64)
 
 
-@doc_filler(
-    lr=0.01,
-    optimizer="adam",
-    max_iter=1500,
-    auto_loss_feature='``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).',
-    own_params="""\
-vocab_size : int or None, default=None
-    Number of token values; None uses ``X.max() + 1`` at fit.
-embedding_dim : int, default=32
-    Token embedding width of the :class:`CharGRUModule`.
-hidden_size : int, default=64
-    GRU units of the :class:`CharGRUModule`.""",
-    own_attributes="""\
-vocab_size_ : int
-    Number of token values.
-n_features_in_ : int
-    Sequence length.""",
-    notes="""\
-Notes
------
-The paper [1]_ weights the pre-training data of a large language model; this is the
-same bi-level schedule on a GRU small enough for a CPU, with the DWM reading the
-learner's own embeddings of a sequence instead of a separate text encoder.
-
-Weighting moves the LM's steps onto part of the pool. On a small pool seen many times
-over, that part is memorised sooner: the one-step look-ahead objective of the DWM
-does not see this, so give the LM a pool it repeats little (as in pre-training). On
-a mixture of languages, an LM trained to convergence also learns to tell the
-languages apart from the context, so what weighting can gain on the target language
-shrinks with training towards the cost of the wrong prior (the benchmark reports this
-bound next to the measured gain).""",
-)
 class DWMCharLM(_BaseDWM):
     """Tiny GRU language model trained on sequences weighted by a Data Weighting Model.
 
@@ -179,16 +147,163 @@ class DWMCharLM(_BaseDWM):
     ``X`` holds one sequence of integer tokens (``0..vocab_size-1``) per row, all of the
     same length; each row is one sample. The per-sample loss is the mean next-token NLL.
 
-    %(dwm_params)s
+    Parameters
+    ----------
+    vocab_size : int or None, default=None
+        Number of token values; None uses ``X.max() + 1`` at fit.
+    embedding_dim : int, default=32
+        Token embedding width of the :class:`CharGRUModule`.
+    hidden_size : int, default=64
+        GRU units of the :class:`CharGRUModule`.
+    learning_rate : float, default=0.01
+        Learning rate of the learner's optimiser.
+    optimizer : {"sgd", "adam", "adamw"}, default="adam"
+        The learner's optimiser (plain SGD has no momentum). The hypergradient always uses
+        an SGD step with ``lookahead_learning_rate`` as a surrogate.
+    max_iter : int, default=1500
+        Learner updates (optimiser steps) in total, split evenly over the stages
+        (>= ``n_stages``). The stages are the skorch epochs (``n_stages``); this counts
+        the optimisation steps within them.
+    batch_size : int, default=64
+        Samples per learner batch and per DWM training batch (>= 2).
+    n_stages : int, default=5
+        Stages of the schedule: each starts with ``dwm_steps_per_stage`` DWM updates (the
+        learner frozen), then trains the learner with the DWM frozen. One skorch epoch is
+        one stage.
+    dwm_steps_per_stage : int, default=100
+        DWM updates at the start of each stage. 0 (with no ``warm_start_dwm``) gives plain
+        uniform training.
+    dwm_learning_rate : float, default=1e-3
+        Adam learning rate of the weighting model.
+    dwm_hidden : int, default=32
+        Hidden width of the :class:`WeightingMLP`.
+    temperature : float, default=1.0
+        Softmax temperature of the weights (> 0).
+    lookahead_learning_rate : float or None, default=None
+        Step size of the one-step look-ahead; None uses ``learning_rate``.
+    hypergradient : {"exact", "first_order"}, default="exact"
+        How the derivative of the validation loss w.r.t. the weights is computed (see
+        :func:`one_step_hypergradient`): by a double backward, or from per-sample
+        gradients. Both give the same value for the one-step SGD surrogate.
+    use_batch_context : bool, default=True
+        Give the DWM the batch mean of its inputs (interactions within a batch).
+    online : bool, default=False
+        The online variant of the bi-level schedule: every DWM update also commits its
+        look-ahead step to the learner (``theta <- theta'``, an SGD step of
+        ``lookahead_learning_rate`` on the weighted batch, outside the learner's optimiser). The
+        learner then also moves during DWM phases, ``dwm_steps_per_stage`` extra steps
+        per stage (counted in ``n_online_steps_``, not in ``n_iter_``).
+    loss_feature : {"auto", "raw", "log1p"}, default="auto"
+        How the learner's current loss enters the DWM: ``"raw"`` or ``log(1 + loss)``.
+        ``"auto"`` is ``"raw"`` (the NLL per token is on a small scale).
+    validation_fraction : float, default=0.1
+        Share of ``X`` held out as validation data when ``X_val`` is not given (stratified
+        for classifiers when every class allows it). Held-out rows are never trained on.
+    val_batch_size : int, default=256
+        Validation rows per DWM update (all of them when there are fewer).
+    warm_start_dwm : WeightingMLP, fitted DWM estimator or None, default=None
+        Start from this weighting model (copied) instead of a fresh one: the transfer of a
+        learned DWM to another learner or another data pool. Its input width must match.
+    callbacks : list of (str, skorch.callbacks.Callback), default=None
+        Extra skorch callbacks of the learner's net (copied in ``fit``). An epoch is a
+        stage: ``on_epoch_begin`` runs after the stage's DWM updates.
+    n_jobs : int or None, default=1
+        torch intra-op threads during ``fit`` and prediction (restored afterwards).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split, both networks and the batch order.
+    device : str or torch.device, default="cpu"
+        Where the learner and the DWM train (``"cuda"`` if available).
+    verbose : int, default=0
+        0 is silent; 1 prints skorch's per-stage table and low-ESS notes.
+    lr : float
+        Deprecated name of ``learning_rate``.
 
-    %(dwm_attributes)s
+        .. deprecated:: 0.3
+           ``lr`` was renamed ``learning_rate`` and will be removed in 0.4.
+    dwm_lr : float
+        Deprecated name of ``dwm_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``dwm_lr`` was renamed ``dwm_learning_rate`` and will be removed in 0.4.
+    lookahead_lr : float or None
+        Deprecated name of ``lookahead_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lookahead_lr`` was renamed ``lookahead_learning_rate`` and will be removed
+           in 0.4.
+    **kwargs
+        Parameters routed to the learner's skorch net as skorch routes them
+        (``module__*``, ``optimizer__*``, ``criterion__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
+
+    Attributes
+    ----------
+    vocab_size_ : int
+        Number of token values.
+    n_features_in_ : int
+        Sequence length.
+    net_ : DWMNet
+        The fitted skorch net of the learner (also ``learner_``).
+    learner_ : DWMNet
+        Same as ``net_``.
+    module_ : torch.nn.Module
+        The trained learner module.
+    history_ : skorch.History
+        One record per stage (``train_loss``: weighted mean loss, ``valid_loss``,
+        ``ess_mean``, ``dwm_val_loss``: the look-ahead validation loss of the stage's last
+        DWM update) with one record per learner step in ``"batches"`` (``train_loss``,
+        ``ess``: effective sample size of the batch's weights).
+    n_epochs_run_ : int
+        Stages run.
+    weighting_model_ : WeightingMLP
+        The trained data weighting model (on the CPU, frozen).
+    stage_weight_stats_ : list of dict
+        Per stage: ``stage``, ``n_steps``, ``val_loss`` (at its end),
+        ``dwm_val_losses`` (the look-ahead validation loss of each DWM update),
+        ``dwm_val_loss_first``/``_last``, ``ess_mean``/``ess_min`` (effective sample size
+        as a fraction of the batch), ``low_ess_fraction`` (batches with ESS < 0.1 B) and,
+        with ``sample_features``, ``weight_share`` (weighted mean of each feature column
+        over the stage's batches: the share of the weight of each source when the columns
+        are a one-hot source id) next to ``uniform_share``.
+    stage_weight_sums_ : ndarray of shape (n_stages, n_samples)
+        Total weight each row of ``X`` received in each stage (0 for validation rows).
+    stage_sample_counts_ : ndarray of shape (n_stages, n_samples)
+        How many times each row was drawn in each stage.
+    validation_indices_ : ndarray or None
+        Rows of ``X`` held out for validation (None when ``X_val`` was given).
+    n_sample_features_ : int
+        Columns of ``sample_features`` (0 without).
+    loss_feature_ : {"raw", "log1p"}
+        The loss transform used.
+    n_iter_ : int
+        Learner updates done by its optimiser (the learner phases).
+    n_online_steps_ : int
+        Look-ahead steps committed to the learner during DWM phases (0 unless
+        ``online=True``).
 
     See Also
     --------
     DWMClassifier : the same method for tabular classification.
     sklearn_icml.datasets.make_markov_languages : two Markov languages for it.
 
-    %(dwm_notes)s
+    Notes
+    -----
+    The paper [1]_ weights the pre-training data of a large language model; this is the
+    same bi-level schedule on a GRU small enough for a CPU, with the DWM reading the
+    learner's own embeddings of a sequence instead of a separate text encoder.
+
+    Weighting moves the LM's steps onto part of the pool. On a small pool seen many times
+    over, that part is memorised sooner: the one-step look-ahead objective of the DWM
+    does not see this, so give the LM a pool it repeats little (as in pre-training). On
+    a mixture of languages, an LM trained to convergence also learns to tell the
+    languages apart from the context, so what weighting can gain on the target language
+    shrinks with training towards the cost of the wrong prior (the benchmark reports this
+    bound next to the measured gain).
+
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
 
     Examples
     --------
@@ -215,16 +330,16 @@ class DWMCharLM(_BaseDWM):
         vocab_size=None,
         embedding_dim=32,
         hidden_size=64,
-        lr=0.01,
+        learning_rate=0.01,
         optimizer="adam",
         max_iter=1500,
         batch_size=64,
         n_stages=5,
         dwm_steps_per_stage=100,
-        dwm_lr=1e-3,
+        dwm_learning_rate=1e-3,
         dwm_hidden=32,
         temperature=1.0,
-        lookahead_lr=None,
+        lookahead_learning_rate=None,
         hypergradient="exact",
         use_batch_context=True,
         online=False,
@@ -237,6 +352,9 @@ class DWMCharLM(_BaseDWM):
         random_state=None,
         device="cpu",
         verbose=0,
+        lr=DEPRECATED,
+        dwm_lr=DEPRECATED,
+        lookahead_lr=DEPRECATED,
         **kwargs,
     ):
         self._store_init_params(locals())
@@ -353,7 +471,8 @@ class DWMCharLM(_BaseDWM):
         """
         return float(np.mean(self.score_samples(X)))
 
-    def compute_weights(self, X, sample_features=None, batch_size=None):
+    @keyword_only_after(3)
+    def compute_weights(self, X, sample_features=None, *, batch_size=None):
         """Weights the fitted DWM gives the sequences of ``X``, batch by batch (mean 1 each).
 
         Parameters

@@ -8,6 +8,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import NeuralClassifierMixin, NeuralRegressorMixin
 from ..utils import optional_import
+from ..utils._deprecation import (
+    DEPRECATED,
+    DEPRECATED_PARAM,
+    keyword_only_after,
+    renamed_param,
+)
 from ..utils._skorch import (
     encode_class_labels,
     features_to_float32,
@@ -22,7 +28,6 @@ from ..utils.validation import (
 )
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
 from ._bilevel import LOSSES, MLPModule
-from ._docs import doc_filler
 from ._weighting_model import compute_weights
 
 torch = optional_import("torch", "neural")
@@ -51,8 +56,9 @@ class _TabularDWM(_BaseDWM):
 
     _parameter_constraints = {
         "module": "no_validation",  # None, a module or a module factory; checked in fit
-        "hidden_sizes": [tuple, list],
+        "hidden_layer_sizes": [tuple, list],
         "standardize": ["boolean"],
+        "hidden_sizes": [tuple, list, DEPRECATED_PARAM],  # deprecated: hidden_layer_sizes
         **_BaseDWM._parameter_constraints,
     }
 
@@ -60,18 +66,18 @@ class _TabularDWM(_BaseDWM):
         self,
         *,
         module=None,
-        hidden_sizes=(64,),
+        hidden_layer_sizes=(64,),
         standardize=True,
-        lr=0.1,
+        learning_rate=0.1,
         optimizer="sgd",
         max_iter=3000,
         batch_size=64,
         n_stages=5,
         dwm_steps_per_stage=100,
-        dwm_lr=1e-3,
+        dwm_learning_rate=1e-3,
         dwm_hidden=32,
         temperature=1.0,
-        lookahead_lr=None,
+        lookahead_learning_rate=None,
         hypergradient="exact",
         use_batch_context=True,
         online=False,
@@ -84,6 +90,10 @@ class _TabularDWM(_BaseDWM):
         random_state=None,
         device="cpu",
         verbose=0,
+        hidden_sizes=DEPRECATED,
+        lr=DEPRECATED,
+        dwm_lr=DEPRECATED,
+        lookahead_lr=DEPRECATED,
         **kwargs,
     ):
         self._store_init_params(locals())
@@ -97,8 +107,9 @@ class _TabularDWM(_BaseDWM):
             return self.loss_feature
         return "raw" if self._is_classifier else "log1p"
 
-    def _hidden_sizes(self):
-        return check_layer_sizes(self.hidden_sizes, "hidden_sizes")
+    def _hidden_layer_sizes(self):
+        sizes = renamed_param(self, "hidden_sizes", "hidden_layer_sizes")
+        return check_layer_sizes(sizes, "hidden_layer_sizes")
 
     def _targets(self, y, name="y"):
         """Learner targets (int64 class index or float32 value) and their DWM encoding."""
@@ -160,7 +171,7 @@ class _TabularDWM(_BaseDWM):
             The fitted estimator.
         """
         self._validate_params()
-        hidden_sizes = self._hidden_sizes()
+        hidden_layer_sizes = self._hidden_layer_sizes()
         X, y = validate_input(self, X, y, y_numeric=not self._is_classifier)
         n, d = X.shape
         if self._is_classifier:
@@ -215,7 +226,7 @@ class _TabularDWM(_BaseDWM):
             y_val=target_val,
             loss_kind=self._loss_kind(),
             module_kwargs=self._resolve_module(
-                d, n_outputs, {"module__hidden_sizes": hidden_sizes}
+                d, n_outputs, {"module__hidden_layer_sizes": hidden_layer_sizes}
             ),
             train_rows=rows,
             n_rows=n,
@@ -252,7 +263,8 @@ class _TabularDWM(_BaseDWM):
         with torch_threads(self.n_jobs):
             return module_outputs(self.module_, X, device=self.net_.device)
 
-    def compute_weights(self, X, y, sample_features=None, batch_size=None):
+    @keyword_only_after(4)
+    def compute_weights(self, X, y, sample_features=None, *, batch_size=None):
         """Weights the fitted DWM gives the rows of ``(X, y)``, batch by batch.
 
         The DWM input of each row is built as in training, with the fitted learner's loss
@@ -297,57 +309,6 @@ class _TabularDWM(_BaseDWM):
             )
 
 
-_fill_tabular_doc = doc_filler(
-    lr=0.1,
-    optimizer="sgd",
-    max_iter=3000,
-    auto_loss_feature='``"auto"`` is ``"raw"`` for classifiers (cross-entropy) and '
-    '``"log1p"`` for\n    regressors (squared error grows while the DWM is frozen; see Notes).',
-    own_params="""\
-module : None, torch.nn.Module or callable, default=None
-    The learner. None: an MLP with ``hidden_sizes`` (``hidden_sizes=()`` gives a
-    linear model). A module instance is copied and trained. A callable (a module class,
-    say) is called as ``module(n_features=..., n_outputs=...)`` inside the seeded fit.
-    The learner must be twice differentiable for ``hypergradient="exact"`` and work
-    under ``torch.func.vmap`` for ``"first_order"`` (no batch norm).
-hidden_sizes : tuple of int, default=(64,)
-    Hidden layers of the default MLP learner.
-standardize : bool, default=True
-    Feed the learner ``X`` standardised with the mean and standard deviation of the
-    training pool (plain SGD with a fixed ``lr`` diverges on badly scaled columns);
-    for :class:`DWMRegressor` the target too (predictions are mapped back to the
-    scale of ``y``). The DWM always reads standardised ``x`` and ``y``.""",
-    own_attributes="""\
-n_features_in_ : int
-    Number of features seen in ``fit``.
-feature_names_in_ : ndarray of shape (n_features_in_,)
-    Column names, when ``X`` was a DataFrame with string column names.""",
-    notes="""\
-Notes
------
-The bi-level schedule of [1]_, in stages. The learner minimises
-``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
-stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
-of the validation loss after one look-ahead SGD step of the learner. The learner is
-unchanged during a DWM phase (unless ``online=True``) and the DWM during a learner
-phase.
-
-The paper's DWM reads raw text with an LM-style encoder. For tabular data this library
-gives it ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample
-features, loss feature]``, the tabular counterpart of what the paper's model sees (the
-sample and the learner's current view of it). The loss transform matters: a DWM
-fitted at the start of a stage is frozen while the learner moves, and a raw squared
-error drifts to values it never saw; ``log(1 + loss)`` avoids that (the default for
-regression), while the raw cross-entropy worked best for classification.
-
-Strongly concentrated weights are normal with this method: an effective sample size
-of a few samples in some batches is common and is only reported (``verbose``), not
-treated as an error. A greedy one-step objective with a DWM frozen per stage can also
-lock in a preference for one observed class on some noisy-label data splits.""",
-)
-
-
-@_fill_tabular_doc
 class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
     """Classifier trained on data weighted by a bi-level learned Data Weighting Model.
 
@@ -360,9 +321,152 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
     when the training pool mixes good and bad data (noisy labels, off-target sources) and
     a small clean validation set is available.
 
-    %(dwm_params)s
+    Parameters
+    ----------
+    module : None, torch.nn.Module or callable, default=None
+        The learner. None: an MLP with ``hidden_layer_sizes`` (``hidden_layer_sizes=()``
+        gives a linear model). A module instance is copied and trained. A callable (a module class,
+        say) is called as ``module(n_features=..., n_outputs=...)`` inside the seeded fit.
+        The learner must be twice differentiable for ``hypergradient="exact"`` and work
+        under ``torch.func.vmap`` for ``"first_order"`` (no batch norm).
+    hidden_layer_sizes : tuple of int, default=(64,)
+        Hidden layers of the default MLP learner.
+    standardize : bool, default=True
+        Feed the learner ``X`` standardised with the mean and standard deviation of the
+        training pool (plain SGD with a fixed ``learning_rate`` diverges on badly scaled
+        columns); for :class:`DWMRegressor` the target too (predictions are mapped back to the
+        scale of ``y``). The DWM always reads standardised ``x`` and ``y``.
+    learning_rate : float, default=0.1
+        Learning rate of the learner's optimiser.
+    optimizer : {"sgd", "adam", "adamw"}, default="sgd"
+        The learner's optimiser (plain SGD has no momentum). The hypergradient always uses
+        an SGD step with ``lookahead_learning_rate`` as a surrogate.
+    max_iter : int, default=3000
+        Learner updates (optimiser steps) in total, split evenly over the stages
+        (>= ``n_stages``). The stages are the skorch epochs (``n_stages``); this counts
+        the optimisation steps within them.
+    batch_size : int, default=64
+        Samples per learner batch and per DWM training batch (>= 2).
+    n_stages : int, default=5
+        Stages of the schedule: each starts with ``dwm_steps_per_stage`` DWM updates (the
+        learner frozen), then trains the learner with the DWM frozen. One skorch epoch is
+        one stage.
+    dwm_steps_per_stage : int, default=100
+        DWM updates at the start of each stage. 0 (with no ``warm_start_dwm``) gives plain
+        uniform training.
+    dwm_learning_rate : float, default=1e-3
+        Adam learning rate of the weighting model.
+    dwm_hidden : int, default=32
+        Hidden width of the :class:`WeightingMLP`.
+    temperature : float, default=1.0
+        Softmax temperature of the weights (> 0).
+    lookahead_learning_rate : float or None, default=None
+        Step size of the one-step look-ahead; None uses ``learning_rate``.
+    hypergradient : {"exact", "first_order"}, default="exact"
+        How the derivative of the validation loss w.r.t. the weights is computed (see
+        :func:`one_step_hypergradient`): by a double backward, or from per-sample
+        gradients. Both give the same value for the one-step SGD surrogate.
+    use_batch_context : bool, default=True
+        Give the DWM the batch mean of its inputs (interactions within a batch).
+    online : bool, default=False
+        The online variant of the bi-level schedule: every DWM update also commits its
+        look-ahead step to the learner (``theta <- theta'``, an SGD step of
+        ``lookahead_learning_rate`` on the weighted batch, outside the learner's optimiser). The
+        learner then also moves during DWM phases, ``dwm_steps_per_stage`` extra steps
+        per stage (counted in ``n_online_steps_``, not in ``n_iter_``).
+    loss_feature : {"auto", "raw", "log1p"}, default="auto"
+        How the learner's current loss enters the DWM: ``"raw"`` or ``log(1 + loss)``.
+        ``"auto"`` is ``"raw"`` for classifiers (cross-entropy) and ``"log1p"`` for
+        regressors (squared error grows while the DWM is frozen; see Notes).
+    validation_fraction : float, default=0.1
+        Share of ``X`` held out as validation data when ``X_val`` is not given (stratified
+        for classifiers when every class allows it). Held-out rows are never trained on.
+    val_batch_size : int, default=256
+        Validation rows per DWM update (all of them when there are fewer).
+    warm_start_dwm : WeightingMLP, fitted DWM estimator or None, default=None
+        Start from this weighting model (copied) instead of a fresh one: the transfer of a
+        learned DWM to another learner or another data pool. Its input width must match.
+    callbacks : list of (str, skorch.callbacks.Callback), default=None
+        Extra skorch callbacks of the learner's net (copied in ``fit``). An epoch is a
+        stage: ``on_epoch_begin`` runs after the stage's DWM updates.
+    n_jobs : int or None, default=1
+        torch intra-op threads during ``fit`` and prediction (restored afterwards).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split, both networks and the batch order.
+    device : str or torch.device, default="cpu"
+        Where the learner and the DWM train (``"cuda"`` if available).
+    verbose : int, default=0
+        0 is silent; 1 prints skorch's per-stage table and low-ESS notes.
+    hidden_sizes : tuple of int
+        Deprecated name of ``hidden_layer_sizes``.
 
-    %(dwm_attributes)s
+        .. deprecated:: 0.3
+           ``hidden_sizes`` was renamed ``hidden_layer_sizes`` and will be removed in 0.4.
+    lr : float
+        Deprecated name of ``learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lr`` was renamed ``learning_rate`` and will be removed in 0.4.
+    dwm_lr : float
+        Deprecated name of ``dwm_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``dwm_lr`` was renamed ``dwm_learning_rate`` and will be removed in 0.4.
+    lookahead_lr : float or None
+        Deprecated name of ``lookahead_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lookahead_lr`` was renamed ``lookahead_learning_rate`` and will be removed
+           in 0.4.
+    **kwargs
+        Parameters routed to the learner's skorch net as skorch routes them
+        (``module__*``, ``optimizer__*``, ``criterion__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``X`` was a DataFrame with string column names.
+    net_ : DWMNet
+        The fitted skorch net of the learner (also ``learner_``).
+    learner_ : DWMNet
+        Same as ``net_``.
+    module_ : torch.nn.Module
+        The trained learner module.
+    history_ : skorch.History
+        One record per stage (``train_loss``: weighted mean loss, ``valid_loss``,
+        ``ess_mean``, ``dwm_val_loss``: the look-ahead validation loss of the stage's last
+        DWM update) with one record per learner step in ``"batches"`` (``train_loss``,
+        ``ess``: effective sample size of the batch's weights).
+    n_epochs_run_ : int
+        Stages run.
+    weighting_model_ : WeightingMLP
+        The trained data weighting model (on the CPU, frozen).
+    stage_weight_stats_ : list of dict
+        Per stage: ``stage``, ``n_steps``, ``val_loss`` (at its end),
+        ``dwm_val_losses`` (the look-ahead validation loss of each DWM update),
+        ``dwm_val_loss_first``/``_last``, ``ess_mean``/``ess_min`` (effective sample size
+        as a fraction of the batch), ``low_ess_fraction`` (batches with ESS < 0.1 B) and,
+        with ``sample_features``, ``weight_share`` (weighted mean of each feature column
+        over the stage's batches: the share of the weight of each source when the columns
+        are a one-hot source id) next to ``uniform_share``.
+    stage_weight_sums_ : ndarray of shape (n_stages, n_samples)
+        Total weight each row of ``X`` received in each stage (0 for validation rows).
+    stage_sample_counts_ : ndarray of shape (n_stages, n_samples)
+        How many times each row was drawn in each stage.
+    validation_indices_ : ndarray or None
+        Rows of ``X`` held out for validation (None when ``X_val`` was given).
+    n_sample_features_ : int
+        Columns of ``sample_features`` (0 without).
+    loss_feature_ : {"raw", "log1p"}
+        The loss transform used.
+    n_iter_ : int
+        Learner updates done by its optimiser (the learner phases).
+    n_online_steps_ : int
+        Look-ahead steps committed to the learner during DWM phases (0 unless
+        ``online=True``).
     classes_ : ndarray of shape (n_classes,)
         Class labels.
 
@@ -372,14 +476,39 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
     WeightingMLP : the weighting model.
     one_step_hypergradient : the hypergradient used to train the DWM.
 
-    %(dwm_notes)s
+    Notes
+    -----
+    The bi-level schedule of [1]_, in stages. The learner minimises
+    ``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
+    stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
+    of the validation loss after one look-ahead SGD step of the learner. The learner is
+    unchanged during a DWM phase (unless ``online=True``) and the DWM during a learner
+    phase.
+
+    The paper's DWM reads raw text with an LM-style encoder. For tabular data this library
+    gives it ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample
+    features, loss feature]``, the tabular counterpart of what the paper's model sees (the
+    sample and the learner's current view of it). The loss transform matters: a DWM
+    fitted at the start of a stage is frozen while the learner moves, and a raw squared
+    error drifts to values it never saw; ``log(1 + loss)`` avoids that (the default for
+    regression), while the raw cross-entropy worked best for classification.
+
+    Strongly concentrated weights are normal with this method: an effective sample size
+    of a few samples in some batches is common and is only reported (``verbose``), not
+    treated as an error. A greedy one-step objective with a DWM frozen per stage can also
+    lock in a preference for one observed class on some noisy-label data splits.
+
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
 
     Examples
     --------
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_icml.weighting import DWMClassifier
     >>> X, y = make_classification(n_samples=200, random_state=0)
-    >>> clf = DWMClassifier(hidden_sizes=(16,), max_iter=40, n_stages=2,
+    >>> clf = DWMClassifier(hidden_layer_sizes=(16,), max_iter=40, n_stages=2,
     ...                     dwm_steps_per_stage=5, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 2)
@@ -394,7 +523,6 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
         return self._outputs(X)
 
 
-@_fill_tabular_doc
 class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
     """Regressor trained on data weighted by a bi-level learned Data Weighting Model.
 
@@ -404,23 +532,191 @@ class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
     standard deviation, so losses are in units of that deviation, and ``predict`` maps
     its outputs back to the scale of ``y``.
 
-    %(dwm_params)s
+    Parameters
+    ----------
+    module : None, torch.nn.Module or callable, default=None
+        The learner. None: an MLP with ``hidden_layer_sizes`` (``hidden_layer_sizes=()``
+        gives a linear model). A module instance is copied and trained. A callable (a module class,
+        say) is called as ``module(n_features=..., n_outputs=...)`` inside the seeded fit.
+        The learner must be twice differentiable for ``hypergradient="exact"`` and work
+        under ``torch.func.vmap`` for ``"first_order"`` (no batch norm).
+    hidden_layer_sizes : tuple of int, default=(64,)
+        Hidden layers of the default MLP learner.
+    standardize : bool, default=True
+        Feed the learner ``X`` standardised with the mean and standard deviation of the
+        training pool (plain SGD with a fixed ``learning_rate`` diverges on badly scaled
+        columns); for :class:`DWMRegressor` the target too (predictions are mapped back to the
+        scale of ``y``). The DWM always reads standardised ``x`` and ``y``.
+    learning_rate : float, default=0.1
+        Learning rate of the learner's optimiser.
+    optimizer : {"sgd", "adam", "adamw"}, default="sgd"
+        The learner's optimiser (plain SGD has no momentum). The hypergradient always uses
+        an SGD step with ``lookahead_learning_rate`` as a surrogate.
+    max_iter : int, default=3000
+        Learner updates (optimiser steps) in total, split evenly over the stages
+        (>= ``n_stages``). The stages are the skorch epochs (``n_stages``); this counts
+        the optimisation steps within them.
+    batch_size : int, default=64
+        Samples per learner batch and per DWM training batch (>= 2).
+    n_stages : int, default=5
+        Stages of the schedule: each starts with ``dwm_steps_per_stage`` DWM updates (the
+        learner frozen), then trains the learner with the DWM frozen. One skorch epoch is
+        one stage.
+    dwm_steps_per_stage : int, default=100
+        DWM updates at the start of each stage. 0 (with no ``warm_start_dwm``) gives plain
+        uniform training.
+    dwm_learning_rate : float, default=1e-3
+        Adam learning rate of the weighting model.
+    dwm_hidden : int, default=32
+        Hidden width of the :class:`WeightingMLP`.
+    temperature : float, default=1.0
+        Softmax temperature of the weights (> 0).
+    lookahead_learning_rate : float or None, default=None
+        Step size of the one-step look-ahead; None uses ``learning_rate``.
+    hypergradient : {"exact", "first_order"}, default="exact"
+        How the derivative of the validation loss w.r.t. the weights is computed (see
+        :func:`one_step_hypergradient`): by a double backward, or from per-sample
+        gradients. Both give the same value for the one-step SGD surrogate.
+    use_batch_context : bool, default=True
+        Give the DWM the batch mean of its inputs (interactions within a batch).
+    online : bool, default=False
+        The online variant of the bi-level schedule: every DWM update also commits its
+        look-ahead step to the learner (``theta <- theta'``, an SGD step of
+        ``lookahead_learning_rate`` on the weighted batch, outside the learner's optimiser). The
+        learner then also moves during DWM phases, ``dwm_steps_per_stage`` extra steps
+        per stage (counted in ``n_online_steps_``, not in ``n_iter_``).
+    loss_feature : {"auto", "raw", "log1p"}, default="auto"
+        How the learner's current loss enters the DWM: ``"raw"`` or ``log(1 + loss)``.
+        ``"auto"`` is ``"raw"`` for classifiers (cross-entropy) and ``"log1p"`` for
+        regressors (squared error grows while the DWM is frozen; see Notes).
+    validation_fraction : float, default=0.1
+        Share of ``X`` held out as validation data when ``X_val`` is not given (stratified
+        for classifiers when every class allows it). Held-out rows are never trained on.
+    val_batch_size : int, default=256
+        Validation rows per DWM update (all of them when there are fewer).
+    warm_start_dwm : WeightingMLP, fitted DWM estimator or None, default=None
+        Start from this weighting model (copied) instead of a fresh one: the transfer of a
+        learned DWM to another learner or another data pool. Its input width must match.
+    callbacks : list of (str, skorch.callbacks.Callback), default=None
+        Extra skorch callbacks of the learner's net (copied in ``fit``). An epoch is a
+        stage: ``on_epoch_begin`` runs after the stage's DWM updates.
+    n_jobs : int or None, default=1
+        torch intra-op threads during ``fit`` and prediction (restored afterwards).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split, both networks and the batch order.
+    device : str or torch.device, default="cpu"
+        Where the learner and the DWM train (``"cuda"`` if available).
+    verbose : int, default=0
+        0 is silent; 1 prints skorch's per-stage table and low-ESS notes.
+    hidden_sizes : tuple of int
+        Deprecated name of ``hidden_layer_sizes``.
 
-    %(dwm_attributes)s
+        .. deprecated:: 0.3
+           ``hidden_sizes`` was renamed ``hidden_layer_sizes`` and will be removed in 0.4.
+    lr : float
+        Deprecated name of ``learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lr`` was renamed ``learning_rate`` and will be removed in 0.4.
+    dwm_lr : float
+        Deprecated name of ``dwm_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``dwm_lr`` was renamed ``dwm_learning_rate`` and will be removed in 0.4.
+    lookahead_lr : float or None
+        Deprecated name of ``lookahead_learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lookahead_lr`` was renamed ``lookahead_learning_rate`` and will be removed
+           in 0.4.
+    **kwargs
+        Parameters routed to the learner's skorch net as skorch routes them
+        (``module__*``, ``optimizer__*``, ``criterion__*``, ``iterator_valid__*``,
+        ``callbacks__*``); they win over the estimator's own settings.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when ``X`` was a DataFrame with string column names.
+    net_ : DWMNet
+        The fitted skorch net of the learner (also ``learner_``).
+    learner_ : DWMNet
+        Same as ``net_``.
+    module_ : torch.nn.Module
+        The trained learner module.
+    history_ : skorch.History
+        One record per stage (``train_loss``: weighted mean loss, ``valid_loss``,
+        ``ess_mean``, ``dwm_val_loss``: the look-ahead validation loss of the stage's last
+        DWM update) with one record per learner step in ``"batches"`` (``train_loss``,
+        ``ess``: effective sample size of the batch's weights).
+    n_epochs_run_ : int
+        Stages run.
+    weighting_model_ : WeightingMLP
+        The trained data weighting model (on the CPU, frozen).
+    stage_weight_stats_ : list of dict
+        Per stage: ``stage``, ``n_steps``, ``val_loss`` (at its end),
+        ``dwm_val_losses`` (the look-ahead validation loss of each DWM update),
+        ``dwm_val_loss_first``/``_last``, ``ess_mean``/``ess_min`` (effective sample size
+        as a fraction of the batch), ``low_ess_fraction`` (batches with ESS < 0.1 B) and,
+        with ``sample_features``, ``weight_share`` (weighted mean of each feature column
+        over the stage's batches: the share of the weight of each source when the columns
+        are a one-hot source id) next to ``uniform_share``.
+    stage_weight_sums_ : ndarray of shape (n_stages, n_samples)
+        Total weight each row of ``X`` received in each stage (0 for validation rows).
+    stage_sample_counts_ : ndarray of shape (n_stages, n_samples)
+        How many times each row was drawn in each stage.
+    validation_indices_ : ndarray or None
+        Rows of ``X`` held out for validation (None when ``X_val`` was given).
+    n_sample_features_ : int
+        Columns of ``sample_features`` (0 without).
+    loss_feature_ : {"raw", "log1p"}
+        The loss transform used.
+    n_iter_ : int
+        Learner updates done by its optimiser (the learner phases).
+    n_online_steps_ : int
+        Look-ahead steps committed to the learner during DWM phases (0 unless
+        ``online=True``).
 
     See Also
     --------
     DWMClassifier : the same for classification.
     sklearn_icml.datasets.make_mixed_source_regression : mixed-quality sources for it.
 
-    %(dwm_notes)s
+    Notes
+    -----
+    The bi-level schedule of [1]_, in stages. The learner minimises
+    ``mean_i w_i l_i(theta)`` with ``w = DWM(u)`` computed per batch; at the start of each
+    stage the DWM is updated ``dwm_steps_per_stage`` times with Adam on the hypergradient
+    of the validation loss after one look-ahead SGD step of the learner. The learner is
+    unchanged during a DWM phase (unless ``online=True``) and the DWM during a learner
+    phase.
+
+    The paper's DWM reads raw text with an LM-style encoder. For tabular data this library
+    gives it ``u_i = [standardised x_i, encoded y_i (one-hot / standardised), sample
+    features, loss feature]``, the tabular counterpart of what the paper's model sees (the
+    sample and the learner's current view of it). The loss transform matters: a DWM
+    fitted at the start of a stage is frozen while the learner moves, and a raw squared
+    error drifts to values it never saw; ``log(1 + loss)`` avoids that (the default for
+    regression), while the raw cross-entropy worked best for classification.
+
+    Strongly concentrated weights are normal with this method: an effective sample size
+    of a few samples in some batches is common and is only reported (``verbose``), not
+    treated as an error. A greedy one-step objective with a DWM frozen per stage can also
+    lock in a preference for one observed class on some noisy-label data splits.
+
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
 
     Examples
     --------
     >>> from sklearn_icml.datasets import make_mixed_source_regression
     >>> from sklearn_icml.weighting import DWMRegressor
     >>> data = make_mixed_source_regression(n_per_source=50, n_val=50, random_state=0)
-    >>> reg = DWMRegressor(hidden_sizes=(), lr=0.05, max_iter=40, n_stages=2,
+    >>> reg = DWMRegressor(hidden_layer_sizes=(), learning_rate=0.05, max_iter=40, n_stages=2,
     ...                    dwm_steps_per_stage=5, random_state=0)
     >>> reg = reg.fit(data.X, data.y, data.X_val, data.y_val,
     ...               sample_features=data.source_onehot)

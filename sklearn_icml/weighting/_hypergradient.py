@@ -3,11 +3,13 @@
 For a learner with parameters ``theta``, a batch with per-sample losses ``l_i(theta)`` and
 weights ``w_i``, one (weighted, mean-reduced) SGD step gives
 
-    theta'(w) = theta - lr * grad_theta (1/B) sum_i w_i l_i(theta)
+    theta'(w) = theta - eta * grad_theta (1/B) sum_i w_i l_i(theta)
 
 and the hypergradient of the validation loss ``L_val(theta')`` is
 
-    dL_val/dw_i = -(lr/B) * < grad L_val(theta'), grad l_i(theta) >.
+    dL_val/dw_i = -(eta/B) * < grad L_val(theta'), grad l_i(theta) >
+
+with ``eta`` the ``learning_rate`` of the step.
 
 ``mode="exact"`` differentiates through the step with ``torch.autograd.grad(...,
 create_graph=True)`` and :func:`torch.func.functional_call` (a double backward);
@@ -18,10 +20,13 @@ is exact, because ``theta'`` is linear in ``w``.
 """
 
 
+import warnings
+
 import torch
 from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 from torch.func import functional_call, grad, vmap
 
+from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, REMOVED_IN
 from ..utils._param_validation import ANY_REAL
 
 HYPERGRADIENT_MODES = ("exact", "first_order")
@@ -56,18 +61,28 @@ def _check_losses(losses, n, where):
         "batch": [tuple, list],
         "val_batch": [tuple, list],
         "weights": ["array-like"],
-        "lr": [ANY_REAL],
+        "learning_rate": [ANY_REAL, None],
+        "lr": [ANY_REAL, DEPRECATED_PARAM],
         "mode": [StrOptions(set(HYPERGRADIENT_MODES))],
         "return_val_loss": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
 def one_step_hypergradient(
-    model, loss_fn, batch, val_batch, weights, lr, *, mode="exact", return_val_loss=False
+    model,
+    loss_fn,
+    batch,
+    val_batch,
+    weights,
+    learning_rate=None,
+    *,
+    mode="exact",
+    return_val_loss=False,
+    lr=DEPRECATED,
 ):
     """Derivative of the validation loss after one weighted SGD step w.r.t. the weights.
 
-    The step is ``theta' = theta - lr * grad_theta mean_i(w_i * l_i(theta))`` on the
+    The step is ``theta' = theta - eta * grad_theta mean_i(w_i * l_i(theta))`` on the
     training ``batch``; the validation loss is the mean of ``loss_fn`` over ``val_batch``
     at ``theta'``. The model's parameters are read, never changed, and their ``.grad`` is
     left alone. Inner optimisers other than SGD (Adam, ...) are handled by using this SGD
@@ -87,8 +102,8 @@ def one_step_hypergradient(
         The validation batch.
     weights : Tensor of shape (B,)
         The per-sample weights ``w`` (any values, e.g. ones; used detached).
-    lr : float
-        Learning rate ``eta`` of the (surrogate) SGD step.
+    learning_rate : float
+        Learning rate ``eta`` of the (surrogate) SGD step (required).
     mode : {"exact", "first_order"}, default="exact"
         ``"exact"``: autograd through the step (double backward). ``"first_order"``:
         per-sample gradients with ``torch.func.vmap``; the same value for one SGD step,
@@ -96,6 +111,11 @@ def one_step_hypergradient(
         norm, no fused RNN kernels).
     return_val_loss : bool, default=False
         Also return the validation loss at ``theta'`` (a float).
+    lr : float
+        Deprecated name of ``learning_rate``.
+
+        .. deprecated:: 0.3
+           ``lr`` was renamed ``learning_rate`` and will be removed in 0.4.
 
     Returns
     -------
@@ -132,21 +152,41 @@ def one_step_hypergradient(
     ...     return (out.squeeze(-1) - y) ** 2
     >>> X, y = torch.randn(4, 3), torch.randn(4)
     >>> Xv, yv = torch.randn(5, 3), torch.randn(5)
-    >>> g = one_step_hypergradient(model, loss_fn, (X, y), (Xv, yv), torch.ones(4), lr=0.1)
+    >>> g = one_step_hypergradient(
+    ...     model, loss_fn, (X, y), (Xv, yv), torch.ones(4), learning_rate=0.1)
     >>> g.shape
     torch.Size([4])
     >>> g_fo = one_step_hypergradient(
-    ...     model, loss_fn, (X, y), (Xv, yv), torch.ones(4), lr=0.1, mode="first_order")
+    ...     model, loss_fn, (X, y), (Xv, yv), torch.ones(4), learning_rate=0.1,
+    ...     mode="first_order")
     >>> bool(torch.allclose(g, g_fo, atol=1e-6))
     True
     """
+    if not (isinstance(lr, str) and lr == DEPRECATED):
+        if learning_rate is not None:
+            raise ValueError(
+                "`lr` is the deprecated name of `learning_rate`; pass only learning_rate=... "
+                f"Got lr={lr!r} and learning_rate={learning_rate!r} instead."
+            )
+        warnings.warn(
+            "one_step_hypergradient: the parameter `lr` was renamed `learning_rate` in 0.3 "
+            f"and `lr` will be removed in {REMOVED_IN}; pass learning_rate={lr!r} instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        learning_rate = lr
+    if learning_rate is None:
+        raise TypeError(
+            "one_step_hypergradient() needs learning_rate, the step size of the SGD step. "
+            "Got learning_rate=None instead."
+        )
     return _one_step_hypergradient(
-        model, loss_fn, batch, val_batch, weights, lr, mode=mode,
+        model, loss_fn, batch, val_batch, weights, learning_rate, mode=mode,
         return_val_loss=return_val_loss,
     )
 
 
-def _one_step_hypergradient(model, loss_fn, batch, val_batch, weights, lr, *, mode,
+def _one_step_hypergradient(model, loss_fn, batch, val_batch, weights, learning_rate, *, mode,
                             return_val_loss):
     """:func:`one_step_hypergradient` without the argument checks (the DWM's inner loop)."""
     X, y = batch
@@ -166,19 +206,21 @@ def _one_step_hypergradient(model, loss_fn, batch, val_batch, weights, lr, *, mo
         )
     ref = next(iter(params.values()))
     weights = weights.detach().to(device=ref.device, dtype=ref.dtype)
-    lr = float(lr)
+    learning_rate = float(learning_rate)
     if mode == "exact":
-        hyper, val_loss = _exact(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr)
+        hyper, val_loss = _exact(
+            model, loss_fn, params, frozen, X, y, X_val, y_val, weights, learning_rate
+        )
     else:
         hyper, val_loss = _first_order(
-            model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr
+            model, loss_fn, params, frozen, X, y, X_val, y_val, weights, learning_rate
         )
     if return_val_loss:
         return hyper, val_loss
     return hyper
 
 
-def _exact(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr):
+def _exact(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, learning_rate):
     names = list(params)
     with torch.enable_grad():
         leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
@@ -190,7 +232,7 @@ def _exact(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr):
             inner, [leaves[k] for k in names], create_graph=True, allow_unused=True
         )
         stepped = {
-            k: leaves[k] if g is None else leaves[k] - lr * g
+            k: leaves[k] if g is None else leaves[k] - learning_rate * g
             for k, g in zip(names, grads)
         }
         val_out = functional_call(model, {**frozen, **stepped}, (X_val,))
@@ -213,12 +255,14 @@ def per_sample_gradients(model, loss_fn, params, frozen, X, y):
     return vmap(grad(one), in_dims=(None, 0, 0))(params, X, y)
 
 
-def _first_order(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr):
+def _first_order(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, learning_rate):
     n = X.shape[0]
     with torch.enable_grad():
         G = per_sample_gradients(model, loss_fn, params, frozen, X, y)
         stepped = {
-            k: (v - lr * torch.tensordot(weights, G[k], dims=1) / n).requires_grad_(True)
+            k: (v - learning_rate * torch.tensordot(weights, G[k], dims=1) / n).requires_grad_(
+                True
+            )
             for k, v in params.items()
         }
         val_out = functional_call(model, {**frozen, **stepped}, (X_val,))
@@ -231,14 +275,16 @@ def _first_order(model, loss_fn, params, frozen, X, y, X_val, y_val, weights, lr
     for k, gv in zip(names, g_val):
         if gv is not None:
             hyper = hyper + G[k].reshape(n, -1) @ gv.reshape(-1)
-    return (-lr / n) * hyper.detach(), float(val_loss.detach())
+    return (-learning_rate / n) * hyper.detach(), float(val_loss.detach())
 
 
-def weighted_sgd_step(model, loss_fn, batch, weights, lr):
-    """Commit the look-ahead step in place: ``theta <- theta - lr * grad mean(w * l(theta))``.
+def weighted_sgd_step(model, loss_fn, batch, weights, learning_rate):
+    """Commit the look-ahead step in place: ``theta <- theta - eta * grad mean(w * l(theta))``.
+
+    ``eta`` is ``learning_rate``.
 
     The parameters become the ``theta'`` that :func:`one_step_hypergradient` differentiates
-    through (same batch, same weights, same ``lr``); this is the "online" variant of the
+    through (same batch, same weights, same ``learning_rate``); this is the "online" variant of the
     DWM schedule, where each DWM update also moves the learner. ``.grad`` is left alone.
 
     Parameters
@@ -249,7 +295,7 @@ def weighted_sgd_step(model, loss_fn, batch, weights, lr):
     batch : tuple of (X, y) tensors
     weights : Tensor of shape (n,)
         Used detached.
-    lr : float
+    learning_rate : float
 
     Returns
     -------
@@ -266,5 +312,5 @@ def weighted_sgd_step(model, loss_fn, batch, weights, lr):
     with torch.no_grad():
         for p, g in zip(params, grads):
             if g is not None:
-                p.sub_(float(lr) * g)
+                p.sub_(float(learning_rate) * g)
     return float(inner.detach())

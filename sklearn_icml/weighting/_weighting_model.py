@@ -1,6 +1,5 @@
 """The data weighting model: an MLP that turns per-sample features into batch weights."""
 
-import functools
 
 import numpy as np
 import torch
@@ -10,12 +9,10 @@ from sklearn.utils._param_validation import (
 )
 from torch import nn
 
-from ..utils._docstrings import fill_doc
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docs import PIECES
 
 
-@functools.partial(fill_doc, pieces=PIECES)
 class WeightingMLP(nn.Module):
     """Small MLP giving each sample of a batch a positive weight; the weights average 1.
 
@@ -54,7 +51,10 @@ class WeightingMLP(nn.Module):
     compute_weights : weights of many samples, batch by batch, as a NumPy array.
     DWMClassifier, DWMRegressor : estimators that train this model by bi-level optimisation.
 
-    %(dwm_references)s
+    References
+    ----------
+    .. [1] Y. Yu, K. Han, H. Zhou, Y. Tang, K. Huang, Y. Wang, D. Tao, "LLM Data Selection
+       and Utilization via Dynamic Bi-level Optimization", ICML 2025, arXiv:2507.16178.
 
     Examples
     --------
@@ -167,6 +167,7 @@ def effective_sample_size(weights):
     return float(total * total / square)
 
 
+@keyword_only_after(2)
 @validate_params(
     {
         "weighting_model": [WeightingMLP],
@@ -175,7 +176,7 @@ def effective_sample_size(weights):
     },
     prefer_skip_nested_validation=True,
 )
-def compute_weights(weighting_model, features, batch_size=None):
+def compute_weights(weighting_model, features, *, batch_size=None):
     """Weights of a weighting model for many samples, computed batch by batch.
 
     The rows of ``features`` are cut, in order, into consecutive batches of ``batch_size``

@@ -1,4 +1,4 @@
-"""Tests of PTIBClustering and its draw-and-merge kernels (spec sections 7 and 8)."""
+"""Tests of PTIBClustering and its draw-and-merge kernels."""
 
 import warnings
 
@@ -41,7 +41,8 @@ def _random_views(rng, n, dims):
 def _easy_views(random_state=0):
     """A small, well-separated 3-cluster problem with one noise view."""
     return make_multiview_counts(
-        40, 3, views=[(30, 0.3), (20, 0.4), (25, 1.0)], n_tokens=40, random_state=random_state
+        40, n_clusters=3, views=[(30, 0.3), (20, 0.4), (25, 1.0)], n_tokens=40,
+        random_state=random_state,
     )
 
 
@@ -91,7 +92,7 @@ def test_sweeps_numba_match_numpy_reference(seed, weights):
     assert np.unique(fast).size == K
 
 
-# ------------------------------------------------------------------ spec 7.1: move rule
+# ------------------------------------------------------------------ the move rule
 def test_merge_cost_is_exact_loss_of_objective():
     rng = np.random.default_rng(3)
     n, K = 12, 3
@@ -142,7 +143,7 @@ def test_objective_never_decreases_within_a_sweep():
     assert values[-1] > values[0]
 
 
-# ------------------------------------------------------------------ spec 7.2: I_v(T)
+# ------------------------------------------------------------------ I_v(T)
 def test_relevant_information_equals_mutual_info_of_counts():
     rng = np.random.default_rng(5)
     n, K, L = 50, 4, 30
@@ -160,7 +161,7 @@ def test_relevant_information_equals_mutual_info_of_counts():
         assert expected > 0.1
 
 
-# ------------------------------------------------------------------ spec 7.3: trust
+# ------------------------------------------------------------------ trust
 def test_trust_score_is_one_for_a_relabelled_copy():
     rng = np.random.default_rng(6)
     consensus = rng.integers(5, size=300)
@@ -194,7 +195,7 @@ def test_review_and_combination_rules():
     np.testing.assert_allclose(uniform, np.full(3, 1 / 3))
 
 
-# ------------------------------------------------------------------ spec 7.4: invariances
+# ------------------------------------------------------------------ invariances
 def test_permuting_samples_permutes_labels():
     Xs, y = _easy_views()
     base = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(Xs)
@@ -225,7 +226,7 @@ def test_permuting_views_permutes_weights():
     assert np.ptp(base.view_weights_) > 0.1  # the weights are not trivially equal
 
 
-# ------------------------------------------------------------------ spec 7.5, 7.6 and E1
+# ------------------------------------------------------- the five-view benchmark data (E1)
 @pytest.mark.slow
 def test_e1_acceptance_and_noise_view_weight(e1_seed0):
     Xs, y = e1_seed0
@@ -241,7 +242,7 @@ def test_e1_acceptance_and_noise_view_weight(e1_seed0):
     w = model.view_weights_
     assert acc >= 0.97
     assert acc >= max(single) + 0.05
-    assert w[3] < 0.05  # spec 7.6: the pure-noise view
+    assert w[3] < 0.05  # the pure-noise view
     assert w[0] > w[2] and w[1] > w[2]
 
 
@@ -280,7 +281,7 @@ def test_noise_view_gets_small_weight_on_easy_data():
     assert model.trust_scores_[2] < model.trust_scores_[:2].min()
 
 
-# ------------------------------------------------------------------ spec 7.7: V = 1
+# ------------------------------------------------------------------ one view: plain sIB
 def test_single_view_is_plain_sib_with_the_same_seed():
     Xs, _ = _easy_views()
     with warnings.catch_warnings():
@@ -312,10 +313,10 @@ def test_single_array_is_one_view_and_view_slices_split_it():
     np.testing.assert_array_equal(split.predict(X[:7]), listed.predict([V[:7] for V in Xs]))
 
 
-# ------------------------------------------------------------------ spec 7.8, 7.9
+# ------------------------------------------------------------------ view weights and history
 def test_weights_on_simplex_and_history_shapes():
     Xs, _ = _easy_views()
-    model = PTIBClustering(n_clusters=3, n_init=2, n_outer_iter=3, random_state=0).fit(Xs)
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=3, random_state=0).fit(Xs)
     w = model.view_weights_
     assert np.all(w >= 0) and w.sum() == pytest.approx(1.0, abs=1e-12)
     assert 1 <= model.n_iter_ <= 3
@@ -414,7 +415,7 @@ def test_n_clusters_one_warns_and_keeps_uniform_weights():
 def test_constant_view_warns():
     Xs, _ = _easy_views()
     with pytest.warns(UserWarning, match="every feature of view 1 is constant"):
-        PTIBClustering(n_clusters=3, n_init=1, n_outer_iter=1, random_state=0).fit(
+        PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0).fit(
             [Xs[0], np.ones((120, 4))]
         )
 
@@ -426,7 +427,7 @@ def test_input_transform_none_on_counts():
     assert not hasattr(model, "feature_min_")
 
 
-# ------------------------------------------------------------------ spec 8: bad input
+# ------------------------------------------------------------------ bad input
 def _small():
     rng = np.random.default_rng(0)
     return [rng.integers(0, 5, size=(20, 4)).astype(float), rng.integers(1, 5, size=(20, 3))]
@@ -460,9 +461,9 @@ def test_negative_or_zero_rows_rejected_without_transform():
     with pytest.raises(ValueError, match="view 0 row 3 sums to 0"):
         PTIBClustering(n_clusters=2, **raw).fit(zero)
     # neighbourhood relevance only needs distances: negative features are fine
-    PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1, input_transform="none").fit(neg)
+    PTIBClustering(n_clusters=2, n_init=1, max_iter=1, input_transform="none").fit(neg)
     # the same data are fine with the default min-max transform
-    PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1).fit(neg)
+    PTIBClustering(n_clusters=2, n_init=1, max_iter=1).fit(neg)
 
 
 @pytest.mark.parametrize(
@@ -471,7 +472,7 @@ def test_negative_or_zero_rows_rejected_without_transform():
         ({"n_clusters": 0}, "'n_clusters' parameter"),
         ({"n_clusters": 21}, "n_clusters=21 must be <= n_samples=20"),
         ({"n_clusters": 2.5}, "'n_clusters' parameter"),
-        ({"n_outer_iter": 0}, "'n_outer_iter' parameter"),
+        ({"max_iter": 0}, "'max_iter' parameter"),
         ({"n_init": 0}, "'n_init' parameter"),
         ({"max_sweeps": 0}, "'max_sweeps' parameter"),
         ({"tol": -1e-3}, "'tol' parameter"),
@@ -501,7 +502,7 @@ def test_bad_view_slices_raise(slices, match):
 
 def test_predict_rejects_other_views_or_dimensions():
     Xs = _small()
-    model = PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=1, random_state=0).fit(Xs)
+    model = PTIBClustering(n_clusters=2, n_init=1, max_iter=1, random_state=0).fit(Xs)
     with pytest.raises(ValueError, match="X has 1 views, but PTIBClustering was fitted on 2"):
         model.predict([Xs[0]])
     with pytest.raises(ValueError, match=r"n_features \[4, 2\], but .* n_features \[4, 3\]"):
@@ -620,7 +621,7 @@ def test_split_merge_fixes_two_mixed_clusters_and_never_lowers_the_objective():
     assert refined_value >= swept - 1e-12
 
 
-# ------------------------------------------------------------------ one 2-D X (issue 26)
+# ------------------------------------------------------------------ one 2-D X
 def test_single_array_fits_without_warnings_in_grid_search():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.model_selection import GridSearchCV, KFold
@@ -635,9 +636,20 @@ def test_single_array_fits_without_warnings_in_grid_search():
         warnings.simplefilter("error")
         PTIBClustering(n_clusters=3, n_init=1, random_state=0).fit(X)  # one view
         search = GridSearchCV(
-            PTIBClustering(n_clusters=3, n_init=1, n_outer_iter=2, random_state=0,
+            PTIBClustering(n_clusters=3, n_init=1, max_iter=2, random_state=0,
                            view_slices=[slice(0, 5), slice(5, 9), slice(9, 15)]),
             {"n_neighbors": [4, 6]}, scoring=nmi, cv=KFold(2, shuffle=True, random_state=0),
         ).fit(X, y)
     assert search.best_estimator_.n_views_ == 3
     assert search.best_score_ > 0.9
+
+
+def test_n_outer_iter_is_max_iter_and_n_clusters_by_position_warns():
+    X = np.random.default_rng(0).random((40, 6))
+    expected = PTIBClustering(n_clusters=2, n_init=1, max_iter=2, random_state=0).fit(X)
+    with pytest.warns(FutureWarning, match="`n_outer_iter` was renamed `max_iter`"):
+        got = PTIBClustering(n_clusters=2, n_init=1, n_outer_iter=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
+    with pytest.warns(FutureWarning, match="keyword arguments"):
+        got = PTIBClustering(2, n_init=1, max_iter=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)

@@ -1,4 +1,4 @@
-"""CAPA metrics: the spec's exact example, invariances, and bad input."""
+"""CAPA metrics: a worked example computed by hand, invariances, and bad input."""
 
 import warnings
 
@@ -184,7 +184,7 @@ def test_hard_labels_need_n_options_and_discrete():
 
 
 def test_independent_models_give_kappa_near_zero():
-    # spec E2
+    # independent mistakes: kappa_p near 0
     y, choices, _ = make_multiple_choice_predictions(
         20000, n_options=4, accuracies=[0.9, 0.6], random_state=0
     )
@@ -197,7 +197,7 @@ def test_independent_models_give_kappa_near_zero():
 
 @pytest.mark.parametrize("rho", [0.2, 0.5, 0.8])
 def test_shared_mistakes_give_kappa_near_rho(rho):
-    # spec E3
+    # a share rho of copied answers: kappa_p near rho
     y, choices, _ = make_multiple_choice_predictions(
         20000, n_options=4, accuracies=[0.7, 0.7], copy_prob=rho, random_state=0
     )
@@ -227,7 +227,7 @@ def test_pandas_input():
     )
 
 
-# ---- bad input (spec section 8) ------------------------------------------------------
+# ---- bad input -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

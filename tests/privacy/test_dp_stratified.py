@@ -38,7 +38,9 @@ def ref_g(x, N_h, S_h, N_total, eps, mech, width):
     x = np.asarray(x, dtype=float)
     e = nominal_epsilon(eps, x / N_h)
     w2 = (N_h / N_total) ** 2
-    return w2 * (S_h**2 * (1 / x - 1 / N_h) + mechanism_variance(e, mech, width) / x**2)
+    return w2 * (
+        S_h**2 * (1 / x - 1 / N_h) + mechanism_variance(e, mechanism=mech, data_range=width) / x**2
+    )
 
 
 def random_instance(rng, n_strata=3, max_size=30):
@@ -82,18 +84,24 @@ def test_nominal_epsilon_large_eps_branch_is_continuous():
 
 def test_mechanism_variance_identities():
     e = np.array([1e-3, 0.1, 0.5, 1.0, 3.0, 40.0])
-    np.testing.assert_allclose(mechanism_variance(e, "laplace"), 2 / e**2, rtol=1e-15)
-    np.testing.assert_allclose(mechanism_variance(e, "laplace", 3.0), 18 / e**2, rtol=1e-15)
+    np.testing.assert_allclose(mechanism_variance(e, mechanism="laplace"), 2 / e**2, rtol=1e-15)
     np.testing.assert_allclose(
-        mechanism_variance(e, "dlap"), 0.5 / np.sinh(e / 2) ** 2, rtol=1e-12
+        mechanism_variance(e, mechanism="laplace", data_range=3.0), 18 / e**2, rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        mechanism_variance(e, mechanism="dlap"), 0.5 / np.sinh(e / 2) ** 2, rtol=1e-12
     )
     beta = np.exp(-e / 2)
     np.testing.assert_allclose(
-        mechanism_variance(e, "dlap", 2), 2 * beta / (1 - beta) ** 2, rtol=1e-9
+        mechanism_variance(e, mechanism="dlap", data_range=2),
+        2 * beta / (1 - beta) ** 2,
+        rtol=1e-9,
     )
-    diff = mechanism_variance(e, "tulap") - mechanism_variance(e, "dlap")
+    diff = mechanism_variance(e, mechanism="tulap") - mechanism_variance(e, mechanism="dlap")
     np.testing.assert_allclose(diff, 1 / 12, rtol=1e-9)
-    ratio = mechanism_variance(1e-4, "dlap") / mechanism_variance(1e-4, "laplace")
+    ratio = mechanism_variance(1e-4, mechanism="dlap") / mechanism_variance(
+        1e-4, mechanism="laplace"
+    )
     assert abs(ratio - 1) < 1e-7
 
 
@@ -111,7 +119,7 @@ def test_mechanism_variance_matches_its_sampler(mech):
         "tulap": tulap_mechanism,
     }[mech]
     draws = sampler(np.zeros(200_000, dtype=int), 0.6, random_state=0)
-    assert draws.var() == pytest.approx(mechanism_variance(0.6, mech), rel=0.03)
+    assert draws.var() == pytest.approx(mechanism_variance(0.6, mechanism=mech), rel=0.03)
 
 
 # ----------------------------------------------------------------- design variance
@@ -130,7 +138,8 @@ def test_design_variance_matches_paper_and_reference_formula():
         N, S, n, eps, mech, width = random_instance(rng, 4, 200)
         x = np.minimum(N, rng.integers(1, 200, 4))
         ref = sum(ref_g(x[h], N[h], S[h], N.sum(), eps, mech, width) for h in range(4))
-        assert design_variance(x, N, S, eps, mech, width) == pytest.approx(ref, rel=1e-12)
+        v = design_variance(x, N, S, eps, mechanism=mech, data_range=width)
+        assert v == pytest.approx(ref, rel=1e-12)
 
 
 @pytest.mark.parametrize("mech", MECHS)
@@ -161,16 +170,17 @@ def test_objective_is_convex_on_integers(mech, eps, N_h):
     ],
 )
 def test_paper_experiment_1(mech, eps, opt, v_opt, r_ney, r_prop):
-    x = optimal_allocation(300, N3, S3, eps, mech)
+    x = optimal_allocation(300, N3, S3, eps, mechanism=mech)
     np.testing.assert_array_equal(x, opt)
-    v = design_variance(x, N3, S3, eps, mech)
+    v = design_variance(x, N3, S3, eps, mechanism=mech)
     assert v == pytest.approx(v_opt, rel=5e-6)
     ney = neyman_allocation(300, N3, S3)
     prop = proportional_allocation(300, N3)
     np.testing.assert_array_equal(ney, (11, 275, 14))
     np.testing.assert_array_equal(prop, (147, 146, 7))
-    assert design_variance(ney, N3, S3, eps, mech) / v == pytest.approx(r_ney, abs=6e-5)
-    assert design_variance(prop, N3, S3, eps, mech) / v == pytest.approx(r_prop, abs=6e-5)
+    assert design_variance(ney, N3, S3, eps, mechanism=mech) / v == pytest.approx(r_ney, abs=6e-5)
+    v_prop = design_variance(prop, N3, S3, eps, mechanism=mech)
+    assert v_prop / v == pytest.approx(r_prop, abs=6e-5)
 
 
 def test_paper_experiment_3_brute_force():
@@ -201,10 +211,10 @@ def test_optimal_equals_brute_force_on_200_small_instances():
     rng = np.random.default_rng(2025)
     for _ in range(200):
         N, S, n, eps, mech, width = random_instance(rng)
-        x = optimal_allocation(n, N, S, eps, mech, width)
+        x = optimal_allocation(n, N, S, eps, mechanism=mech, data_range=width)
         assert x.dtype == np.int64 and x.sum() == n
         best, v_best, v_second = _brute_force(N, S, n, eps, mech, width)
-        v = design_variance(x, N, S, eps, mech, width)
+        v = design_variance(x, N, S, eps, mechanism=mech, data_range=width)
         assert v == pytest.approx(v_best, rel=1e-12, abs=1e-300)
         if v_second > v_best * (1 + 1e-9):  # unique optimum: same allocation
             np.testing.assert_array_equal(x, best)
@@ -220,8 +230,8 @@ def test_warm_start_and_plain_greedy_are_identical():
         H = int(rng.integers(2, 40))
         N, S, n, eps, mech, width = random_instance(rng, H, 3000)
         n = max(min(n, 800), H)
-        a = optimal_allocation(n, N, S, eps, mech, width, warm_start=True)
-        b = optimal_allocation(n, N, S, eps, mech, width, warm_start=False)
+        a = optimal_allocation(n, N, S, eps, mechanism=mech, data_range=width, warm_start=True)
+        b = optimal_allocation(n, N, S, eps, mechanism=mech, data_range=width, warm_start=False)
         np.testing.assert_array_equal(a, b)
 
 
@@ -275,16 +285,16 @@ def test_optimal_beats_neyman_proportional_and_equal():
     rng = np.random.default_rng(11)
     for _ in range(60):
         N, S, n, eps, mech, width = random_instance(rng, int(rng.integers(2, 8)), 500)
-        v_opt = design_variance(
-            optimal_allocation(n, N, S, eps, mech, width), N, S, eps, mech, width
-        )
+        x_opt = optimal_allocation(n, N, S, eps, mechanism=mech, data_range=width)
+        v_opt = design_variance(x_opt, N, S, eps, mechanism=mech, data_range=width)
         for x in (
             neyman_allocation(n, N, S),
             proportional_allocation(n, N),
             _equal_allocation(n, N, 1),
         ):
             assert x.sum() == n and np.all(x >= 1) and np.all(x <= N)
-            assert v_opt <= design_variance(x, N, S, eps, mech, width) * (1 + 1e-12)
+            v = design_variance(x, N, S, eps, mechanism=mech, data_range=width)
+            assert v_opt <= v * (1 + 1e-12)
 
 
 def test_permuting_strata_permutes_allocation():
@@ -293,8 +303,8 @@ def test_permuting_strata_permutes_allocation():
     S = rng.uniform(0.05, 0.5, 9)
     perm = rng.permutation(9)
     for mech in MECHS:
-        x = optimal_allocation(900, N, S, 0.7, mech)
-        xp = optimal_allocation(900, N[perm], S[perm], 0.7, mech)
+        x = optimal_allocation(900, N, S, 0.7, mechanism=mech)
+        xp = optimal_allocation(900, N[perm], S[perm], 0.7, mechanism=mech)
         np.testing.assert_array_equal(xp, x[perm])
 
 
@@ -330,10 +340,10 @@ def test_huge_epsilon_recovers_noise_free_optimum(mech):
         S = rng.uniform(0.01, 1, 6)
         n = int(rng.integers(6, N.sum()))
         x0, v0 = _noise_free_optimum(N, S, n)
-        np.testing.assert_array_equal(optimal_allocation(n, N, S, 1e4, mech), x0)
+        np.testing.assert_array_equal(optimal_allocation(n, N, S, 1e4, mechanism=mech), x0)
         for eps in (0.1, 1.0, 5.0, 50.0):
-            x = optimal_allocation(n, N, S, eps, mech)
-            assert design_variance(x, N, S, eps, mech) >= v0 * (1 - 1e-12)
+            x = optimal_allocation(n, N, S, eps, mechanism=mech)
+            assert design_variance(x, N, S, eps, mechanism=mech) >= v0 * (1 - 1e-12)
 
 
 def test_optimal_variance_non_increasing_in_n_and_eps():
@@ -341,12 +351,16 @@ def test_optimal_variance_non_increasing_in_n_and_eps():
     S = np.array([0.1, 0.4, 0.3, 0.05])
     for mech in MECHS:
         v_n = [
-            design_variance(optimal_allocation(n, N, S, 1.0, mech), N, S, 1.0, mech)
+            design_variance(
+                optimal_allocation(n, N, S, 1.0, mechanism=mech), N, S, 1.0, mechanism=mech
+            )
             for n in range(4, 400, 13)
         ]
         assert np.all(np.diff(v_n) <= 0)
         v_e = [
-            design_variance(optimal_allocation(100, N, S, e, mech), N, S, e, mech)
+            design_variance(
+                optimal_allocation(100, N, S, e, mechanism=mech), N, S, e, mechanism=mech
+            )
             for e in (0.05, 0.1, 0.3, 1.0, 3.0, 10.0)
         ]
         assert np.all(np.diff(v_e) <= 0)
@@ -385,7 +399,9 @@ def test_stratum_release_is_exactly_epsilon_dp(mech, eps):
         for k in (ones, ones + 1):
             s = np.arange(0, n_h + 1)
             log_hyp = stats.hypergeom(N_h, k, n_h).logpmf(s)
-            dens = mechanism_log_density(t[:, None], s[None, :], e_h, mech, 1)
+            dens = mechanism_log_density(
+                t[:, None], s[None, :], e_h, mechanism=mech, sensitivity=1
+            )
             logp.append(logsumexp(dens + log_hyp[None, :], axis=1))
         loss = np.abs(logp[0] - logp[1])
         assert np.max(loss) <= eps * (1 + 1e-9)
@@ -396,7 +412,7 @@ def test_stratum_release_is_exactly_epsilon_dp(mech, eps):
     # budget is strictly larger; using more than eps_h would break the guarantee
     too_much = e_h * 1.2
     s = np.arange(0, n_h + 1)
-    dens0 = mechanism_log_density(t[:, None], s[None, :], too_much, mech, 1)
+    dens0 = mechanism_log_density(t[:, None], s[None, :], too_much, mechanism=mech, sensitivity=1)
     p0 = dens0[:, 0]  # all zeros: the sum is 0
     p1 = logsumexp(dens0 + stats.hypergeom(N_h, 1, n_h).logpmf(s)[None, :], axis=1)
     assert np.max(np.abs(p0 - p1)) > eps
@@ -496,7 +512,7 @@ def test_estimate_mean_unbiased_and_noise_at_nominal_budgets():
     est = np.empty(reps)
     noise = np.empty((reps, 3))
     for r in range(reps):
-        d = s.estimate_mean(y, g, return_details=True)
+        d = s.estimate_mean(g, y, return_details=True)
         est[r], noise[r] = d["estimate"], d["noise"]
     v = s.expected_variance_
     assert abs(est.mean() - y.mean()) < 4 * np.sqrt(v / reps)
@@ -544,10 +560,10 @@ def test_random_state_object_advances_and_seed_replays():
     s = DPStratifiedSampler(
         total_sample_size=60, stratum_stds=[0.2, 0.5, 0.2], random_state=0
     ).fit(g)
-    a, b = s.estimate_mean(y, g), s.estimate_mean(y, g)
+    a, b = s.estimate_mean(g, y), s.estimate_mean(g, y)
     assert a != b  # never the same noise twice
     s2 = clone(s).fit(g)
-    assert s2.estimate_mean(y, g) == a and s2.estimate_mean(y, g) == b
+    assert s2.estimate_mean(g, y) == a and s2.estimate_mean(g, y) == b
 
 
 def test_clipping_warns_with_count_and_input_not_modified():
@@ -559,7 +575,7 @@ def test_clipping_warns_with_count_and_input_not_modified():
         total_sample_size=60, stratum_stds=[0.2, 0.5, 0.2], random_state=0
     ).fit(g)
     with pytest.warns(UserWarning, match="60 sampled values"):
-        est = s.estimate_mean(y, g)
+        est = s.estimate_mean(g, y)
     np.testing.assert_array_equal(y, y_before)
     assert abs(est - 1.0) < 1.0  # the mean of the clipped values (1.0) plus noise
 
@@ -593,7 +609,7 @@ def test_dlap_and_tulap_sampler_release():
             mechanism=mech, total_sample_size=90, stratum_stds=[0.5, 0.5, 0.5], random_state=0
         ).fit(g)
         np.testing.assert_allclose(s.noise_scales_, np.exp(-s.nominal_epsilons_))
-        d = s.estimate_mean(y, g, return_details=True)
+        d = s.estimate_mean(g, y, return_details=True)
         if mech == "dlap":
             np.testing.assert_array_equal(d["noise"], np.round(d["noise"]))
         assert abs(d["estimate"] - y.mean()) < 0.5
@@ -614,7 +630,7 @@ def test_bad_mechanism():
     with pytest.raises(ValueError, match="mechanism"):
         optimal_allocation(10, [20, 20], [0.1, 0.1], 1.0, mechanism="gauss")
     with pytest.raises(ValueError, match="mechanism"):
-        mechanism_variance(1.0, "gauss")
+        mechanism_variance(1.0, mechanism="gauss")
 
 
 @pytest.mark.parametrize("n", [0, -3, 2.5, 10.0, "5", 41, 1])
@@ -669,18 +685,18 @@ def test_discrete_mechanisms_need_integer_range_and_data():
     g = np.repeat([0, 1], 10)
     s = DPStratifiedSampler(mechanism="dlap", total_sample_size=4, stratum_stds=[0.5, 0.5]).fit(g)
     with pytest.raises(ValueError, match="integer data"):
-        s.estimate_mean(np.full(20, 0.5), g)
+        s.estimate_mean(g, np.full(20, 0.5))
 
 
 def test_length_mismatch_and_unseen_label():
     g = np.repeat(["a", "b"], 10)
     s = DPStratifiedSampler(total_sample_size=4, stratum_stds=[0.5, 0.5], random_state=0).fit(g)
     with pytest.raises(ValueError, match="same population"):
-        s.estimate_mean(np.zeros(19), g)
+        s.estimate_mean(g, np.zeros(19))
     g_new = g.copy()
     g_new[0] = "c"
     with pytest.raises(ValueError, match="not seen in fit"):
-        s.estimate_mean(np.zeros(20), g_new)
+        s.estimate_mean(g_new, np.zeros(20))
     with pytest.raises(ValueError, match="N_h"):
         s.sample(g[:15])
     with pytest.raises(ValueError, match="sample_sizes"):
@@ -717,6 +733,6 @@ def test_allocation_is_integer_and_sums_to_n_everywhere():
         for _ in range(40):
             N, S, n, eps, mech, width = random_instance(rng, int(rng.integers(1, 6)), 10_000)
             eps = float(rng.choice([1e-8, 1e-3, 0.3, 30.0, 900.0]))
-            x = optimal_allocation(n, N, S, eps, mech, width)
+            x = optimal_allocation(n, N, S, eps, mechanism=mech, data_range=width)
             assert x.dtype == np.int64 and x.sum() == n and np.all((x >= 1) & (x <= N))
-            assert np.isfinite(design_variance(x, N, S, eps, mech, width))
+            assert np.isfinite(design_variance(x, N, S, eps, mechanism=mech, data_range=width))

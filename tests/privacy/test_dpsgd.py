@@ -66,7 +66,7 @@ def test_empty_batches_take_noise_only_steps():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([0, 1])
     clf = DPSGDClassifier(
-        noise_multiplier=1.0, steps_per_epoch=40, num_selected=1, lr=0.1, random_state=0
+        noise_multiplier=1.0, steps_per_epoch=40, num_selected=1, learning_rate=0.1, random_state=0
     ).fit(X, y)
     sizes = [b["train_batch_size"] for b in clf.history_[-1]["batches"]]
     assert len(sizes) == 40 and sizes.count(0) >= 38
@@ -81,7 +81,7 @@ def test_clipping_bounds_the_update():
     clf = DPSGDClassifier(
         noise_multiplier=1e-6,
         max_grad_norm=C,
-        lr=lr,
+        learning_rate=lr,
         steps_per_epoch=T,
         num_selected=2,
         random_state=0,
@@ -90,7 +90,7 @@ def test_clipping_bounds_the_update():
     start = DPSGDClassifier(
         noise_multiplier=1e-6,
         max_grad_norm=C,
-        lr=0.0 + 1e-12,
+        learning_rate=0.0 + 1e-12,
         steps_per_epoch=T,
         num_selected=2,
         random_state=0,
@@ -125,7 +125,7 @@ def test_model_splitting_accounting(toy):
         random_state=0,
     ).fit(X, y)
     assert clf.accounting_ == "model_split"
-    expected = rdp_to_epsilon(model_split_rdp(2.0, 30, orders), orders, 1e-5)[0]
+    expected = rdp_to_epsilon(model_split_rdp(2.0, 30, orders=orders), orders, 1e-5)[0]
     assert clf.epsilon_ == pytest.approx(expected)
     plain = bis_epsilon(2.0, 10, 1, 1e-5, method="exact")
     assert clf.epsilon_ < plain

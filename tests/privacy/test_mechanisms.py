@@ -16,7 +16,7 @@ EPSILONS = [0.1, 0.7, 2.0]
 
 
 def _dlap_pmf(k, eps, sensitivity=1):
-    return np.exp(mechanism_log_density(k, 0, eps, "dlap", sensitivity))
+    return np.exp(mechanism_log_density(k, 0, eps, mechanism="dlap", sensitivity=sensitivity))
 
 
 def _tulap_cdf(t, eps):
@@ -43,7 +43,7 @@ def test_laplace_sampler_follows_its_density(eps):
     # the density we use for privacy checks is the same law
     t = np.linspace(-20, 20, 7)
     np.testing.assert_allclose(
-        np.exp(mechanism_log_density(t, 3.0, eps, "laplace", 2.0)),
+        np.exp(mechanism_log_density(t, 3.0, eps, mechanism="laplace", sensitivity=2.0)),
         stats.laplace(loc=3.0, scale=scale).pdf(t),
         rtol=1e-12,
     )
@@ -71,7 +71,7 @@ def test_discrete_laplace_sampler_follows_its_pmf(eps, sensitivity):
     observed = np.append(observed, draws.size - observed.sum())
     keep = expected > 0
     assert stats.chisquare(observed[keep], expected[keep]).pvalue > 1e-3
-    var = mechanism_variance(eps, "dlap", data_range=sensitivity)
+    var = mechanism_variance(eps, mechanism="dlap", data_range=sensitivity)
     # sample variance within 5 standard errors (variance of s^2 from the 4th moment)
     fourth = np.sum(pmf * support**4.0)
     se = np.sqrt((fourth - var**2) / draws.size)
@@ -82,7 +82,8 @@ def test_discrete_laplace_sampler_follows_its_pmf(eps, sensitivity):
 def test_tulap_sampler_follows_its_cdf(eps):
     draws = tulap_mechanism(np.full(20_000, 5), eps, random_state=2)
     assert stats.kstest(draws - 5, lambda t: _tulap_cdf(t, eps)).pvalue > 1e-3
-    assert abs(draws.mean() - 5) < 5 * np.sqrt(mechanism_variance(eps, "tulap") / draws.size)
+    se = np.sqrt(mechanism_variance(eps, mechanism="tulap") / draws.size)
+    assert abs(draws.mean() - 5) < 5 * se
 
 
 def test_tulap_cdf_helper_matches_dlap_plus_uniform_definition():
@@ -108,8 +109,10 @@ def test_likelihood_ratio_is_bounded_by_epsilon_and_tight(mechanism, eps):
         t = np.linspace(-200, 200, 40_001)
     for value in (0, 7):
         loss = mechanism_log_density(
-            t, value, eps, mechanism, sensitivity
-        ) - mechanism_log_density(t, value + sensitivity, eps, mechanism, sensitivity)
+            t, value, eps, mechanism=mechanism, sensitivity=sensitivity
+        ) - mechanism_log_density(
+            t, value + sensitivity, eps, mechanism=mechanism, sensitivity=sensitivity
+        )
         assert np.all(np.isfinite(loss))
         assert np.max(np.abs(loss)) <= eps * (1 + 1e-12)
         # the bound is attained (the mechanisms are not over-noised)
@@ -121,8 +124,10 @@ def test_dlap_likelihood_ratio_within_sensitivity_not_just_at_it():
     eps, sens = 1.3, 3
     t = np.arange(-100, 101)
     for shift in range(1, sens + 1):
-        loss = mechanism_log_density(t, 0, eps, "dlap", sens) - mechanism_log_density(
-            t, shift, eps, "dlap", sens
+        loss = mechanism_log_density(
+            t, 0, eps, mechanism="dlap", sensitivity=sens
+        ) - mechanism_log_density(
+            t, shift, eps, mechanism="dlap", sensitivity=sens
         )
         assert np.max(np.abs(loss)) <= eps * shift / sens * (1 + 1e-12)
 
@@ -146,7 +151,7 @@ def test_empirical_privacy_loss_of_the_samplers(mechanism):
 
 
 def test_dlap_pmf_is_zero_off_the_integers():
-    assert mechanism_log_density(0.5, 0, 1.0, "dlap") == -np.inf
+    assert mechanism_log_density(0.5, 0, 1.0, mechanism="dlap") == -np.inf
 
 
 # ----------------------------------------------------------------- randomness
@@ -205,9 +210,9 @@ def test_dlap_rejects_non_integer_sensitivity():
 
 def test_tulap_density_needs_unit_sensitivity_and_known_mechanism():
     with pytest.raises(ValueError, match="sensitivity"):
-        mechanism_log_density(0.0, 0, 1.0, "tulap", sensitivity=2)
+        mechanism_log_density(0.0, 0, 1.0, mechanism="tulap", sensitivity=2)
     with pytest.raises(ValueError, match="mechanism"):
-        mechanism_log_density(0.0, 0, 1.0, "gaussian")
+        mechanism_log_density(0.0, 0, 1.0, mechanism="gaussian")
 
 
 def test_non_numeric_value_rejected():

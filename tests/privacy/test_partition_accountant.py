@@ -87,15 +87,15 @@ def test_no_amplification_when_every_step_is_chosen(T, k):
     expected = orders * k / (2 * sigma**2)
     for method in ("efficient", "exact"):
         for direction in ("both", "remove", "add"):
-            rdp = bis_rdp(sigma, T, k, orders, method=method, direction=direction)
+            rdp = bis_rdp(sigma, T, k, orders=orders, method=method, direction=direction)
             np.testing.assert_allclose(rdp, expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("T, k", [(2, 1), (10, 1), (100, 1), (4, 2), (5, 3)])
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 3.0])
 def test_efficient_equals_exact_at_order_two(T, k, sigma):
-    eff = bis_rdp(sigma, T, k, [2], direction="remove")
-    exact = bis_rdp(sigma, T, k, [2], method="exact", direction="remove")
+    eff = bis_rdp(sigma, T, k, orders=[2], direction="remove")
+    exact = bis_rdp(sigma, T, k, orders=[2], method="exact", direction="remove")
     np.testing.assert_allclose(eff, exact, rtol=0, atol=1e-10)
 
 
@@ -103,8 +103,8 @@ def test_efficient_equals_exact_at_order_two(T, k, sigma):
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0, 5.0])
 def test_efficient_bound_upper_bounds_exact(T, sigma):
     orders = np.arange(2, 21)
-    eff = bis_rdp(sigma, T, 1, orders, direction="remove")
-    exact = bis_rdp(sigma, T, 1, orders, method="exact", direction="remove")
+    eff = bis_rdp(sigma, T, 1, orders=orders, direction="remove")
+    exact = bis_rdp(sigma, T, 1, orders=orders, method="exact", direction="remove")
     assert np.all(eff >= exact - 1e-12)
     assert np.any(eff > exact + 1e-6)  # and it is a bound, not the same function
 
@@ -112,23 +112,23 @@ def test_efficient_bound_upper_bounds_exact(T, sigma):
 def test_efficient_bound_upper_bounds_exact_k_above_one():
     orders = np.arange(2, 11)
     for T, k, sigma in [(4, 2, 1.0), (5, 2, 0.8), (5, 3, 1.5)]:
-        eff = bis_rdp(sigma, T, k, orders, direction="remove")
-        exact = bis_rdp(sigma, T, k, orders, method="exact", direction="remove")
+        eff = bis_rdp(sigma, T, k, orders=orders, direction="remove")
+        exact = bis_rdp(sigma, T, k, orders=orders, method="exact", direction="remove")
         assert np.all(eff >= exact - 1e-12)
 
 
 def test_efficient_k1_closed_form():
     sigma, T, orders = 1.7, 30, np.array([2.0, 5.5, 40.0])
     expected = np.log1p(np.expm1(orders / (2 * sigma**2)) / T)
-    np.testing.assert_allclose(bis_rdp(sigma, T, 1, orders, direction="remove"), expected)
+    np.testing.assert_allclose(bis_rdp(sigma, T, 1, orders=orders, direction="remove"), expected)
 
 
 def test_both_directions_is_the_maximum():
     orders = default_orders()
     for sigma, T, k in [(1.0, 100, 10), (0.8, 1000, 10), (2.0, 7, 3)]:
-        both = bis_rdp(sigma, T, k, orders)
-        remove = bis_rdp(sigma, T, k, orders, direction="remove")
-        add = bis_rdp(sigma, T, k, orders, direction="add")
+        both = bis_rdp(sigma, T, k, orders=orders)
+        remove = bis_rdp(sigma, T, k, orders=orders, direction="remove")
+        add = bis_rdp(sigma, T, k, orders=orders, direction="add")
         np.testing.assert_array_equal(both, np.maximum(remove, add))
         assert np.all(add > 0) and np.all(np.isfinite(add))
 
@@ -156,7 +156,7 @@ def test_monte_carlo_second_moment():
     ratio = e[k] * math.exp(-k / (2 * sigma**2)) / math.comb(T, k)
     values = ratio**2
     mean, se = values.mean(), values.std(ddof=1) / math.sqrt(n)
-    expected = math.exp(bis_rdp(sigma, T, k, [2], direction="remove")[0])
+    expected = math.exp(bis_rdp(sigma, T, k, orders=[2], direction="remove")[0])
     assert abs(mean - expected) < 3 * se
     assert se < 0.01 * expected  # the test has power
 
@@ -168,7 +168,7 @@ def test_model_split_single_part_equals_dp_accounting_sampled_gaussian():
     dpa = pytest.importorskip("dp_accounting")
     orders = np.arange(2, 65, dtype=float)
     for sigma, q in [(1.0, 0.01), (0.8, 0.3), (2.0, 0.9), (5.0, 1.0)]:
-        ours = model_split_rdp(sigma, 1, orders, sample_rate=q)
+        ours = model_split_rdp(sigma, 1, orders=orders, sample_rate=q)
         ref = dpa.rdp.rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
             q, sigma, orders
         )
@@ -178,7 +178,7 @@ def test_model_split_single_part_equals_dp_accounting_sampled_gaussian():
 def test_model_split_single_part_equals_opacus_compute_rdp():
     rdp_mod = opacus_rdp_module()
     orders = np.arange(2, 40, dtype=float)
-    ours = model_split_rdp(1.1, 1, orders, sample_rate=0.05, num_rounds=30)
+    ours = model_split_rdp(1.1, 1, orders=orders, sample_rate=0.05, num_rounds=30)
     ref = rdp_mod.compute_rdp(q=0.05, noise_multiplier=1.1, steps=30, orders=orders)
     np.testing.assert_allclose(ours, ref, rtol=1e-10)
 
@@ -187,8 +187,8 @@ def test_model_split_single_part_equals_opacus_compute_rdp():
 def test_model_split_full_participation_equals_bis_exact(d):
     orders = np.arange(2, 101)
     np.testing.assert_allclose(
-        model_split_rdp(2.0, d, orders),
-        bis_rdp(2.0, d, 1, orders, method="exact", direction="remove"),
+        model_split_rdp(2.0, d, orders=orders),
+        bis_rdp(2.0, d, 1, orders=orders, method="exact", direction="remove"),
         rtol=1e-12,
     )
 
@@ -196,29 +196,29 @@ def test_model_split_full_participation_equals_bis_exact(d):
 def test_model_split_paper_experiment_two():
     orders = np.arange(2, 257)
     eps = [
-        rdp_to_epsilon(model_split_rdp(5.0, d, orders, num_rounds=100), orders, DELTA)[0]
+        rdp_to_epsilon(model_split_rdp(5.0, d, orders=orders, num_rounds=100), orders, DELTA)[0]
         for d in (1, 3, 8)
     ]
     np.testing.assert_allclose(eps, [10.8017, 5.6319, 3.2218], atol=1e-3)
     # d = 1 is the plain Gaussian mechanism composed 100 times
-    np.testing.assert_allclose(model_split_rdp(5.0, 1, orders), orders / 50.0, rtol=1e-12)
+    np.testing.assert_allclose(model_split_rdp(5.0, 1, orders=orders), orders / 50.0, rtol=1e-12)
 
 
 def test_fractional_orders_upper_bound_dp_accounting():
     # chords of the convex (alpha - 1) RDP through integer orders bound the exact value
     dpa = pytest.importorskip("dp_accounting")
     orders = np.array([2.5, 3.3, 7.75, 20.1])
-    acc = PartitionRDPAccountant(orders).compose_model_split(1.0, 1, sample_rate=0.1)
+    acc = PartitionRDPAccountant(orders=orders).compose_model_split(1.0, 1, sample_rate=0.1)
     ref = dpa.rdp.rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(0.1, 1.0, orders)
     assert np.all(acc.get_rdp() >= ref - 1e-12)
     # and below the value at the next integer order (the chord's own bound)
-    ceil = model_split_rdp(1.0, 1, np.ceil(orders), sample_rate=0.1)
+    ceil = model_split_rdp(1.0, 1, orders=np.ceil(orders), sample_rate=0.1)
     assert np.all(acc.get_rdp() <= ceil + 1e-12)
 
 
 def test_large_orders_fall_back_to_gaussian_bound():
     orders = np.array([2.0, 5000.0])
-    rdp = PartitionRDPAccountant(orders).compose_model_split(3.0, 4).get_rdp()
+    rdp = PartitionRDPAccountant(orders=orders).compose_model_split(3.0, 4).get_rdp()
     assert rdp[1] == pytest.approx(5000.0 / 18.0)
     assert rdp[0] < 2.0 / 18.0
 
@@ -227,7 +227,7 @@ def test_dropout_is_two_part_split():
     orders = np.arange(2, 30)
     np.testing.assert_array_equal(
         dropout_rdp(1.5, orders=orders, sample_rate=0.2, num_rounds=7),
-        model_split_rdp(1.5, 2, orders, sample_rate=0.2, num_rounds=7),
+        model_split_rdp(1.5, 2, orders=orders, sample_rate=0.2, num_rounds=7),
     )
 
 
@@ -237,13 +237,13 @@ def test_dropout_is_two_part_split():
 def test_monotone_in_order_and_noise():
     orders = default_orders()
     for T, k in [(100, 10), (10, 5), (1000, 10), (3, 1)]:
-        rdp = bis_rdp(1.0, T, k, orders)
+        rdp = bis_rdp(1.0, T, k, orders=orders)
         assert np.all(np.diff(rdp) >= -1e-12)
-        assert np.all(bis_rdp(1.5, T, k, orders) <= rdp + 1e-12)
+        assert np.all(bis_rdp(1.5, T, k, orders=orders) <= rdp + 1e-12)
     exact = np.arange(2, 257)
-    split = model_split_rdp(1.0, 5, exact, sample_rate=0.3)
+    split = model_split_rdp(1.0, 5, orders=exact, sample_rate=0.3)
     assert np.all(np.diff(split) >= -1e-12)
-    assert np.all(model_split_rdp(2.0, 5, exact, sample_rate=0.3) <= split + 1e-12)
+    assert np.all(model_split_rdp(2.0, 5, orders=exact, sample_rate=0.3) <= split + 1e-12)
 
 
 def test_epsilon_increases_with_selected_steps_and_epochs():
@@ -251,14 +251,14 @@ def test_epsilon_increases_with_selected_steps_and_epochs():
     assert np.all(np.diff(eps_k) > 0)
     eps_e = [bis_epsilon(1.0, 50, 5, DELTA, num_epochs=e) for e in (1, 2, 4)]
     assert np.all(np.diff(eps_e) > 0)
-    rdp1 = bis_rdp(1.0, 50, 5, [2, 3])
-    np.testing.assert_allclose(bis_rdp(1.0, 50, 5, [2, 3], num_epochs=3), 3 * rdp1)
+    rdp1 = bis_rdp(1.0, 50, 5, orders=[2, 3])
+    np.testing.assert_allclose(bis_rdp(1.0, 50, 5, orders=[2, 3], num_epochs=3), 3 * rdp1)
 
 
 def test_epsilon_decreases_with_parts():
     orders = np.arange(2, 257)
     eps = [
-        rdp_to_epsilon(model_split_rdp(2.0, d, orders, num_rounds=50), orders, DELTA)[0]
+        rdp_to_epsilon(model_split_rdp(2.0, d, orders=orders, num_rounds=50), orders, DELTA)[0]
         for d in (1, 2, 4, 8)
     ]
     assert np.all(np.diff(eps) < 0)
@@ -279,7 +279,7 @@ def test_rdp_to_epsilon_matches_opacus_and_dp_accounting():
     opacus_rdp = opacus_rdp_module()
     dpa = pytest.importorskip("dp_accounting")
     orders = default_orders()
-    rdp = bis_rdp(0.9, 300, 7, orders, num_epochs=3)
+    rdp = bis_rdp(0.9, 300, 7, orders=orders, num_epochs=3)
     eps, order = rdp_to_epsilon(rdp, orders, 1e-6)
     ref_eps, ref_order = opacus_rdp.get_privacy_spent(orders=orders, rdp=rdp, delta=1e-6)
     assert eps == pytest.approx(ref_eps, rel=1e-12) and order == ref_order
@@ -291,7 +291,7 @@ def test_rdp_to_epsilon_never_negative_or_nan():
     orders = default_orders()
     assert rdp_to_epsilon(np.zeros_like(orders), orders, 1e-5)[0] == 0.0
     # huge RDP at tiny noise: finite, positive
-    rdp = bis_rdp(0.05, 10, 5, orders)
+    rdp = bis_rdp(0.05, 10, 5, orders=orders)
     eps = rdp_to_epsilon(rdp, orders, 1e-5)[0]
     assert np.isfinite(eps) and eps > 0
     assert np.all(np.isfinite(model_split_rdp(0.05, 7, sample_rate=0.5)))
@@ -301,7 +301,7 @@ def test_poisson_baseline_paper_experiment_one():
     pytest.importorskip("dp_accounting")
     orders = default_orders()[:200]  # the integer orders 2..201: the optimum is among them
     for sigma, T, k, target in [(1.0, 100, 10, 7.9729), (1.0, 10, 5, 11.7706)]:
-        rdp = poisson_rdp(sigma, k / T, T, orders)
+        rdp = poisson_rdp(sigma, k / T, T, orders=orders)
         assert rdp_to_epsilon(rdp, orders, DELTA)[0] == pytest.approx(target, abs=0.02)
 
 
@@ -309,15 +309,17 @@ def test_poisson_rdp_takes_numpy_integers():
     pytest.importorskip("dp_accounting")
     orders = np.arange(2, 20, dtype=float)
     np.testing.assert_array_equal(
-        poisson_rdp(1.0, 0.1, np.int64(50), orders), poisson_rdp(1.0, 0.1, 50, orders)
+        poisson_rdp(1.0, 0.1, np.int64(50), orders=orders),
+        poisson_rdp(1.0, 0.1, 50, orders=orders),
     )
 
 
 def test_accountant_composes_by_addition():
     orders = default_orders()
     acc = PartitionRDPAccountant()
-    acc.compose_bis(1.0, 100, 10).compose_bis(1.0, 100, 10).compose_gaussian(4.0, count=3)
-    expected = 2 * bis_rdp(1.0, 100, 10, orders) + 3 * orders / 32.0
+    acc.compose_balanced_iterations(1.0, 100, 10).compose_balanced_iterations(1.0, 100, 10)
+    acc.compose_gaussian(4.0, count=3)
+    expected = 2 * bis_rdp(1.0, 100, 10, orders=orders) + 3 * orders / 32.0
     np.testing.assert_allclose(acc.get_rdp(), expected)
     assert [name for name, _ in acc.history_] == ["bis", "bis", "gaussian"]
     assert acc.get_epsilon(DELTA) == rdp_to_epsilon(expected, orders, DELTA)[0]
@@ -327,11 +329,13 @@ def test_accountant_composes_by_addition():
 
 def test_accountant_exact_k1_and_poisson():
     orders = np.arange(2, 100, dtype=float)
-    acc = PartitionRDPAccountant(orders).compose_bis(1.0, 20, 1, method="exact")
-    np.testing.assert_allclose(acc.get_rdp(), bis_rdp(1.0, 20, 1, orders, method="exact"))
+    acc = PartitionRDPAccountant(orders=orders).compose_balanced_iterations(
+        1.0, 20, 1, method="exact"
+    )
+    np.testing.assert_allclose(acc.get_rdp(), bis_rdp(1.0, 20, 1, orders=orders, method="exact"))
     pytest.importorskip("dp_accounting")
-    acc = PartitionRDPAccountant(orders).compose_poisson_gaussian(1.0, 0.1, 100)
-    np.testing.assert_allclose(acc.get_rdp(), poisson_rdp(1.0, 0.1, 100, orders))
+    acc = PartitionRDPAccountant(orders=orders).compose_poisson_gaussian(1.0, 0.1, 100)
+    np.testing.assert_allclose(acc.get_rdp(), poisson_rdp(1.0, 0.1, 100, orders=orders))
 
 
 @pytest.mark.parametrize(
@@ -365,7 +369,7 @@ def test_find_noise_multiplier_poisson():
         8.0, DELTA, scheme="poisson", orders=orders, sample_rate=0.1, num_steps=200
     )
     assert sigma == pytest.approx(1.216, abs=0.005)
-    eps = rdp_to_epsilon(poisson_rdp(sigma, 0.1, 200, orders), orders, DELTA)[0]
+    eps = rdp_to_epsilon(poisson_rdp(sigma, 0.1, 200, orders=orders), orders, DELTA)[0]
     assert eps == pytest.approx(8.0, abs=1e-3)
 
 
@@ -459,7 +463,7 @@ def test_accountant_stores_in_init_and_starts_at_first_compose():
     assert not hasattr(acc, "rdp_") and acc.get_params() == {"orders": [1.5, 3]}
     with pytest.raises(ValueError, match="orders must all be >= 2"):
         acc.compose_gaussian(1.0)
-    acc = PartitionRDPAccountant([2, 4]).compose_gaussian(1.0)
+    acc = PartitionRDPAccountant(orders=[2, 4]).compose_gaussian(1.0)
     np.testing.assert_allclose(acc.rdp_, [1.0, 2.0])
     assert not hasattr(clone(acc), "rdp_")
     acc.set_params(orders=[2, 8])

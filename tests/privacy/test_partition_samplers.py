@@ -10,7 +10,9 @@ from sklearn_icml.privacy import _partition_samplers as ps
 
 @pytest.mark.parametrize("n, T, k", [(50, 10, 3), (40, 8, 8), (30, 5, 1), (25, 12, 11)])
 def test_every_index_in_exactly_k_distinct_steps(n, T, k):
-    sampler = BalancedIterationSampler(n, T, k, num_epochs=3, random_state=0)
+    sampler = BalancedIterationSampler(
+        n_samples=n, num_steps=T, num_selected=k, num_epochs=3, random_state=0
+    )
     batches = list(sampler)
     assert len(batches) == len(sampler) == 3 * T
     for epoch in range(3):
@@ -37,7 +39,7 @@ def test_subset_kernels_are_uniform(path):
 
 def test_inclusion_frequency_is_k_over_T():
     n, T, k = 200, 10, 3
-    sampler = BalancedIterationSampler(n, T, k, random_state=1)
+    sampler = BalancedIterationSampler(n_samples=n, num_steps=T, num_selected=k, random_state=1)
     totals = np.zeros(T)
     for _ in range(50):
         sampler.sample()
@@ -48,20 +50,21 @@ def test_inclusion_frequency_is_k_over_T():
 
 
 def test_reproducible_and_epochs_redraw():
-    a = [b.copy() for b in BalancedIterationSampler(30, 6, 2, num_epochs=2, random_state=5)]
-    b = [b.copy() for b in BalancedIterationSampler(30, 6, 2, num_epochs=2, random_state=5)]
+    params = {"n_samples": 30, "num_steps": 6, "num_selected": 2, "num_epochs": 2}
+    a = [b.copy() for b in BalancedIterationSampler(**params, random_state=5)]
+    b = [b.copy() for b in BalancedIterationSampler(**params, random_state=5)]
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
     first, second = a[:6], a[6:]
     assert any(not np.array_equal(x, y) for x, y in zip(first, second))
     # iterating the same sampler again draws new allocations too
-    sampler = BalancedIterationSampler(30, 6, 2, random_state=5)
+    sampler = BalancedIterationSampler(n_samples=30, num_steps=6, num_selected=2, random_state=5)
     one, two = list(sampler), list(sampler)
     assert any(not np.array_equal(x, y) for x, y in zip(one, two))
 
 
 def test_assignments_match_batches():
-    sampler = BalancedIterationSampler(20, 7, 3, random_state=2)
+    sampler = BalancedIterationSampler(n_samples=20, num_steps=7, num_selected=3, random_state=2)
     batches = sampler.sample()
     assert sampler.assignments_.shape == (20, 3)
     for i, steps in enumerate(sampler.assignments_):
@@ -72,7 +75,7 @@ def test_assignments_match_batches():
 
 
 def test_empty_batches_are_kept():
-    sampler = BalancedIterationSampler(3, 50, 1, random_state=0)
+    sampler = BalancedIterationSampler(n_samples=3, num_steps=50, num_selected=1, random_state=0)
     batches = sampler.sample()
     assert len(batches) == 50
     assert sum(len(b) == 0 for b in batches) >= 47
@@ -80,13 +83,14 @@ def test_empty_batches_are_kept():
 
 def test_poisson_sampler_rate_and_reproducibility():
     n, T, q = 400, 20, 0.15
-    sampler = PoissonIterationSampler(n, T, q, num_epochs=2, random_state=0)
+    params = {"n_samples": n, "num_steps": T, "sample_rate": q, "num_epochs": 2}
+    sampler = PoissonIterationSampler(**params, random_state=0)
     batches = list(sampler)
     assert len(batches) == len(sampler) == 2 * T
     sizes = np.array([len(b) for b in batches])
     # batch sizes are Binomial(n, q): check the mean within 4 standard errors
     assert abs(sizes.mean() - n * q) < 4 * np.sqrt(n * q * (1 - q) / sizes.size)
-    again = list(PoissonIterationSampler(n, T, q, num_epochs=2, random_state=0))
+    again = list(PoissonIterationSampler(**params, random_state=0))
     for x, y in zip(batches, again):
         np.testing.assert_array_equal(x, y)
     for b in batches:
@@ -99,7 +103,7 @@ def test_usable_as_torch_batch_sampler_with_empty_batches():
     X = torch.arange(8, dtype=torch.float32).reshape(4, 2)
     y = torch.arange(4)
     data = torch.utils.data.TensorDataset(X, y)
-    sampler = BalancedIterationSampler(4, 10, 2, random_state=0)
+    sampler = BalancedIterationSampler(n_samples=4, num_steps=10, num_selected=2, random_state=0)
     # whole index arrays as the "sampler" with batch_size=None: empty batches come out as
     # zero-length tensors
     loader = torch.utils.data.DataLoader(data, sampler=sampler, batch_size=None)
@@ -139,9 +143,9 @@ def test_bad_input_balanced(kwargs, match):
 def test_bad_input_poisson():
     for rate in (0.0, 1.2, -0.5):
         with pytest.raises(ValueError, match="sample_rate"):
-            PoissonIterationSampler(10, 5, rate).sample()
+            PoissonIterationSampler(n_samples=10, num_steps=5, sample_rate=rate).sample()
     with pytest.raises(TypeError, match="num_steps"):
-        list(PoissonIterationSampler(10, 2.5, 0.1))
+        list(PoissonIterationSampler(n_samples=10, num_steps=2.5, sample_rate=0.1))
     with pytest.raises(ValueError, match="n_samples"):  # the placeholder must be replaced
         PoissonIterationSampler().sample()
 
@@ -149,10 +153,10 @@ def test_bad_input_poisson():
 def test_samplers_are_estimators_with_fresh_clones():
     from sklearn.base import clone
 
-    sampler = BalancedIterationSampler(30, 6, 2, random_state=5)
+    sampler = BalancedIterationSampler(n_samples=30, num_steps=6, num_selected=2, random_state=5)
     first = [b.copy() for b in sampler.sample()]
     twin = clone(sampler)
     np.testing.assert_equal([b.tolist() for b in twin.sample()], [b.tolist() for b in first])
     sampler.set_params(random_state=5)  # a new generator from the same seed
     np.testing.assert_equal([b.tolist() for b in sampler.sample()], [b.tolist() for b in first])
-    assert repr(PoissonIterationSampler(10, sample_rate=0.5)).startswith("Poisson")
+    assert repr(PoissonIterationSampler(n_samples=10, sample_rate=0.5)).startswith("Poisson")

@@ -1,4 +1,4 @@
-"""DWMClassifier / DWMRegressor: the bi-level schedule, weights, bad input (spec 7 and 8)."""
+"""DWMClassifier / DWMRegressor: the bi-level schedule, the weights, and bad input."""
 
 import copy
 import pickle
@@ -20,7 +20,7 @@ from sklearn_icml.weighting import (  # noqa: E402
     WeightingMLP,
 )
 
-FAST = {"hidden_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
+FAST = {"hidden_layer_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
         "batch_size": 16, "random_state": 0}
 
 
@@ -76,7 +76,7 @@ def _same(a, b):
     return all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-# ------------------------------------------------------------------ spec section 7
+# ----------------------------------------------------- the bi-level schedule and the weights
 
 
 @pytest.mark.parametrize("warm", [False, True])
@@ -90,7 +90,7 @@ def test_constant_dwm_gives_the_plain_sgd_trajectory(mixed, warm):
     # without it and without DWM updates the DWM is skipped altogether
     n_dwm = X.shape[1] + 1 + 1
     reg = DWMRegressor(
-        module=module, standardize=False, lr=0.05, max_iter=24, n_stages=3,
+        module=module, standardize=False, learning_rate=0.05, max_iter=24, n_stages=3,
         dwm_steps_per_stage=0, batch_size=16, random_state=1,
         warm_start_dwm=WeightingMLP(n_dwm) if warm else None,
         callbacks=[("rec", recorder)],
@@ -134,7 +134,7 @@ def test_learner_frozen_in_dwm_phases_and_dwm_frozen_in_learner_phases(clf_data)
 
 def test_weights_positive_sum_to_batch_and_permute_with_the_batch(clf_data):
     X, y = clf_data
-    clf = DWMClassifier(**{**FAST, "dwm_steps_per_stage": 15, "dwm_lr": 0.01}).fit(X, y)
+    clf = DWMClassifier(**{**FAST, "dwm_steps_per_stage": 15, "dwm_learning_rate": 0.01}).fit(X, y)
     w = clf.compute_weights(X[:16], y[:16])
     assert np.all(w > 0)
     assert w.sum() == pytest.approx(16, rel=1e-6)
@@ -151,7 +151,7 @@ def test_weights_positive_sum_to_batch_and_permute_with_the_batch(clf_data):
 
 
 def test_learning_trace_records_ess_per_step_and_stage_stats(mixed):
-    reg = DWMRegressor(**{**FAST, "hidden_sizes": ()}).fit(
+    reg = DWMRegressor(**{**FAST, "hidden_layer_sizes": ()}).fit(
         mixed.X, mixed.y, mixed.X_val, mixed.y_val, sample_features=mixed.source_onehot
     )
     assert reg.n_iter_ == 30
@@ -172,7 +172,7 @@ def test_iid_validation_keeps_random_groups_near_weight_one():
     X, y = make_classification(n_samples=1200, n_features=6, n_informative=4,
                                random_state=1)
     X_val, y_val = X[1000:], y[1000:]
-    clf = DWMClassifier(hidden_sizes=(16,), max_iter=300, n_stages=3, dwm_steps_per_stage=30,
+    clf = DWMClassifier(hidden_layer_sizes=(16,), max_iter=300, n_stages=3, dwm_steps_per_stage=30,
                         batch_size=32, random_state=0).fit(X[:1000], y[:1000], X_val, y_val)
     groups = np.random.default_rng(0).integers(0, 4, size=1000)
     sums, counts = clf.stage_weight_sums_[-1], clf.stage_sample_counts_[-1]
@@ -185,7 +185,7 @@ def test_iid_validation_keeps_random_groups_near_weight_one():
 def test_dwm_down_weights_the_opposite_source_and_beats_uniform():
     """A small E1: sources A (target), B (noisy), C (opposite), D (no signal)."""
     data = make_mixed_source_regression(n_per_source=300, n_features=5, random_state=0)
-    common = {"hidden_sizes": (), "lr": 0.05, "max_iter": 600, "n_stages": 3,
+    common = {"hidden_layer_sizes": (), "learning_rate": 0.05, "max_iter": 600, "n_stages": 3,
               "random_state": 0}
     fits = {}
     for name, steps in (("uniform", 0), ("dwm", 100)):
@@ -267,7 +267,7 @@ def test_pandas_input_and_string_labels(clf_data):
     assert clf.validation_indices_ is None
 
 
-# ------------------------------------------------------------------ spec section 8
+# ------------------------------------------------------------------ bad input
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,7 @@ def test_pandas_input_and_string_labels(clf_data):
         ({"hypergradient": "second_order"}, "hypergradient"),
         ({"loss_feature": "sqrt"}, "loss_feature"),
         ({"max_iter": 2, "n_stages": 3}, "max_iter must be >= n_stages"),
-        ({"hidden_sizes": (0,)}, "hidden_sizes"),
+        ({"hidden_layer_sizes": (0,)}, "hidden_layer_sizes"),
     ],
 )
 def test_bad_parameters_raise_value_error(clf_data, params, match):
@@ -347,7 +347,7 @@ def test_not_fitted_errors(clf_data):
 
 
 def test_non_finite_hypergradient_raises_floating_point_error_naming_stage_and_step(mixed):
-    reg = DWMRegressor(**{**FAST, "hidden_sizes": ()}, lookahead_lr=1e30)
+    reg = DWMRegressor(**{**FAST, "hidden_layer_sizes": ()}, lookahead_learning_rate=1e30)
     with pytest.raises(FloatingPointError, match=r"stage 1, DWM step 1\b"):
         reg.fit(mixed.X, mixed.y, mixed.X_val, mixed.y_val)
 
@@ -356,20 +356,22 @@ def test_non_finite_weights_raise_floating_point_error(mixed):
     dwm = WeightingMLP(mixed.X.shape[1] + 2)
     with torch.no_grad():
         dwm.out.bias.fill_(float("nan"))
-    reg = DWMRegressor(**{**FAST, "hidden_sizes": (), "dwm_steps_per_stage": 0},
+    reg = DWMRegressor(**{**FAST, "hidden_layer_sizes": (), "dwm_steps_per_stage": 0},
                        warm_start_dwm=dwm)
     with pytest.raises(FloatingPointError, match=r"stage 1, learner step 1\b"):
         reg.fit(mixed.X, mixed.y, mixed.X_val, mixed.y_val)
 
 
 def test_divergent_learner_raises_value_error(mixed):
-    reg = DWMRegressor(**{**FAST, "hidden_sizes": (), "lr": 1e6, "dwm_steps_per_stage": 0})
+    reg = DWMRegressor(
+        **{**FAST, "hidden_layer_sizes": (), "learning_rate": 1e6, "dwm_steps_per_stage": 0}
+    )
     with pytest.raises(ValueError, match="diverged"):
         reg.fit(mixed.X, 1e3 * mixed.y, mixed.X_val, mixed.y_val)
 
 
 def test_compute_weights_bad_input(mixed):
-    reg = DWMRegressor(**{**FAST, "hidden_sizes": ()}).fit(
+    reg = DWMRegressor(**{**FAST, "hidden_layer_sizes": ()}).fit(
         mixed.X, mixed.y, mixed.X_val, mixed.y_val, sample_features=mixed.source_onehot)
     with pytest.raises(ValueError, match="sample_features must have 4 column"):
         reg.compute_weights(mixed.X[:10], mixed.y[:10])

@@ -1,4 +1,4 @@
-"""The online DWM variant (spec 3.3): each DWM update also commits its look-ahead step."""
+"""The online DWM variant: each DWM update also commits its look-ahead step."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from sklearn.datasets import make_classification  # noqa: E402
 from sklearn_icml.weighting import DWMClassifier, one_step_hypergradient  # noqa: E402
 from sklearn_icml.weighting._hypergradient import weighted_sgd_step  # noqa: E402
 
-FAST = {"hidden_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
+FAST = {"hidden_layer_sizes": (8,), "max_iter": 30, "n_stages": 3, "dwm_steps_per_stage": 4,
         "batch_size": 16, "random_state": 0}
 
 
