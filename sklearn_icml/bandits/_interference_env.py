@@ -14,7 +14,6 @@ from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
 )
-from ._docstrings import fill_doc
 from ._validation import check_below, index_at_least, validate_arguments
 
 
@@ -55,7 +54,6 @@ def _power_law_kernel(grid_side, beta):
     return (1.0 + dist) ** (-float(beta))
 
 
-@fill_doc
 class _GridEnvironment(BaseEnvironment):
     """Round and assignment checks, ``step`` and the fixed-arm bookkeeping of a grid.
 
@@ -97,7 +95,12 @@ class _GridEnvironment(BaseEnvironment):
     def outcomes(self, t, Z):
         """Every unit's outcome in round ``t`` under the assignment ``Z``.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -110,7 +113,12 @@ class _GridEnvironment(BaseEnvironment):
     def step(self, t, Z):
         """Observed outcomes and the noise-free mean reward, computed once.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -127,7 +135,12 @@ class _GridEnvironment(BaseEnvironment):
     def mean_reward(self, t, Z):
         """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -167,7 +180,6 @@ class _GridEnvironment(BaseEnvironment):
         return int(np.argmax(self.all_fixed_arm_rewards().sum(axis=0)))
 
 
-@fill_doc
 class InterferenceGridEnv(_GridEnvironment):
     """Units on an ``L x L`` grid whose outcomes depend on the arms around them.
 
@@ -241,7 +253,8 @@ class InterferenceGridEnv(_GridEnvironment):
 
     References
     ----------
-    %(interference_references)s
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
 
     Examples
     --------

@@ -8,7 +8,6 @@ from sklearn.utils._param_validation import Interval
 from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT, POSITIVE_INT
-from ._docstrings import fill_doc
 from ._interference_env import _box_bounds, _GridEnvironment
 
 
@@ -17,7 +16,6 @@ def _decay_weights(radius, decay):
     return (1.0 + np.arange(radius + 1)) ** (-float(decay))
 
 
-@fill_doc
 class RandomRewardGridEnv(_GridEnvironment):
     """The paper's experiment: units on an ``L x L`` grid with random unit-level rewards.
 
@@ -87,7 +85,8 @@ class RandomRewardGridEnv(_GridEnvironment):
 
     References
     ----------
-    %(interference_references)s
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
 
     Examples
     --------

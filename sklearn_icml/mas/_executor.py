@@ -18,7 +18,6 @@ from ..utils._param_validation import (
 )
 from . import _confinement, _sandbox
 from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
-from ._docstrings import fill_doc
 from ._llm import AgentLLM
 from ._program import MASProgram, fallback_mas
 from ._validation import check_instance, check_sandbox
@@ -96,7 +95,6 @@ class _CountingHandle:
         self.call_llm = call_llm
 
 
-@fill_doc
 class MASExecutor(BaseEstimator):
     """Run MAS programs on queries, with a timeout, a fallback, limits and LLM-call accounting.
 
@@ -137,16 +135,25 @@ class MASExecutor(BaseEstimator):
 
     Parameters
     ----------
-    %(agent_llm)s
-    %(timeout)s
-    %(sandbox)s
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str``; required before the first run.
+    timeout : float, default=60.0
+        Seconds one MAS program may run (the reference uses 600).
+    sandbox : {"process", "unsafe-inprocess"}, default="process"
+        Where the (generated) code runs: ``"process"``, a confined child process, for
+        generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
+        rights and a best-effort timeout, for trusted programs only (it warns on every run).
+        See :class:`MASExecutor`. The old spelling ``"inprocess"`` raises an error.
     max_retries : int, default=1
         Fallback runs after a timeout or a passed limit.
     fallback : bool, default=True
         Whether a timed-out program, or one past a limit, is replaced by the fallback MAS.
     memory_limit : int, default=536870912
         Address-space limit of the child in bytes (``resource.RLIMIT_AS``).
-    %(allow_weak_isolation)s
+    allow_weak_isolation : bool, default=False
+        Run in process mode even where the child cannot be fully confined (no seccomp filter
+        on this platform or kernel, or a layer missing when checked), with the protections
+        that are in force; every such run warns. False refuses to run there.
     max_llm_calls : int, default=64
         Agent-LLM calls one program may make; the next one ends the run.
     max_prompt_chars : int, default=200000
@@ -179,7 +186,8 @@ class MASExecutor(BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: a generated MAS is executed to answer its query.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: a generated MAS is executed to answer its query.
 
     Examples
     --------

@@ -19,7 +19,6 @@ from sklearn.base import BaseEstimator
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._validation import check_instance
 
 __all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
@@ -116,7 +115,6 @@ def _gold(family, numbers):
     return (rest[0] - b) // a
 
 
-@fill_doc
 class ArithmeticMockLLM(_CallableLLM):
     """The deterministic agent LLM of the arithmetic test bed.
 
@@ -159,7 +157,8 @@ class ArithmeticMockLLM(_CallableLLM):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s; the agents here are a seeded stand-in for its LLMs.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686; the agents here are a seeded stand-in for its LLMs.
 
     Examples
     --------

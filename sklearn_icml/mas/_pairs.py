@@ -9,7 +9,6 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 
 from ..utils import draw_seed
 from ..utils._param_validation import POSITIVE_INT
-from ._docstrings import fill_doc
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
 from ._validation import StringInputMixin, check_pool
@@ -38,7 +37,6 @@ def _is_correct(result, gold, checker):
     return bool(checker(result.answer, gold))
 
 
-@fill_doc
 class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline.
 
@@ -51,15 +49,21 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(pool)s
+    pool : list of MASProgram, default=None
+        The candidate designs; None means :func:`default_mas_pool`.
     executor : MASExecutor
         Runs the programs (its ``llm`` is the fixed agent LLM of the evaluation).
-    %(n_groups)s
+    n_groups : int, default=8
+        Clusters of queries when ``fit`` is not given ``groups``.
     grouping : {"tfidf-kmeans"}, default="tfidf-kmeans"
         How queries are grouped when ``groups`` is not given.
-    %(repeats)s
-    %(refine_llm)s
-    %(answer_checker)s
+    repeats : int, default=1
+        Runs per (query, MAS) pair in the evaluation of the pool, averaged.
+    refine_llm : callable, default=None
+        ``refine_llm(prompt, temperature) -> str`` that adapts each pair's MAS to its query
+        (intra-consistency).
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the k-means grouping.
 
@@ -100,7 +104,8 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: inter- and intra-consistent query-MAS pairs.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: inter- and intra-consistent query-MAS pairs.
 
     Examples
     --------
@@ -142,7 +147,18 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Evaluate the pool, group the queries and select the pairs.
 
-        %(fit_parameters)s
+        Parameters
+        ----------
+        queries : list of str
+            Training queries: every MAS of the pool runs on each.
+        answers : list
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
+        groups : array-like of shape (n_queries,), default=None
+            Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.
+
+        Returns
+        -------
+        self : object
         """
         queries, answers = self._check_fit_input(
             queries, answers, "executor",

@@ -7,7 +7,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
@@ -15,7 +14,6 @@ from ._router import MASGPTRouter
 from ._validation import StringInputMixin, check_answers, check_queries, check_sandbox
 
 
-@fill_doc
 class MASGPTSolver(StringInputMixin, BaseEstimator):
     """Answer queries with a query-specific multi-agent system generated in one inference.
 
@@ -27,19 +25,34 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(agent_llm)s
-    %(pool)s
-    %(n_groups)s
-    %(repeats)s
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str``; required before the first run.
+    pool : list of MASProgram, default=None
+        The candidate designs; None means :func:`default_mas_pool`.
+    n_groups : int, default=8
+        Clusters of queries when ``fit`` is not given ``groups``.
+    repeats : int, default=1
+        Runs per (query, MAS) pair in the evaluation of the pool, averaged.
     consistency : bool, default=True
         Group-level MAS selection; False is the ablation with per-query labels.
-    %(refine_llm)s
+    refine_llm : callable, default=None
+        ``refine_llm(prompt, temperature) -> str`` that adapts each pair's MAS to its query
+        (intra-consistency).
     generator_llm : callable, default=None
         Generator LLM; None uses the fitted classifier as the generator.
-    %(timeout)s
-    %(sandbox)s
-    %(allow_weak_isolation)s
-    %(answer_checker)s
+    timeout : float, default=60.0
+        Seconds one MAS program may run (the reference uses 600).
+    sandbox : {"process", "unsafe-inprocess"}, default="process"
+        Where the (generated) code runs: ``"process"``, a confined child process, for
+        generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
+        rights and a best-effort timeout, for trusted programs only (it warns on every run).
+        See :class:`MASExecutor`. The old spelling ``"inprocess"`` raises an error.
+    allow_weak_isolation : bool, default=False
+        Run in process mode even where the child cannot be fully confined (no seccomp filter
+        on this platform or kernel, or a layer missing when checked), with the protections
+        that are in force; every such run warns. False refuses to run there.
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
 
@@ -79,7 +92,8 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: the pipeline from query-MAS pairs to answers.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: the pipeline from query-MAS pairs to answers.
 
     Examples
     --------
@@ -134,7 +148,18 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     def fit(self, queries, answers, groups=None):
         """Build the training pairs and fit the generator.
 
-        %(fit_parameters)s
+        Parameters
+        ----------
+        queries : list of str
+            Training queries: every MAS of the pool runs on each.
+        answers : list
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
+        groups : array-like of shape (n_queries,), default=None
+            Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.
+
+        Returns
+        -------
+        self : object
         """
         check_sandbox(self.sandbox, type(self).__name__)
         queries, answers = self._check_fit_input(
