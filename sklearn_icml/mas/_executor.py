@@ -10,6 +10,7 @@ import warnings
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._deprecation import renamed
 from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_REAL,
@@ -27,7 +28,7 @@ __all__ = ["MASExecutor", "MASResult"]
 
 @dataclasses.dataclass(frozen=True)
 class MASResult:
-    """What one run of a MAS on a query gave: a record, returned by :meth:`MASExecutor.run`.
+    """What one run of a MAS on a query gave: a record, returned by :meth:`MASExecutor.execute`.
 
     Attributes
     ----------
@@ -166,7 +167,7 @@ class MASExecutor(BaseEstimator):
     Attributes
     ----------
     n_runs_ : int
-        Programs run so far (fallback runs included; set by the first :meth:`run`).
+        Programs run so far (fallback runs included; set by the first :meth:`execute`).
     last_sandbox_layers_ : list of str
         The protections of the last child process, as this process verified them in
         ``/proc`` (``seccomp``, ``no_new_privs``, the ``RLIMIT_*`` names, ``own_session``,
@@ -195,7 +196,7 @@ class MASExecutor(BaseEstimator):
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASExecutor, default_mas_pool
     >>> cot = default_mas_pool()[0]
     >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0)
-    >>> result = executor.run(cot, "Add 12 and 30.")
+    >>> result = executor.execute(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     >>> "seccomp" in executor.last_sandbox_layers_  # as read from /proc by this process
@@ -206,7 +207,7 @@ class MASExecutor(BaseEstimator):
     >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", UnsafeSandboxWarning)
-    ...     result = executor.run(cot, "Add 12 and 30.")
+    ...     result = executor.execute(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     """
@@ -249,8 +250,8 @@ class MASExecutor(BaseEstimator):
             self.last_sandbox_layers_ = []
             self._compiled = {}
 
-    def run(self, program, query):
-        """Run ``program`` on ``query``.
+    def execute(self, program, query):
+        """Execute ``program`` on ``query`` and return what it gave.
 
         Parameters
         ----------
@@ -303,14 +304,14 @@ class MASExecutor(BaseEstimator):
                 "untrusted code.", UnsafeSandboxWarning, stacklevel=2,
             )
         start = time.perf_counter()
-        answer, n_calls, error, timed_out, limited = self._run_once(program, query)
+        answer, n_calls, error, timed_out, limited = self._execute_once(program, query)
         used_fallback, name = False, program.name
         first_timed_out, first_limited, first_error = timed_out, limited, error
         retries = 0
         while (timed_out or limited) and self.fallback and retries < self.max_retries:
             retries += 1
             backup = fallback_mas()
-            answer, more_calls, error, timed_out, limited = self._run_once(backup, query)
+            answer, more_calls, error, timed_out, limited = self._execute_once(backup, query)
             n_calls += more_calls
             used_fallback, name = True, backup.name
         if used_fallback and answer is not None:
@@ -321,18 +322,20 @@ class MASExecutor(BaseEstimator):
             limit_exceeded=first_limited,
         )
 
+    run = renamed(execute, "run")
+
     def _limits(self):
         return Limits(int(self.max_llm_calls), int(self.max_prompt_chars),
                       int(self.max_answer_chars))
 
-    def _run_once(self, program, query):
+    def _execute_once(self, program, query):
         """``(answer, n_calls, error, timed_out, limit_exceeded)`` of one validated program."""
         self.n_runs_ += 1
         agent = AgentLLM(self.llm, default_temperature=self.default_temperature)
         if self.sandbox == "unsafe-inprocess":
-            answer, error, timed_out, limited = self._run_inprocess(program, query, agent)
+            answer, error, timed_out, limited = self._execute_inprocess(program, query, agent)
         else:
-            run = _confinement.run_in_child(
+            run = _confinement.execute_in_child(
                 program.code, query, agent, timeout=float(self.timeout),
                 memory_limit=int(self.memory_limit), limits=self._limits(),
                 weak_ok=self.allow_weak_isolation,
@@ -343,7 +346,7 @@ class MASExecutor(BaseEstimator):
             )
         return answer, getattr(agent, "n_calls_", 0), error, timed_out, limited
 
-    def _run_inprocess(self, program, query, agent):
+    def _execute_inprocess(self, program, query, agent):
         compiled = self._compiled.get(program.code)
         if compiled is None:  # the fallback program
             program.validate()
@@ -361,7 +364,7 @@ class MASExecutor(BaseEstimator):
             # fires again every 50 ms, should code catch the first one in a finally block
             signal.setitimer(signal.ITIMER_REAL, float(self.timeout), 0.05)
         try:
-            answer = _sandbox.run_forward(
+            answer = _sandbox.execute_forward(
                 program.code, query, _CountingHandle(_limited_call(agent, limits)),
                 compiled=compiled,
             )

@@ -199,7 +199,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         for i, (query, gold) in enumerate(zip(queries, answers)):
             for j, program in enumerate(self.pool_):
                 for _ in range(self.repeats):
-                    result = self.executor.run(program, query)
+                    result = self.executor.execute(program, query)
                     scores[i, j] += _is_correct(result, gold, checker)
                     calls[i, j] += result.n_calls
         return scores / self.repeats, calls / self.repeats
@@ -253,5 +253,5 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
             refined.validate()
         except ValueError:
             return None
-        result = self.executor.run(refined, query)
+        result = self.executor.execute(refined, query)
         return refined if _is_correct(result, gold, checker) else None

@@ -214,7 +214,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         programs, results, raws, notes = [], [], [], []
         generated = self.router_._generate_many(queries)
         for query, (program, raw, used_fallback, note) in zip(queries, generated):
-            result = self.executor_.run(program, query)
+            result = self.executor_.execute(program, query)
             if used_fallback and not result.used_fallback:
                 result = dataclasses.replace(result, used_fallback=True)
             programs.append(program)

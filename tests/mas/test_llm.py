@@ -147,7 +147,7 @@ def test_http_adapter_against_local_stub(stub_server):
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
     # the sandboxed child has no network: its calls go through this process
     executor = MASExecutor(llm, timeout=10.0)
-    result = executor.run(default_mas_pool()[1], "Add 2 and 3.")
+    result = executor.execute(default_mas_pool()[1], "Add 2 and 3.")
     assert result.answer == "ANSWER: 5" and result.n_calls == 6
     assert len(_StubHandler.requests) == 7
 

@@ -128,7 +128,7 @@ def test_pool_matches_closed_forms():
             idx = np.flatnonzero(families == family)
             if family == "add" and name != "cot":
                 idx = idx[:300]  # p = 1: every run is right, nothing to estimate
-            results = [executor.run(program, queries[i]) for i in idx]
+            results = [executor.execute(program, queries[i]) for i in idx]
             acc = np.mean(
                 [default_answer_checker(r.answer, answers[i]) for r, i in zip(results, idx)]
             )

@@ -91,7 +91,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
         "        raise ValueError(answer)\n"))
     executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess",
                            timeout=0.2)
-    result = executor.run(slow, "Add 1 and 2.")
+    result = executor.execute(slow, "Add 1 and 2.")
     assert result.used_fallback and default_answer_checker(result.answer, 3)  # fallback right
     builder = ConsistentPairBuilder(pool=[slow, crash, POOL[0]], executor=executor, n_groups=1)
     builder.fit(["Add 1 and 2."], [3])

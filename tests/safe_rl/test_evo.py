@@ -25,7 +25,7 @@ def _one_torch_thread():
         yield
 
 
-FAST = dict(steps_per_iter=100, actor_hidden=(8,), critic_hidden=(8,),
+FAST = dict(steps_per_iter=100, actor_hidden_layer_sizes=(8,), critic_hidden_layer_sizes=(8,),
             critic_update_iters=1, cg_iters=5, line_search_steps=5)
 
 
@@ -231,7 +231,7 @@ def test_evo_avoids_shortcut_baseline_takes_it():
 def test_ppo_lag_multiplier_is_projected_plain_ascent():
     # lambda <- max(0, lambda + eta (c - d)) once per update (the default multiplier step)
     agent = EVOAgent(base="ppo_lag", cost_limit=10.0,
-                     lagrangian_lr=0.5, lagrangian_init=0.25, random_state=0, **FAST)
+                     lagrangian_learning_rate=0.5, lagrangian_init=0.25, random_state=0, **FAST)
     agent._validate_params()
     agent._initialize(RiskyShortcutEnv())
     batch, _ = agent._rollout(100)
@@ -283,3 +283,28 @@ def test_warm_start_continues_and_params_round_trip():
     assert clone(once).get_params() == once.get_params()
     runs = run_seeds(EVOAgent(base="ppo_lag", max_iter=1, **FAST), RiskyShortcutEnv(), [0, 1])
     assert [len(r.history_) for r in runs] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "old, new, value",
+    [
+        ("actor_hidden", "actor_hidden_layer_sizes", (6,)),
+        ("critic_hidden", "critic_hidden_layer_sizes", (6,)),
+        ("actor_lr", "actor_learning_rate", 1e-3),
+        ("critic_lr", "critic_learning_rate", 2e-3),
+        ("lagrangian_lr", "lagrangian_learning_rate", 0.5),
+    ],
+)
+def test_renamed_parameters_warn_and_give_the_same_agent(old, new, value):
+    """scikit-learn's names (``*_learning_rate``, ``*_hidden_layer_sizes``); the old ones warn."""
+    params = {k: v for k, v in FAST.items() if k != new}
+    kw = dict(base="ppo_lag", max_iter=1, random_state=0, **params)
+    expected = EVOAgent(**kw, **{new: value}).run(RiskyShortcutEnv())
+    agent = EVOAgent(**kw, **{old: value})
+    assert agent.get_params()[old] == value
+    with pytest.warns(FutureWarning, match=f"`{old}` was renamed `{new}`"):
+        agent.run(RiskyShortcutEnv())
+    torch.testing.assert_close(_flat_params(agent.actor_), _flat_params(expected.actor_))
+    assert agent.history_ == expected.history_
+    with pytest.raises(ValueError, match=f"pass only {new}="):
+        EVOAgent(**kw, **{old: value, new: 2 * value}).run(RiskyShortcutEnv())
