@@ -412,7 +412,7 @@ def test_serlic_codec_huge_and_complex_points():
     from sklearn_icml.compression import SerLiCCodec
     from sklearn_icml.datasets import make_lidar_sweep
 
-    points, refl = make_lidar_sweep(0, n_lasers=4, n_azimuth=32)[:2]
+    points, refl = make_lidar_sweep(random_state=0, n_lasers=4, n_azimuth=32)[:2]
     codec = SerLiCCodec(n_lasers=4, n_azimuth=32, window=16, max_epochs=0,
                         sequence_model="gru", random_state=1).fit([(points, refl)])
     far = points.copy()

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import ANY_REAL, INT_AT_LEAST_TWO, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._validation import check_below, index_at_least, validate_arguments
@@ -201,7 +202,8 @@ class ClusteredBanditEnv(BaseEnvironment):
             self._setup()  # which starts from zero counters and a fresh generator
         return self
 
-    def pull(self, agent, arm, n=1):
+    @keyword_only_after(3)
+    def pull(self, agent, arm, *, n=1):
         """Pull ``arm`` of ``agent`` ``n`` times and return the sum of the ``n`` rewards.
 
         Parameters

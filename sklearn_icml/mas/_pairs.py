@@ -8,6 +8,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.utils._param_validation import HasMethods, StrOptions
 
 from ..utils import draw_seed
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
@@ -144,7 +145,8 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         self.answer_checker = answer_checker
         self.random_state = random_state
 
-    def fit(self, queries, answers, groups=None):
+    @keyword_only_after(3)
+    def fit(self, queries, answers, *, groups=None):
         """Evaluate the pool, group the queries and select the pairs.
 
         Parameters

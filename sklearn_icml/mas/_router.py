@@ -9,6 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_REAL
 from ._program import MASProgram, fallback_mas
 from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
@@ -124,7 +125,8 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         self.n_shots = n_shots
         self.random_state = random_state
 
-    def fit(self, queries, mas_ids, programs=None, rationales=None):
+    @keyword_only_after(3)
+    def fit(self, queries, mas_ids, *, programs=None, rationales=None):
         """Learn query -> MAS from training pairs.
 
         Parameters

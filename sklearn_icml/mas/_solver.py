@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
@@ -145,7 +146,8 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         self.answer_checker = answer_checker
         self.random_state = random_state
 
-    def fit(self, queries, answers, groups=None):
+    @keyword_only_after(3)
+    def fit(self, queries, answers, *, groups=None):
         """Build the training pairs and fit the generator.
 
         Parameters
@@ -172,7 +174,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,
             repeats=self.repeats, refine_llm=self.refine_llm,
             answer_checker=self.answer_checker, random_state=self.random_state,
-        ).fit(queries, answers, groups)
+        ).fit(queries, answers, groups=groups)
         self.pool_ = self.builder_.pool_
         self.train_calls_ = int(round(self.builder_.calls_matrix_.sum() * self.repeats))
         if self.consistency:

@@ -41,7 +41,7 @@ def test_exact_sum_gaussian_variance(n):
     """pull(a, k, n) / n has mean mu and variance sigma^2 / n (chi-square test, loose)."""
     env = ClusteredBanditEnv(MEANS, [0, 1], sigma=0.5, random_state=0)
     m = 3000
-    x = np.array([env.pull(1, 1, n) / n for _ in range(m)])
+    x = np.array([env.pull(1, 1, n=n) / n for _ in range(m)])
     stat = (m - 1) * x.var(ddof=1) / (0.25 / n)
     assert stats.chi2.ppf(1e-4, m - 1) < stat < stats.chi2.ppf(1 - 1e-4, m - 1)
     assert abs(x.mean() - 0.9) < 5 * np.sqrt(0.25 / n / m)
@@ -134,9 +134,9 @@ def test_env_warns_on_non_separable_instances(means, match):
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda e: e.pull(0, 0, 0), ValueError, "'n' parameter of ClusteredBanditEnv.pull"),
-        (lambda e: e.pull(0, 0, 2.0), TypeError, "'n' parameter"),
-        (lambda e: e.pull(0, 0, True), TypeError, "'n' parameter"),
+        (lambda e: e.pull(0, 0, n=0), ValueError, "'n' parameter of ClusteredBanditEnv.pull"),
+        (lambda e: e.pull(0, 0, n=2.0), TypeError, "'n' parameter"),
+        (lambda e: e.pull(0, 0, n=True), TypeError, "'n' parameter"),
         (lambda e: e.pull(2, 0), ValueError, "agent"),
         (lambda e: e.pull(-1, 0), ValueError, "agent"),
         (lambda e: e.pull(0, 4), ValueError, "arm"),
@@ -154,7 +154,7 @@ def test_pull_bad_input(call, exc, match):
 
 def test_set_params_sets_up_again():
     env = ClusteredBanditEnv(MEANS, [0, 1], random_state=0)
-    env.pull(0, 0, 5)
+    env.pull(0, 0, n=5)
     assert env.eta_ == pytest.approx(0.2)
     env.set_params(means=[[0.9, 0.1], [0.1, 0.9]], assignment=[0, 1, 1])
     assert env.n_agents_ == 3 and env.eta_ == pytest.approx(0.8) and env.total_pulls_ == 0
@@ -173,3 +173,13 @@ def test_make_clustered_bandit_bad_input(kwargs, match):
     args = {"n_agents": 6, "n_clusters": 3, "n_arms": 6, **kwargs}
     with pytest.raises(ValueError, match=match):
         make_clustered_bandit(**args)
+
+
+def test_pull_n_by_position_warns_and_gives_the_same_sum():
+    """``n`` is keyword-only; by position it still works, with a FutureWarning."""
+    means, assignment = [[0.9, 0.1], [0.1, 0.9]], [0, 1]
+    expected = ClusteredBanditEnv(means, assignment, random_state=0).pull(1, 1, n=50)
+    env = ClusteredBanditEnv(means, assignment, random_state=0)
+    with pytest.warns(FutureWarning, match=r"pass n as keyword arguments \(n=50\)"):
+        total = env.pull(1, 1, 50)
+    assert total == expected and env.total_pulls_ == 50

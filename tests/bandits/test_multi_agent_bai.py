@@ -452,3 +452,14 @@ def test_se_bad_input(kwargs, exc, match):
     }
     with pytest.raises(exc, match=match):
         successive_elimination(**args)
+
+
+def test_se_max_rounds_by_position_warns_and_gives_the_same_result():
+    """``max_rounds`` is keyword-only; by position it still works, with a FutureWarning."""
+    env = ClusteredBanditEnv([[1.0, 0.7, 0.1]], [0], sigma=1e-9, random_state=0)
+    expected = successive_elimination(env, 0, [0, 1, 2], 0.05, max_rounds=1)
+    with pytest.warns(FutureWarning, match=r"pass max_rounds as keyword arguments \(max_rounds=1"):
+        res = successive_elimination(env.reset(), 0, [0, 1, 2], 0.05, 1)
+    assert res.rounds == expected.rounds == 1
+    assert res.counts.tolist() == expected.counts.tolist()
+    np.testing.assert_array_equal(res.means, expected.means)

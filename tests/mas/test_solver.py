@@ -258,3 +258,23 @@ def test_refine_llm_keeps_only_correct_refinements():
     assert builder.pair_programs_[0].name == "cot+refined"
     assert builder.pairs_[0][2] == "Why: adding is easy."
     assert [p.name for p in builder.pair_programs_[1:]] == ["cot", "cot"]
+
+
+@pytest.mark.parametrize("cls", [ConsistentPairBuilder, MASGPTSolver])
+def test_groups_by_position_warns_and_gives_the_same_pairs(cls):
+    """``groups`` is keyword-only; by position it still works, with a FutureWarning."""
+    queries, answers = ["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11]
+    if cls is ConsistentPairBuilder:
+        def make():
+            executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+            return cls(pool=POOL[:2], executor=executor, random_state=0)
+    else:
+        def make():
+            return cls(llm=ArithmeticMockLLM(random_state=0), pool=POOL[:2],
+                       sandbox="unsafe-inprocess", random_state=0)
+    expected = make().fit(queries, answers, groups=[0, 0, 1])
+    with pytest.warns(FutureWarning, match=r"pass groups as keyword arguments \(groups="):
+        model = make().fit(queries, answers, [0, 0, 1])
+    pairs = model.pairs_ if cls is ConsistentPairBuilder else model.builder_.pairs_
+    expected = expected if cls is ConsistentPairBuilder else expected.builder_
+    assert pairs == expected.pairs_

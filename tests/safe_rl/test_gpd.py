@@ -39,7 +39,9 @@ def test_weighted_quantile_matches_replicated_sample():
     w[0] = 1
     rep = np.repeat(x, w)
     for q in [0.0, 0.05, 0.3, 0.5, 0.77, 0.9, 0.99, 1.0]:
-        assert weighted_quantile(x, q, w) == pytest.approx(np.quantile(rep, q), abs=1e-9)
+        assert weighted_quantile(x, q, sample_weight=w) == pytest.approx(
+            np.quantile(rep, q), abs=1e-9
+        )
     # unit weights are np.quantile
     assert weighted_quantile(x, 0.9) == pytest.approx(np.quantile(x, 0.9), abs=1e-12)
 
@@ -167,3 +169,16 @@ def test_bad_fit_input():
         GPDTailQuantile().fit(np.zeros((3, 3, 3)))
     with pytest.raises(ValueError, match="alpha"):
         GPDTailQuantile().fit(C).quantile(1.5)
+
+
+def test_sample_weight_by_position_warns_and_gives_the_same_result():
+    """``sample_weight`` is keyword-only in weighted_quantile and fit; by position it warns."""
+    rng = np.random.default_rng(0)
+    x, w = rng.pareto(3.0, 400), rng.uniform(0.5, 2.0, 400)
+    expected = weighted_quantile(x, 0.9, sample_weight=w)
+    with pytest.warns(FutureWarning, match="pass sample_weight as keyword arguments"):
+        assert weighted_quantile(x, 0.9, w) == expected
+    model = GPDTailQuantile().fit(x, sample_weight=w)
+    with pytest.warns(FutureWarning, match="pass sample_weight as keyword arguments"):
+        again = GPDTailQuantile().fit(x, None, w)
+    np.testing.assert_array_equal(again.predict(), model.predict())
