@@ -313,8 +313,8 @@ def sandbox(report, quick):
         note="The process sandbox starts a fresh interpreter per run, imports the allowed "
         "modules before confinement, and reads /proc to verify the child and to look for "
         "survivors; with a real LLM (seconds per call) this overhead is small. Before this "
-        "hardening (a child that reported its own layers) a run cost 0.207 s by the issue's "
-        "measurement and 0.304 s in the previous results file. The machine was shared with "
+        "hardening (a child that reported its own layers) a run cost 0.207 s as first "
+        "measured and 0.304 s in the previous results file. The machine was shared with "
         "other jobs during this run (see the load average); the two modes were timed side by "
         "side.",
     )

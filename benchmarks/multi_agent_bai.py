@@ -1,5 +1,5 @@
-"""Multi-agent best arm identification: the spec's experiments 6.1-6.3, delta-PC error rates,
-communication, pulls against N, run time, and a single-agent BAI peer (best-arm's LUCB1).
+"""Multi-agent best arm identification (Cl-BAI, BAI-Cl): total pulls at N = 30 and 90, delta-PC
+error rates, communication, pulls against N, run time, and a single-agent BAI peer (best-arm's LUCB1).
 
 Run: python benchmarks/multi_agent_bai.py [--quick]
 """
@@ -38,7 +38,7 @@ def make_algorithms(env, n_clusters, delta, seed):
 
 
 def one_seed(n_agents, n_clusters, n_arms, delta, seed):
-    """Spec protocol: instance make_clustered_bandit(..., random_state=s), eta = true margin,
+    """Protocol: instance make_clustered_bandit(..., random_state=s), eta = true margin,
     a fresh environment seeded with s for every algorithm."""
     means, assignment = make_clustered_bandit(n_agents, n_clusters, n_arms, random_state=seed)
     probe = ClusteredBanditEnv(means, assignment)
@@ -102,10 +102,10 @@ def table_e1_e2(report, quick):
         phase1 = np.mean([r["BAI-Cl"][0].n_phase1_agents_ for r in runs])
         note = (
             f"Cl-BAI clusters found per run: {clusters} "
-            f"({'target: exactly 3 in every run' if n == 90 else 'the spec states no target at N=30'}). "
+            f"({'target: exactly 3 in every run' if n == 90 else 'no target at N=30'}). "
             f"BAI-Cl mean n_phase1_agents: {phase1:.2f}"
             + (" (target 5.5 +- 1.0)." if n == 90 else ".")
-            + " BAI-Cl++ (optional, experimental) has no target in the spec."
+            + " BAI-Cl++ (optional, experimental) has no target."
         )
         report.add_table(
             f"{label}: M=3, K=10, delta=0.05, N={n}, {len(seeds)} seeds (mean total pulls)",
@@ -118,7 +118,7 @@ def table_e1_e2(report, quick):
         "Communication (mean per run; c_real = 64, c_bit = 1)",
         ["setting", "algorithm", "messages", "reals", "bits", "cost"],
         comm_rows,
-        note="Targets (spec 3.6): Naive N*ceil(log2 K) bits; Cl-BAI N*K reals + N*K + "
+        note="Targets (from each algorithm's protocol): Naive N*ceil(log2 K) bits; Cl-BAI N*K reals + N*K + "
         "N*ceil(log2 K) bits; BAI-Cl no reals. BAI-Cl++ sends one real per phase-2 test.",
     )
 
@@ -217,7 +217,7 @@ def pulls_vs_n(report, quick):
         f"Total pulls against N (M=3, K=10, delta=0.05, mean of {len(seeds)} seeds)",
         ["N"] + NAMES + ["BAI-Cl / Naive"],
         rows,
-        note="Expected shape (spec 7): Naive grows linearly in N, Cl-BAI more slowly "
+        note="Expected shape: Naive grows linearly in N, Cl-BAI more slowly "
         "(phase 1 is per agent), BAI-Cl almost flat (its phase-2 cost per agent is small). "
         + where,
     )
@@ -263,7 +263,7 @@ def lucb1_agent(probs, delta, seed):
 
 
 def peers(report, quick):
-    """The spec's fair peer comparison: a library's fixed-confidence BAI run on every agent
+    """A fair peer comparison: a library's fixed-confidence BAI run on every agent
     independently (= naive), next to ours, on a smaller Bernoulli instance (best-arm pulls one
     reward per Python step, so the main instance would take hours)."""
     try:
@@ -316,7 +316,7 @@ def peers(report, quick):
         table_rows,
         note="LUCB1 runs at level delta/N per agent (as NaiveBAI) with best-arm's LUCB "
         "stopping rule at epsilon = 0. Its confidence radius is the one for [0, 1] rewards "
-        "(1/2-sub-Gaussian), while our SE uses the 1-sub-Gaussian radius of the spec, four "
+        "(1/2-sub-Gaussian), while our SE uses the paper's 1-sub-Gaussian radius, four "
         "times more conservative in pulls on Bernoulli rewards. Instance: "
         "make_clustered_bandit(12, 3, 6, near_mean=0.6, low=(0.1, 0.4)).",
     )
@@ -332,10 +332,11 @@ def main(argv=None):
     )
     report.add(
         "Setting",
-        "Spec section 6: Gaussian rewards sigma = 1; instance make_clustered_bandit(N, M, K, "
+        "Gaussian rewards sigma = 1; instance make_clustered_bandit(N, M, K, "
         "random_state=s); eta given to the algorithms = the instance's true margin (>= 0.4); "
-        "a fresh environment seeded with s for each algorithm. Targets come from the spec's "
-        "reference implementation (INFERRED constants, not paper numbers). Seeds run in "
+        "a fresh environment seeded with s for each algorithm. Targets are those of a "
+        "reference implementation of the method (inferred constants, not paper numbers). "
+        "Seeds run in "
         f"parallel with joblib (n_jobs={N_JOBS}).",
     )
     start = time.perf_counter()

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ._multi_agent_bai import _ETA, BAICl, _id_bits
+from ..utils._param_validation import POSITIVE_REAL
+from ._multi_agent_bai import BAICl, _id_bits
 
 
 def _one_arm_pulls(radius, delta):
@@ -119,7 +120,7 @@ class BAIClPlusPlus(BAICl):
 
     _parameter_constraints = {
         **BAICl._parameter_constraints,
-        "eta1": _ETA,
+        "eta1": [POSITIVE_REAL, None],
     }
 
     def __init__(

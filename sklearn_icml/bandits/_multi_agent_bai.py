@@ -89,10 +89,6 @@ def _check_unique_best_arms(env, who):
         )
 
 
-_ETA = [POSITIVE_REAL, None]
-_ROUND_CONST = [Interval(numbers.Real, 4, None, closed="neither")]
-
-
 class _BaseMultiAgentBAI(BaseRunner):
     """``run`` of the multi-agent algorithms: checks, bookkeeping and the ``*_`` attributes.
 
@@ -350,8 +346,8 @@ class ClBAI(_BaseMultiAgentBAI):
 
     _parameter_constraints = {
         **_BaseMultiAgentBAI._parameter_constraints,
-        "eta": _ETA,
-        "round_const": _ROUND_CONST,
+        "eta": [POSITIVE_REAL, None],
+        "round_const": [Interval(numbers.Real, 4, None, closed="neither")],
         "representative": [StrOptions({"first", "random"})],
         "random_state": ["random_state"],
     }
@@ -514,8 +510,8 @@ class BAICl(_BaseMultiAgentBAI):
     _parameter_constraints = {
         **_BaseMultiAgentBAI._parameter_constraints,
         "n_clusters": [POSITIVE_INT],
-        "eta": _ETA,
-        "round_const": _ROUND_CONST,
+        "eta": [POSITIVE_REAL, None],
+        "round_const": [Interval(numbers.Real, 4, None, closed="neither")],
         "random_state": ["random_state"],
     }
 

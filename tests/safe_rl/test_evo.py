@@ -80,7 +80,7 @@ def test_gae_matches_reference_loop():
 
 
 def test_importance_weights_unchanged_policy_equal():
-    # spec 7.6: for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
+    # for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
     agent = EVOAgent(random_state=0, **FAST)
     agent._validate_params()
     agent._initialize(RiskyShortcutEnv())
@@ -107,7 +107,7 @@ def test_off_policy_buffer_weights_change_quantile():
 
 @pytest.mark.parametrize("cost_limit", [5.0, 20.0])
 def test_cpo_plumbing_quantile_equals_expectation_on_identical_costs(cost_limit):
-    # spec 7.7: identical episode costs -> q_hat = that cost, and EVO's update equals
+    # identical episode costs -> q_hat = that cost, and EVO's update equals
     # plain CPO's update on the same batch
     agents = [
         EVOAgent(cost_limit=cost_limit, constraint=c, max_iter=2, cost_buffer_size=10**6,
@@ -146,7 +146,7 @@ def test_cpo_recovery_branch_decreases_cost_surrogate():
 
 
 def test_oversample_batch_size():
-    # spec 7.8: oversample_factor 2 and 3 steps above tau -> n + 6
+    # oversample_factor 2 and 3 steps above tau -> n + 6
     n = 20
     adv = np.zeros(n)
     adv[[2, 7, 11]] = 5.0
