@@ -153,11 +153,13 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         Parameters
         ----------
         queries : list of str
-            Training queries: every MAS of the pool runs on each.
+            Training queries: the pair builder runs every MAS of the pool on each, and the
+            router learns from the pairs which design suits which query.
         answers : list
             Their gold answers, which ``answer_checker`` compares with the MAS answers.
         groups : array-like of shape (n_queries,), default=None
-            Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.
+            Known groups of the queries (e.g. domains), within which the pair builder keeps
+            the pairs consistent; None clusters the queries into ``n_groups``.
 
         Returns
         -------

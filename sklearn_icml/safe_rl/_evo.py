@@ -149,31 +149,12 @@ class EVOAgent(ConstrainedPolicyGradient):
         Seeds the networks, action sampling and environment resets.
     verbose : int, default=0
         Print one line per iteration if positive.
-    actor_hidden : tuple of int
-        Deprecated name of ``actor_hidden_layer_sizes``.
+    actor_hidden, critic_hidden, actor_lr, critic_lr, lagrangian_lr : deprecated
+        The old names of ``actor_hidden_layer_sizes``, ``critic_hidden_layer_sizes``,
+        ``actor_learning_rate``, ``critic_learning_rate`` and ``lagrangian_learning_rate``.
 
         .. deprecated:: 0.3
-           ``actor_hidden`` was renamed ``actor_hidden_layer_sizes`` and will be removed in 0.4.
-    critic_hidden : tuple of int
-        Deprecated name of ``critic_hidden_layer_sizes``.
-
-        .. deprecated:: 0.3
-           ``critic_hidden`` was renamed ``critic_hidden_layer_sizes`` and will be removed in 0.4.
-    critic_lr : float
-        Deprecated name of ``critic_learning_rate``.
-
-        .. deprecated:: 0.3
-           ``critic_lr`` was renamed ``critic_learning_rate`` and will be removed in 0.4.
-    actor_lr : float
-        Deprecated name of ``actor_learning_rate``.
-
-        .. deprecated:: 0.3
-           ``actor_lr`` was renamed ``actor_learning_rate`` and will be removed in 0.4.
-    lagrangian_lr : float
-        Deprecated name of ``lagrangian_learning_rate``.
-
-        .. deprecated:: 0.3
-           ``lagrangian_lr`` was renamed ``lagrangian_learning_rate`` and will be removed in 0.4.
+           Renamed in 0.3 after scikit-learn's words; the old names will be removed in 0.4.
 
     Attributes
     ----------
