@@ -52,7 +52,7 @@ CLOSED = {
 def fixed_baselines(pool, q_test, a_test, seed):
     out = {}
     for program in pool:
-        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
         results = [executor.execute(program, q) for q in q_test]
         acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
         out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
@@ -164,7 +164,7 @@ def e3(report, quick):
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
     for sandbox, timeout in (("process", 2.0), ("unsafe-inprocess", 2.0)):
-        executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
         result = executor.execute(loop, "Compute 12 times 11 minus 7.")
         ok = result.timed_out and result.used_fallback and result.answer is not None
         rows.append([f"infinite loop ({sandbox}, timeout {timeout} s): seconds to fallback "
@@ -282,7 +282,7 @@ def sandbox(report, quick):
         ("100 agent calls", ["for _ in range(100):", "    self.llm.call_llm(taskInfo)",
                              "return 'x'"]),
     ]:
-        result = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=10).execute(
+        result = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=10).execute(
             MASProgram("greedy", _body(lines)), "Add 1 and 2.")
         limit_rows.append([what, result.error, result.used_fallback, result.answer])
     report.add_table(
@@ -295,9 +295,9 @@ def sandbox(report, quick):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsafeSandboxWarning)
         t_in, _ = median_time(lambda: MASExecutor(
-            ArithmeticMockLLM(), sandbox="unsafe-inprocess").execute(program, "Add 1 and 2."),
+            llm=ArithmeticMockLLM(), sandbox="unsafe-inprocess").execute(program, "Add 1 and 2."),
             repeat=repeat)
-    t_proc, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), timeout=10).execute(
+    t_proc, _ = median_time(lambda: MASExecutor(llm=ArithmeticMockLLM(), timeout=10).execute(
         program, "Add 1 and 2."), repeat=repeat)
     t_py, _ = median_time(lambda: subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", "pass"], check=True), repeat=repeat)

@@ -30,9 +30,9 @@ def make_algorithms(env, n_clusters, delta, seed):
     return {
         "Naive": NaiveBAI(delta=delta),
         "Cl-BAI": ClBAI(delta=delta, eta=env.eta_, random_state=seed),
-        "BAI-Cl": BAICl(n_clusters, delta=delta, eta=env.eta_, random_state=seed),
+        "BAI-Cl": BAICl(n_clusters=n_clusters, delta=delta, eta=env.eta_, random_state=seed),
         "BAI-Cl++": BAIClPlusPlus(
-            n_clusters, delta=delta, eta=env.eta_, eta1=env.eta1_, random_state=seed
+            n_clusters=n_clusters, delta=delta, eta=env.eta_, eta1=env.eta1_, random_state=seed
         ),
     }
 
@@ -41,10 +41,10 @@ def one_seed(n_agents, n_clusters, n_arms, delta, seed):
     """Protocol: instance make_clustered_bandit(..., random_state=s), eta = true margin,
     a fresh environment seeded with s for every algorithm."""
     means, assignment = make_clustered_bandit(n_agents, n_clusters, n_arms, random_state=seed)
-    probe = ClusteredBanditEnv(means, assignment)
+    probe = ClusteredBanditEnv(means=means, assignment=assignment)
     out = {}
     for name, algo in make_algorithms(probe, n_clusters, delta, seed).items():
-        env = ClusteredBanditEnv(means, assignment, random_state=seed)
+        env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=seed)
         res = algo.run(env)
         out[name] = res, res.score(env) < 1.0
     return out
@@ -147,12 +147,12 @@ def stress_one(seed, delta):
     algos = {
         "Naive": NaiveBAI(delta=delta),
         "Cl-BAI": ClBAI(delta=delta, eta=0.2, random_state=seed),
-        "BAI-Cl": BAICl(2, delta=delta, eta=0.2, random_state=seed),
-        "BAI-Cl++": BAIClPlusPlus(2, delta=delta, eta=0.2, eta1=0.2, random_state=seed),
+        "BAI-Cl": BAICl(n_clusters=2, delta=delta, eta=0.2, random_state=seed),
+        "BAI-Cl++": BAIClPlusPlus(n_clusters=2, delta=delta, eta=0.2, eta1=0.2, random_state=seed),
     }
     out = {}
     for name, algo in algos.items():
-        env = ClusteredBanditEnv(means, assignment, random_state=seed)
+        env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=seed)
         res = algo.run(env)
         out[name] = res, res.score(env) < 1.0
     return out
@@ -225,12 +225,12 @@ def pulls_vs_n(report, quick):
 
 def timing(report, quick):
     means, assignment = make_clustered_bandit(90, 3, 10, random_state=0)
-    probe = ClusteredBanditEnv(means, assignment)
+    probe = ClusteredBanditEnv(means=means, assignment=assignment)
     rows = []
     base = None
     for name, algo in make_algorithms(probe, 3, 0.05, 0).items():
         def go(algo=algo):
-            return algo.run(ClusteredBanditEnv(means, assignment, random_state=0))
+            return algo.run(ClusteredBanditEnv(means=means, assignment=assignment, random_state=0))
 
         seconds, res = median_time(go, repeat=3 if quick else 7)
         base = base or seconds
@@ -284,7 +284,7 @@ def peers(report, quick):
         means, assignment = make_clustered_bandit(
             n, m, k, near_mean=0.6, low=(0.1, 0.4), random_state=seed
         )
-        env0 = ClusteredBanditEnv(means, assignment, noise="bernoulli")
+        env0 = ClusteredBanditEnv(means=means, assignment=assignment, noise="bernoulli")
         start = time.perf_counter()
         agent_runs = [
             lucb1_agent(means[assignment[i]], delta / n, 1000 * seed + i) for i in range(n)
@@ -295,7 +295,7 @@ def peers(report, quick):
             b != env0.best_arms_[i] for i, (b, _) in enumerate(agent_runs)
         )
         for name, algo in make_algorithms(env0, m, delta, seed).items():
-            env = ClusteredBanditEnv(means, assignment, noise="bernoulli", random_state=seed)
+            env = ClusteredBanditEnv(means=means, assignment=assignment, noise="bernoulli", random_state=seed)
             start = time.perf_counter()
             res = algo.run(env)
             rows[name]["time"].append(time.perf_counter() - start)

@@ -46,7 +46,7 @@ q_train, a_train, f_train = make_arithmetic_queries(150, random_state=0)
 q_test, a_test, f_test = make_arithmetic_queries(150, random_state=1)
 
 points = {}
-executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
+executor = MASExecutor(llm=ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
 for program in pool:  # the fixed-MAS baselines: one design for every query
     results = [executor.execute(program, q) for q in q_test]
     accuracy = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
@@ -68,7 +68,7 @@ for name, (calls, accuracy) in points.items():
 print("MAS-GPT routes:", routes)
 
 # a separate, confined process; the layers are those this process verified in /proc
-sandbox = MASExecutor(ArithmeticMockLLM(random_state=2), timeout=10.0)
+sandbox = MASExecutor(llm=ArithmeticMockLLM(random_state=2), timeout=10.0)
 print("sandboxed run:", sandbox.execute(pool[0], "Add 40 and 2.").answer,
       "| verified layers:", ", ".join(sandbox.last_sandbox_layers_))
 try:

@@ -38,10 +38,10 @@ for n in n_agents:
     totals = {name: [] for name in names}
     for seed in seeds:
         means, assignment = make_clustered_bandit(n, 3, 10, random_state=seed)
-        env = ClusteredBanditEnv(means, assignment)
+        env = ClusteredBanditEnv(means=means, assignment=assignment)
         eta = env.eta_  # the margin the learner is told
         algos = [NaiveBAI(delta=delta), ClBAI(delta=delta, eta=eta),
-                 BAICl(3, delta=delta, eta=eta)]
+                 BAICl(n_clusters=3, delta=delta, eta=eta)]
         for name, algo in zip(names, algos):
             # run_seeds clones env and algo, seeding both from the seed
             (run,) = run_seeds(algo, env, seeds=[seed])

@@ -375,7 +375,7 @@ def test_clbai_tied_best_arms_and_too_large_eta():
 
     tied = ClusteredBanditEnv(means=[[0.9, 0.9, 0.1], [0.1, 0.2, 0.9]],
                               assignment=[0, 1, 1, 0], random_state=0)
-    for algo in (ClBAI(eta=0.3), BAICl(2, eta=0.3, random_state=0), NaiveBAI()):
+    for algo in (ClBAI(eta=0.3), BAICl(n_clusters=2, eta=0.3, random_state=0), NaiveBAI()):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the environment warns about the tie too
             with pytest.raises(ValueError, match="tied best arms") as info:

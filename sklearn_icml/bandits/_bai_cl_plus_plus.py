@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_REAL
 from ._multi_agent_bai import BAICl, _id_bits
 
@@ -109,8 +110,8 @@ class BAIClPlusPlus(BAICl):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]], [0, 1, 0, 1, 1, 0],
-    ...                          random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401
     >>> from sklearn_icml.bandits import BAIClPlusPlus
     >>> plus = BAIClPlusPlus(n_clusters=2, eta=0.5, eta1=0.8, random_state=0).run(env)
@@ -123,10 +124,11 @@ class BAIClPlusPlus(BAICl):
         "eta1": [POSITIVE_REAL, None],
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
-        n_clusters,
         *,
+        n_clusters,
         delta=0.05,
         eta=None,
         eta1=None,
@@ -137,7 +139,7 @@ class BAIClPlusPlus(BAICl):
         random_state=None,
     ):
         super().__init__(
-            n_clusters,
+            n_clusters=n_clusters,
             delta=delta,
             eta=eta,
             round_const=round_const,

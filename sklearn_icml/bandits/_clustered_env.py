@@ -122,7 +122,8 @@ class ClusteredBanditEnv(BaseEnvironment):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.5], [0.5, 0.9]], [0, 1, 1], random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.5], [0.5, 0.9]], assignment=[0, 1, 1],
+    ...                          random_state=0)
     >>> env.best_arms_, float(env.eta_)
     (array([0, 1, 1]), 0.4)
     >>> total = env.pull(agent=2, arm=1, n=10_000)   # the sum of 10 000 rewards
@@ -150,7 +151,8 @@ class ClusteredBanditEnv(BaseEnvironment):
     total_pulls_ = BuiltAttribute()
     pulls_per_agent_ = BuiltAttribute()
 
-    def __init__(self, means, assignment, *, noise="gaussian", sigma=1.0, random_state=None):
+    @keyword_only_after(1)
+    def __init__(self, *, means, assignment, noise="gaussian", sigma=1.0, random_state=None):
         self.means = means
         self.assignment = assignment
         self.noise = noise

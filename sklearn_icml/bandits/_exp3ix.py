@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ._exp3ix_core import (
     _default_learning_rate,
@@ -339,8 +340,8 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     Examples
     --------
     >>> from sklearn_icml.bandits import InterferenceGridEnv, SwitchbackEXP3IX
-    >>> env = InterferenceGridEnv(10, 3, 200, random_state=0)
-    >>> policy = SwitchbackEXP3IX(3, 200, random_state=100).run(env)
+    >>> env = InterferenceGridEnv(grid_side=10, n_arms=3, horizon=200, random_state=0)
+    >>> policy = SwitchbackEXP3IX(n_arms=3, horizon=200, random_state=100).run(env)
     >>> policy.cumulative_regret_.shape
     (200,)
     >>> bool(policy.regret_ == policy.cumulative_regret_[-1] > 0)
@@ -349,7 +350,8 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
 
     arms_ = _PerRound("_arms")
 
-    def __init__(self, n_arms, horizon, *, learning_rate=None, ix_gamma=None, random_state=None):
+    @keyword_only_after(1)
+    def __init__(self, *, n_arms, horizon, learning_rate=None, ix_gamma=None, random_state=None):
         self.n_arms = n_arms
         self.horizon = horizon
         self.learning_rate = learning_rate
@@ -495,8 +497,9 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusterRandomizedEXP3IX, InterferenceGridEnv
-    >>> env = InterferenceGridEnv(20, 3, 200, random_state=0)
-    >>> policy = ClusterRandomizedEXP3IX(3, 200, exposure_radius=1, random_state=100)
+    >>> env = InterferenceGridEnv(grid_side=20, n_arms=3, horizon=200, random_state=0)
+    >>> policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=200, exposure_radius=1,
+    ...                                  random_state=100)
     >>> policy.run(env).cell_size_
     6.0
     >>> policy.probs_.shape
@@ -518,11 +521,12 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     exposure_rate_ = _PerRound("_exposure")
     shifts_ = _PerRound("_shifts")
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         n_arms,
         horizon,
-        *,
         exposure_radius=1,
         cell_size=None,
         partition="rrp",

@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     FINITE_NON_NEGATIVE_REAL,
     FINITE_POSITIVE_REAL,
@@ -260,7 +261,8 @@ class InterferenceGridEnv(_GridEnvironment):
     --------
     >>> import numpy as np
     >>> from sklearn_icml.bandits import InterferenceGridEnv
-    >>> env = InterferenceGridEnv(4, 3, 10, theta=[0.5, 0.4, 0.3], random_state=0)
+    >>> env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, theta=[0.5, 0.4, 0.3],
+    ...                           random_state=0)
     >>> Z = np.zeros((4, 4), dtype=int)
     >>> Z[:, 2:] = 1
     >>> env.outcomes(0, Z).shape
@@ -290,12 +292,13 @@ class InterferenceGridEnv(_GridEnvironment):
     theta_ = BuiltAttribute()
     phases_ = BuiltAttribute()
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         grid_side,
         n_arms,
         horizon,
-        *,
         interference="neighborhood",
         kappa=1,
         beta=2.0,

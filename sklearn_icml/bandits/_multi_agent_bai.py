@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     NON_NEGATIVE_REAL,
     OPEN_UNIT_INTERVAL,
@@ -222,8 +223,8 @@ class NaiveBAI(_BaseMultiAgentBAI):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]], [0, 1, 0, 1, 1, 0],
-    ...                          random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.bandits import NaiveBAI
     >>> naive = NaiveBAI(delta=0.05).run(env)
     >>> naive.best_arms_, naive.n_bits_, naive.score(env)
@@ -336,8 +337,8 @@ class ClBAI(_BaseMultiAgentBAI):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]], [0, 1, 0, 1, 1, 0],
-    ...                          random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.bandits import ClBAI
     >>> cl = ClBAI(eta=0.5).run(env)
     >>> cl.best_arms_, cl.labels_, cl.n_reals_
@@ -499,8 +500,8 @@ class BAICl(_BaseMultiAgentBAI):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]], [0, 1, 0, 1, 1, 0],
-    ...                          random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.bandits import BAICl
     >>> bai_cl = BAICl(n_clusters=2, eta=0.5, random_state=0).run(env)
     >>> bai_cl.best_arms_, bai_cl.n_reals_, bai_cl.found_best_arms_
@@ -515,10 +516,11 @@ class BAICl(_BaseMultiAgentBAI):
         "random_state": ["random_state"],
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
-        n_clusters,
         *,
+        n_clusters,
         delta=0.05,
         eta=None,
         round_const=17.0,

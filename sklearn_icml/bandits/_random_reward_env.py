@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import Interval
 
 from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT, POSITIVE_INT
 from ._interference_env import _box_bounds, _GridEnvironment
 
@@ -92,7 +93,7 @@ class RandomRewardGridEnv(_GridEnvironment):
     --------
     >>> import numpy as np
     >>> from sklearn_icml.bandits import RandomRewardGridEnv
-    >>> env = RandomRewardGridEnv(10, 2, 20, random_state=0)
+    >>> env = RandomRewardGridEnv(grid_side=10, n_arms=2, horizon=20, random_state=0)
     >>> Z = np.zeros((10, 10), dtype=int)
     >>> Z[:, 5:] = 1
     >>> Y, reward = env.step(0, Z)
@@ -118,12 +119,13 @@ class RandomRewardGridEnv(_GridEnvironment):
     n_units_ = BuiltAttribute()
     arm_means_ = BuiltAttribute()
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         grid_side,
         n_arms,
         horizon,
-        *,
         arm_means=None,
         reward_spread=0.3,
         interference_radius=1,

@@ -148,7 +148,7 @@ def successive_elimination(env, agent, arms, delta, *, max_rounds=None,
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv, successive_elimination
-    >>> env = ClusteredBanditEnv([[0.2, 1.2, 0.7]], [0], random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.2, 1.2, 0.7]], assignment=[0], random_state=0)
     >>> res = successive_elimination(env, agent=0, arms=[0, 1, 2], delta=0.05)
     >>> res.active, res.rounds, int(res.counts.sum()) == env.total_pulls_
     (array([1]), 3, True)

@@ -10,7 +10,7 @@ import warnings
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..utils._deprecation import renamed
+from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_REAL,
@@ -195,7 +195,7 @@ class MASExecutor(BaseEstimator):
     >>> import warnings
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASExecutor, default_mas_pool
     >>> cot = default_mas_pool()[0]
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0)
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=5.0)
     >>> result = executor.execute(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
@@ -204,7 +204,7 @@ class MASExecutor(BaseEstimator):
 
     The built-in pool is trusted code, so it may also run in this process:
 
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", UnsafeSandboxWarning)
     ...     result = executor.execute(cot, "Add 12 and 30.")
@@ -226,7 +226,8 @@ class MASExecutor(BaseEstimator):
         "default_temperature": [NON_NEGATIVE_REAL],
     }
 
-    def __init__(self, llm=None, *, timeout=60.0, sandbox="process", max_retries=1,
+    @keyword_only_after(1)
+    def __init__(self, *, llm=None, timeout=60.0, sandbox="process", max_retries=1,
                  fallback=True, memory_limit=512 * 1024 * 1024, allow_weak_isolation=False,
                  max_llm_calls=64, max_prompt_chars=200_000, max_answer_chars=100_000,
                  default_temperature=0.5):
@@ -331,7 +332,7 @@ class MASExecutor(BaseEstimator):
     def _execute_once(self, program, query):
         """``(answer, n_calls, error, timed_out, limit_exceeded)`` of one validated program."""
         self.n_runs_ += 1
-        agent = AgentLLM(self.llm, default_temperature=self.default_temperature)
+        agent = AgentLLM(llm=self.llm, default_temperature=self.default_temperature)
         if self.sandbox == "unsafe-inprocess":
             answer, error, timed_out, limited = self._execute_inprocess(program, query, agent)
         else:

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
 from ._validation import check_instance
 
@@ -52,7 +53,7 @@ class AgentLLM(_CallableLLM):
     Examples
     --------
     >>> from sklearn_icml.mas import AgentLLM
-    >>> agent = AgentLLM(lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
+    >>> agent = AgentLLM(llm=lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
     >>> agent.call_llm("hi"), agent.n_calls_
     ('ANSWER: 0.5', 1)
     """
@@ -62,7 +63,8 @@ class AgentLLM(_CallableLLM):
         "default_temperature": [NON_NEGATIVE_REAL],
     }
 
-    def __init__(self, llm=None, *, default_temperature=0.5):
+    @keyword_only_after(1)
+    def __init__(self, *, llm=None, default_temperature=0.5):
         self.llm = llm
         self.default_temperature = default_temperature
 
@@ -278,7 +280,7 @@ class OpenAICompatibleLLM(_CallableLLM):
     Examples
     --------
     >>> from sklearn_icml.mas import OpenAICompatibleLLM
-    >>> llm = OpenAICompatibleLLM("http://127.0.0.1:8000/v1", "qwen")
+    >>> llm = OpenAICompatibleLLM(base_url="http://127.0.0.1:8000/v1", model="qwen")
     >>> callable(llm)
     True
     """
@@ -292,7 +294,8 @@ class OpenAICompatibleLLM(_CallableLLM):
         "system_prompt": [str, None],
     }
 
-    def __init__(self, base_url="http://127.0.0.1:8000/v1", model=None, *, api_key=None,
+    @keyword_only_after(1)
+    def __init__(self, *, base_url="http://127.0.0.1:8000/v1", model=None, api_key=None,
                  max_tokens=2048, timeout=60.0, system_prompt=None):
         self.base_url = base_url
         self.model = model

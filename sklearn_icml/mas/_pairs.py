@@ -116,7 +116,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     ...                               UnsafeSandboxWarning, default_mas_pool)
     >>> warnings.simplefilter("ignore", UnsafeSandboxWarning)  # the built-in pool is trusted
     >>> queries, answers, families = make_arithmetic_queries(20, random_state=0)
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> builder = ConsistentPairBuilder(pool=default_mas_pool(debate=False), executor=executor)
     >>> builder = builder.fit(queries, answers, groups=families)
     >>> {g: builder.pool_[m].name for g, m in builder.group_best_mas_.items()}

@@ -170,7 +170,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
             queries, answers, "llm",
             "must be a callable (prompt, temperature) -> str, the agent LLM.",
         )
-        self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox,
+        self.executor_ = MASExecutor(llm=self.llm, timeout=self.timeout, sandbox=self.sandbox,
                                      allow_weak_isolation=self.allow_weak_isolation)
         self.builder_ = ConsistentPairBuilder(
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,

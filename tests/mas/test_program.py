@@ -115,7 +115,7 @@ def test_pool_matches_closed_forms():
     """accuracy within 3 standard errors of the closed forms; calls exactly."""
     n = 3000
     queries, answers, families = make_arithmetic_queries(n, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     pool = {p.name: p for p in default_mas_pool(debate=False)}
     p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
     expected = {
