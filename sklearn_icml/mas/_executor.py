@@ -144,7 +144,7 @@ class MASExecutor(BaseEstimator):
         Where the (generated) code runs: ``"process"``, a confined child process, for
         generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
         rights and a best-effort timeout, for trusted programs only (it warns on every run).
-        See :class:`MASExecutor`. The old spelling ``"inprocess"`` raises an error.
+        See the two modes above. The old spelling ``"inprocess"`` raises an error.
     max_retries : int, default=1
         Fallback runs after a timeout or a passed limit.
     fallback : bool, default=True
@@ -336,14 +336,14 @@ class MASExecutor(BaseEstimator):
         if self.sandbox == "unsafe-inprocess":
             answer, error, timed_out, limited = self._execute_inprocess(program, query, agent)
         else:
-            run = _confinement.execute_in_child(
+            child = _confinement.execute_in_child(
                 program.code, query, agent, timeout=float(self.timeout),
                 memory_limit=int(self.memory_limit), limits=self._limits(),
                 weak_ok=self.allow_weak_isolation,
             )
-            self.last_sandbox_layers_ = list(run.layers)
+            self.last_sandbox_layers_ = list(child.layers)
             answer, error, timed_out, limited = (
-                run.answer, run.error, run.timed_out, run.limit_exceeded
+                child.answer, child.error, child.timed_out, child.limit_exceeded
             )
         return answer, getattr(agent, "n_calls_", 0), error, timed_out, limited
 
