@@ -86,16 +86,16 @@ class EVOAgent(ConstrainedPolicyGradient):
         Discount and GAE parameters (reward, cost).
     target_kl : float, default=0.01
         CPO trust-region size.
-    cg_iters : int, default=15
-        Conjugate-gradient iterations (CPO).
+    cg_max_iter : int, default=15
+        Most conjugate-gradient iterations of a CPO step (fewer when the residual vanishes).
     line_search_steps : int, default=20
         Backtracking steps of CPO's line search.
     actor_hidden_layer_sizes, critic_hidden_layer_sizes : tuple of int, default=(64, 64)
         Hidden layer sizes of the tanh MLPs (actor, critics).
     critic_learning_rate : float, default=1e-3
         Adam learning rate of the critics.
-    critic_update_iters : int, default=10
-        Passes over the batch for the critics.
+    critic_max_epochs : int, default=10
+        Passes of the critics over each iteration's batch.
     critic_batch_size : int, default=128
         Minibatch size of the critics (and of PPO).
     cost_buffer_size : int, default=100
@@ -155,6 +155,11 @@ class EVOAgent(ConstrainedPolicyGradient):
 
         .. deprecated:: 0.3
            Renamed in 0.3 after scikit-learn's words; the old names will be removed in 0.4.
+    cg_iters, critic_update_iters : deprecated
+        The old names of ``cg_max_iter`` and ``critic_max_epochs``.
+
+        .. deprecated:: 0.3
+           Renamed in 0.3 after the library's glossary; the old names will be removed in 0.4.
 
     Attributes
     ----------
@@ -206,7 +211,7 @@ class EVOAgent(ConstrainedPolicyGradient):
     >>> from sklearn_icml.safe_rl import EVOAgent, RiskyShortcutEnv
     >>> agent = EVOAgent(cost_limit=10.0, base="ppo_lag", max_iter=2, steps_per_iter=200,
     ...                  actor_hidden_layer_sizes=(16,), critic_hidden_layer_sizes=(16,),
-    ...                  critic_update_iters=2,
+    ...                  critic_max_epochs=2,
     ...                  random_state=0).run(RiskyShortcutEnv())
     >>> len(agent.history_)
     2
@@ -232,9 +237,9 @@ class EVOAgent(ConstrainedPolicyGradient):
 
     def __init__(self, *, cost_limit=25.0, base="cpo", constraint="quantile", max_iter=500,
                  steps_per_iter=20000, gamma=0.99, lam=0.95, lam_c=0.95, target_kl=0.01,
-                 cg_iters=15, line_search_steps=20, actor_hidden_layer_sizes=(64, 64),
+                 cg_max_iter=15, line_search_steps=20, actor_hidden_layer_sizes=(64, 64),
                  critic_hidden_layer_sizes=(64, 64), critic_learning_rate=1e-3,
-                 critic_update_iters=10, critic_batch_size=128, cost_buffer_size=100,
+                 critic_max_epochs=10, critic_batch_size=128, cost_buffer_size=100,
                  cost_buffer_percentile=90, tail_quantile=0.9, weight_clip=("log", 0.8, 1.2),
                  prioritize=True, reward_buffer_size=None, reward_buffer_percentile=90,
                  reward_tail_quantile=0.9, oversample_factor=1, free_loc=False,
@@ -243,7 +248,8 @@ class EVOAgent(ConstrainedPolicyGradient):
                  lagrangian_optimizer="sgd", cg_damping=0.1, warm_start=False, n_jobs=1,
                  device="cpu", random_state=None, verbose=0, actor_hidden=DEPRECATED,
                  critic_hidden=DEPRECATED, critic_lr=DEPRECATED, actor_lr=DEPRECATED,
-                 lagrangian_lr=DEPRECATED):
+                 lagrangian_lr=DEPRECATED, cg_iters=DEPRECATED,
+                 critic_update_iters=DEPRECATED):
         self.cost_limit = cost_limit
         self.base = base
         self.constraint = constraint
@@ -253,12 +259,12 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.lam = lam
         self.lam_c = lam_c
         self.target_kl = target_kl
-        self.cg_iters = cg_iters
+        self.cg_max_iter = cg_max_iter
         self.line_search_steps = line_search_steps
         self.actor_hidden_layer_sizes = actor_hidden_layer_sizes
         self.critic_hidden_layer_sizes = critic_hidden_layer_sizes
         self.critic_learning_rate = critic_learning_rate
-        self.critic_update_iters = critic_update_iters
+        self.critic_max_epochs = critic_max_epochs
         self.critic_batch_size = critic_batch_size
         self.cost_buffer_size = cost_buffer_size
         self.cost_buffer_percentile = cost_buffer_percentile
@@ -288,6 +294,8 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.critic_lr = critic_lr
         self.actor_lr = actor_lr
         self.lagrangian_lr = lagrangian_lr
+        self.cg_iters = cg_iters
+        self.critic_update_iters = critic_update_iters
 
     def _run(self, env):
         wc = self.weight_clip

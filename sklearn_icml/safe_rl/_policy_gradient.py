@@ -123,12 +123,12 @@ class ConstrainedPolicyGradient(BaseRunner):
         "lam": [CLOSED_UNIT_INTERVAL],
         "lam_c": [CLOSED_UNIT_INTERVAL],
         "target_kl": [POSITIVE_REAL],
-        "cg_iters": [POSITIVE_INT],
+        "cg_max_iter": [POSITIVE_INT],
         "line_search_steps": [POSITIVE_INT],
         "actor_hidden_layer_sizes": [tuple, list],
         "critic_hidden_layer_sizes": [tuple, list],
         "critic_learning_rate": [POSITIVE_REAL],
-        "critic_update_iters": [POSITIVE_INT],
+        "critic_max_epochs": [POSITIVE_INT],
         "critic_batch_size": [POSITIVE_INT],
         "actor_learning_rate": [POSITIVE_REAL],
         "clip_ratio": [POSITIVE_REAL],
@@ -148,6 +148,8 @@ class ConstrainedPolicyGradient(BaseRunner):
         "critic_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "actor_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "lagrangian_lr": [NON_NEGATIVE_REAL, DEPRECATED_PARAM],
+        "cg_iters": [POSITIVE_INT, DEPRECATED_PARAM],
+        "critic_update_iters": [POSITIVE_INT, DEPRECATED_PARAM],
     }
 
     #: (old, new) names of the renamed parameters, read through ``renamed_param`` by ``run``
@@ -157,6 +159,8 @@ class ConstrainedPolicyGradient(BaseRunner):
         ("critic_lr", "critic_learning_rate"),
         ("actor_lr", "actor_learning_rate"),
         ("lagrangian_lr", "lagrangian_learning_rate"),
+        ("cg_iters", "cg_max_iter"),
+        ("critic_update_iters", "critic_max_epochs"),
     )
 
     def _initialize(self, env):
@@ -398,8 +402,8 @@ class ConstrainedPolicyGradient(BaseRunner):
         rew_s, cost_s = surrogates()
         g = _flat_grad(rew_s, actor, retain_graph=True).detach()
         b = _flat_grad(cost_s, actor).detach()
-        x = _conjugate_gradient(fvp, g, self.cg_iters)
-        p = _conjugate_gradient(fvp, b, self.cg_iters)
+        x = _conjugate_gradient(fvp, g, self._params["cg_max_iter"])
+        p = _conjugate_gradient(fvp, b, self._params["cg_max_iter"])
         q = float(g.dot(x))
         r = float(g.dot(p))
         s = float(b.dot(p))
@@ -500,7 +504,7 @@ class ConstrainedPolicyGradient(BaseRunner):
 
     def _critic_update(self, t):
         n = t["obs"].shape[0]
-        for _ in range(self.critic_update_iters):
+        for _ in range(self._params["critic_max_epochs"]):
             perm = torch.randperm(n, device=self._device)
             for start in range(0, n, self.critic_batch_size):
                 idx = perm[start:start + self.critic_batch_size]

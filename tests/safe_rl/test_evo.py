@@ -26,7 +26,7 @@ def _one_torch_thread():
 
 
 FAST = dict(steps_per_iter=100, actor_hidden_layer_sizes=(8,), critic_hidden_layer_sizes=(8,),
-            critic_update_iters=1, cg_iters=5, line_search_steps=5)
+            critic_max_epochs=1, cg_max_iter=5, line_search_steps=5)
 
 
 class ConstantCostEnv(RiskyShortcutEnv):
@@ -293,12 +293,15 @@ def test_warm_start_continues_and_params_round_trip():
         ("actor_lr", "actor_learning_rate", 1e-3),
         ("critic_lr", "critic_learning_rate", 2e-3),
         ("lagrangian_lr", "lagrangian_learning_rate", 0.5),
+        ("cg_iters", "cg_max_iter", 3),
+        ("critic_update_iters", "critic_max_epochs", 2),
     ],
 )
 def test_renamed_parameters_warn_and_give_the_same_agent(old, new, value):
-    """scikit-learn's names (``*_learning_rate``, ``*_hidden_layer_sizes``); the old ones warn."""
+    """scikit-learn's and the glossary's names; the old ones warn."""
     params = {k: v for k, v in FAST.items() if k != new}
-    kw = dict(base="ppo_lag", max_iter=1, random_state=0, **params)
+    base = "cpo" if new == "cg_max_iter" else "ppo_lag"  # conjugate gradient: CPO only
+    kw = dict(base=base, max_iter=1, random_state=0, **params)
     expected = EVOAgent(**kw, **{new: value}).run(RiskyShortcutEnv())
     agent = EVOAgent(**kw, **{old: value})
     assert agent.get_params()[old] == value
