@@ -19,7 +19,7 @@ from ..base import run_seeds
 from ._clustered_env import ClusteredBanditEnv, make_clustered_bandit
 from ._exp3ix import ClusterRandomizedEXP3IX, SwitchbackEXP3IX
 from ._interference_env import InterferenceGridEnv
-from ._multi_agent_bai import BAICl, ClBAI, NaiveBAI
+from ._multi_agent_bai import BAICl, ClBAI, NaiveBAI, best_arm_accuracy
 from ._partitions import exposure_probability
 from ._random_reward_env import RandomRewardGridEnv
 from ._successive_elimination import SEResult, successive_elimination
@@ -34,6 +34,7 @@ __all__ = [
     "RandomRewardGridEnv",
     "SEResult",
     "SwitchbackEXP3IX",
+    "best_arm_accuracy",
     "exposure_probability",
     "make_clustered_bandit",
     "run_seeds",

@@ -11,11 +11,11 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..base import BaseRunner
 from ..utils import check_random_state
-from ..utils._deprecation import keyword_only_after
+from ..utils._deprecation import REMOVED_IN, keyword_only_after
 from ..utils._param_validation import (
     NON_NEGATIVE_REAL,
     OPEN_UNIT_INTERVAL,
@@ -144,28 +144,73 @@ class _BaseMultiAgentBAI(BaseRunner):
         _check_unique_best_arms(env, type(self).__name__)
 
     def score(self, env):
-        """Fraction of agents whose ``best_arms_`` is ``env.best_arms_`` (1.0 = all correct).
+        """Deprecated: use :func:`best_arm_accuracy` ``(algorithm, env)``.
+
+        ``score`` is scikit-learn's ``score(X, y)``; the accuracy of a run on its
+        environment is the function :func:`best_arm_accuracy` (removed in 0.4).
 
         Parameters
         ----------
         env : ClusteredBanditEnv
-            The environment the algorithm ran on (or one with the same means and
-            assignment, such as the template given to :func:`~sklearn_icml.base.run_seeds`).
+            The environment the algorithm ran on.
 
         Returns
         -------
         score : float
         """
-        self._check_is_run()
-        if not isinstance(env, ClusteredBanditEnv):
-            raise TypeError(f"env must be a ClusteredBanditEnv. Got {env!r} instead.")
-        if env.n_agents_ != self.best_arms_.shape[0]:
-            raise ValueError(
-                f"env must have the {self.best_arms_.shape[0]} agents this run identified "
-                f"arms for; score the environment the algorithm ran on. Got {env!r} "
-                f"({env.n_agents_} agents) instead."
-            )
-        return float(np.mean(self.best_arms_ == env.best_arms_))
+        warnings.warn(
+            f"{type(self).__name__}.score(env) was renamed "
+            "sklearn_icml.bandits.best_arm_accuracy(algorithm, env) in 0.3 and will be "
+            f"removed in {REMOVED_IN}; call best_arm_accuracy(algorithm, env) instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return best_arm_accuracy(self, env)
+
+
+@validate_params(
+    # the algorithm is checked below, with a message that names the public classes
+    {"algorithm": "no_validation", "env": [ClusteredBanditEnv]},
+    prefer_skip_nested_validation=True,
+)
+def best_arm_accuracy(algorithm, env):
+    """Fraction of agents whose identified best arm is the environment's (1.0 = all correct).
+
+    Parameters
+    ----------
+    algorithm : NaiveBAI, ClBAI, BAICl or BAIClPlusPlus
+        A multi-agent algorithm after :meth:`~sklearn_icml.base.BaseRunner.run`.
+    env : ClusteredBanditEnv
+        The environment the algorithm ran on (or one with the same means and assignment,
+        such as the template given to :func:`~sklearn_icml.base.run_seeds`).
+
+    Returns
+    -------
+    accuracy : float
+        The mean of ``algorithm.best_arms_ == env.best_arms_`` over the agents.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClBAI, ClusteredBanditEnv, best_arm_accuracy
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
+    >>> best_arm_accuracy(ClBAI(eta=0.5).run(env), env)
+    1.0
+    """
+    if not isinstance(algorithm, _BaseMultiAgentBAI):
+        raise TypeError(
+            "algorithm must be a multi-agent best arm identification algorithm (NaiveBAI, "
+            f"ClBAI, BAICl or BAIClPlusPlus). Got {algorithm!r} instead."
+        )
+    algorithm._check_is_run()
+    best_arms = algorithm.best_arms_
+    if env.n_agents_ != best_arms.shape[0]:
+        raise ValueError(
+            f"env must have the {best_arms.shape[0]} agents this run identified arms for; "
+            f"score the environment the algorithm ran on. Got {env!r} ({env.n_agents_} "
+            "agents) instead."
+        )
+    return float(np.mean(best_arms == env.best_arms_))
 
 
 class NaiveBAI(_BaseMultiAgentBAI):
@@ -225,9 +270,9 @@ class NaiveBAI(_BaseMultiAgentBAI):
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
     >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
     ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
-    >>> from sklearn_icml.bandits import NaiveBAI
+    >>> from sklearn_icml.bandits import NaiveBAI, best_arm_accuracy
     >>> naive = NaiveBAI(delta=0.05).run(env)
-    >>> naive.best_arms_, naive.n_bits_, naive.score(env)
+    >>> naive.best_arms_, naive.n_bits_, best_arm_accuracy(naive, env)
     (array([0, 1, 0, 1, 1, 0]), 12, 1.0)
     """
 

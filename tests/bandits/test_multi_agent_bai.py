@@ -16,6 +16,7 @@ from sklearn_icml.bandits import (  # isort: skip (after the experimental import
     ClBAI,
     ClusteredBanditEnv,
     NaiveBAI,
+    best_arm_accuracy,
     make_clustered_bandit,
     run_seeds,
     successive_elimination,
@@ -38,7 +39,7 @@ def seeds_and_scores(algo, means, assignment, seeds, **kwargs):
     and their scores."""
     env = ClusteredBanditEnv(means=means, assignment=assignment)
     runs = run_seeds(algo, env, seeds, **kwargs)
-    return runs, np.array([run.score(env) for run in runs])
+    return runs, np.array([best_arm_accuracy(run, env) for run in runs])
 
 
 def generated(n_agents, n_clusters=3, n_arms=10, seed=0, **env_kwargs):
@@ -197,7 +198,7 @@ def test_bookkeeping_is_consistent(which):
     algo = algorithms(env.eta_, 3, env.eta1_)[which]
     res = algo.run(env)
     assert res is algo  # run returns the algorithm; the results are its *_ attributes
-    assert res.score(env) == 1.0
+    assert best_arm_accuracy(res, env) == 1.0
     np.testing.assert_array_equal(res.best_arms_, env.best_arms_)
     assert res.sample_complexity_ == env.total_pulls_ == res.samples_per_agent_.sum()
     assert res.phase_samples_["phase1"] + res.phase_samples_["phase2"] == res.sample_complexity_
@@ -369,7 +370,7 @@ def test_bernoulli_rewards():
                                               random_state=0)
     env = ClusteredBanditEnv(means=means, assignment=assignment, noise="bernoulli", random_state=0)
     for algo in algorithms(env.eta_, 3, env.eta1_):
-        assert algo.run(env.reset()).score(env) == 1.0
+        assert best_arm_accuracy(algo.run(env.reset()), env) == 1.0
 
 
 def test_run_seeds_parallel_equals_sequential():
@@ -424,11 +425,11 @@ def test_bad_environment_and_unrun_score():
     with pytest.raises(TypeError, match="ClusteredBanditEnv"):
         ClBAI(eta=0.2).run(STRESS_MEANS)
     with pytest.raises(NotFittedError, match="run"):
-        NaiveBAI().score(ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1]))
+        best_arm_accuracy(NaiveBAI(), ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1]))
     algo = NaiveBAI()
     algo.run(ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1], random_state=0))
     with pytest.raises(ValueError, match="agents"):
-        algo.score(ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1, 1]))
+        best_arm_accuracy(algo, ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1, 1]))
 
 
 @pytest.mark.parametrize(
@@ -481,3 +482,14 @@ def test_n_clusters_by_position_warns_and_gives_the_same_run(cls):
         algo = cls(2, eta=eta, eta1=eta) if cls is BAIClPlusPlus else cls(2, eta=eta)
     assert algo.get_params() == expected.get_params()
     assert algo.run(clone(env)).best_arms_.tolist() == expected.run(clone(env)).best_arms_.tolist()
+
+
+def test_score_is_a_deprecated_alias_of_best_arm_accuracy():
+    """``score`` is scikit-learn's ``score(X, y)``: a run's accuracy is a function."""
+    means, assignment = make_clustered_bandit(12, 2, 5, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    algo = ClBAI(eta=float(env.eta_)).run(env)
+    with pytest.warns(FutureWarning, match=r"ClBAI.score\(env\) was renamed .*best_arm_accuracy"):
+        assert algo.score(env) == best_arm_accuracy(algo, env) == 1.0
+    with pytest.raises(TypeError, match="algorithm must be"):
+        best_arm_accuracy(object(), env)
