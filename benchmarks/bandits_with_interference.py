@@ -44,12 +44,12 @@ def configs(quick):
 
 def policies(T, with_grid=False):
     out = {
-        "switchback": SwitchbackEXP3IX(K, T),
-        "cluster (RRP)": ClusterRandomizedEXP3IX(K, T, exposure_radius=1, cell_size=6),
+        "switchback": SwitchbackEXP3IX(n_arms=K, horizon=T),
+        "cluster (RRP)": ClusterRandomizedEXP3IX(n_arms=K, horizon=T, exposure_radius=1, cell_size=6),
     }
     if with_grid:
         out["cluster (shifted grid)"] = ClusterRandomizedEXP3IX(
-            K, T, exposure_radius=1, cell_size=6, partition="shifted_grid"
+            n_arms=K, horizon=T, exposure_radius=1, cell_size=6, partition="shifted_grid"
         )
     return out
 
@@ -72,7 +72,7 @@ def regret_experiments(report, quick):
     seeds = range(n_seeds)
     regrets, wall = {}, {}
     for T, _label, L in configs(quick):
-        env = RandomRewardGridEnv(L, K, T)
+        env = RandomRewardGridEnv(grid_side=L, n_arms=K, horizon=T)
         for name, policy in policies(T, with_grid=(T == 20)).items():
             start = time.perf_counter()
             runs = run_seeds(policy, env, seeds, n_jobs=1)
@@ -177,7 +177,7 @@ def exposure_check(report, quick):
 
 def speed(report, quick):
     T, L = (10, 32) if quick else (30, 164)
-    env = RandomRewardGridEnv(L, K, T, random_state=0)
+    env = RandomRewardGridEnv(grid_side=L, n_arms=K, horizon=T, random_state=0)
     times = {}
     for name, policy in policies(T, with_grid=True).items():
         pol = policy.set_params(random_state=1)

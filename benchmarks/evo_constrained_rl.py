@@ -1,4 +1,4 @@
-"""Benchmark of EVO (extreme-value constrained RL): spec experiments E1, E2 and E3.
+"""Benchmark of EVO (extreme-value constrained RL): experiments E1, E2 and E3.
 
 E1 compares GPDTailQuantile with the empirical quantile and the released code's
 free-location ``scipy.stats.genpareto.fit``; E2 and E3 train EVO and the
@@ -70,7 +70,7 @@ def e1(report, quick):
 BUDGET = {
     # E2: (iterations, steps_per_iter, seeds, metric window)
     # E3: a list of (iterations, steps_per_iter, metric window, evaluation episodes)
-    # The E2 budget is REDUCED from the spec's (50 x 2000 steps, 2 seeds) to finish on the
+    # The E2 budget is REDUCED from the calibrated one (50 x 2000 steps, 2 seeds) to finish on the
     # loaded shared 2-core machine; E3's 50-epoch runs resume the 20-epoch ones.
     "quick": {"E2": (5, 400, (0,), 3), "E3": [(5, 400, 3, 50)]},
     "full": {"E2": (30, 1000, (0, 1), 10), "E3": [(20, 2000, 10, 200), (50, 2000, 10, 200)]},
@@ -270,7 +270,7 @@ def e2(report, quick, runs, curves):
         ["quantity", "target (ppo_lag calibration)", f"measured, ppo_lag ({n_seeds} seeds)",
          "measured, cpo (1 seed)"], rows,
         note=("P(shortcut) is the fraction of shortcut actions among the training steps. The "
-              "spec's E2 targets were calibrated on the ppo_lag base; the CPO column (the "
+              "E2 targets were calibrated on the ppo_lag base; the CPO column (the "
               "paper's base) is run with the same targets for comparison."),
     )
     for base in ("ppo_lag", "cpo"):
@@ -373,7 +373,8 @@ def e3(report, quick, runs, curves, budget, feasibility=True):
         f"{n_eval} stochastic evaluation episodes after training",
         ["quantity", "target (INFERRED)", "measured, ppo_lag", "measured, cpo",
          "reachable by any policy (Monte Carlo of the env)"], rows,
-        note=("The spec gives E3 no budget beyond 'about 5 minutes'. Last column: a vectorised Monte Carlo of the environment's cost law "
+        note=("E3's calibration gives no budget beyond 'about 5 minutes'. Last column: a "
+              "vectorised Monte Carlo of the environment's cost law "
               "under a constant action a."),
     )
     rows = [[f"{a:g}", f"{r:.1f}", f"{v:.4f}", f"{q:.2f}", f"{m:.3f}"]
@@ -419,11 +420,12 @@ def plot(curves, path):
 
 
 NOTES = (
-    "E1 reproduces the calibrated spec numbers exactly (seeds are default_rng). E2 is "
-    "REDUCED to 30 epochs x 1000 steps (spec: 50 x 2000) on seeds 0 and 1 for ppo_lag "
+    "E1 reproduces the calibrated numbers exactly (seeds are default_rng). E2 is "
+    "REDUCED to 30 epochs x 1000 steps (calibration: 50 x 2000) on seeds 0 and 1 for ppo_lag "
     "and seed 0 for CPO, to fit the shared 2-core machine (load 10-20 during the run); "
     "E3 runs 20 and 50 epochs x 2000 steps (the 50-epoch runs resume the 20-epoch ones; "
-    "the spec gives 'about 5 minutes'). Both bases run: ppo_lag (the spec's calibration) "
+    "the calibration gives 'about 5 minutes'). Both bases run: ppo_lag (the targets' "
+    "calibration) "
     "and CPO (the paper's). Each run is single-threaded, up to eight at a time, under "
     "nice, so wall times are inflated and vary with the load; only ratios within a row "
     "mean much. ppo_lag EVO meets every E2 target on both seeds; with the CPO base "
@@ -441,11 +443,11 @@ NOTES = (
     "to 0.04) read at or below the 0.02 target only through evaluation noise: the sd of "
     "a 200-episode rate near the 0.036 floor is 0.013, and the 2000-episode row gives "
     "the precise value. "
-    "The implementation was checked against the spec and against OmniSafe's CPO (case "
+    "The implementation was checked against the paper and against OmniSafe's CPO (case "
     "analysis, raw 'c = q_hat - d' without division by the episode length, as in the "
     "released EVO code, line search, KL bound): no bug was found, and nothing was tuned "
     "to hit a number. OmniSafe's PPOLag moves its multiplier with Adam (lr 0.035) where "
-    "the spec's calibrated default is plain ascent; lagrangian_optimizer='adam' offers "
+    "the calibrated default is plain ascent; lagrangian_optimizer='adam' offers "
     "OmniSafe's rule. The baseline also turns prioritisation off."
 )
 

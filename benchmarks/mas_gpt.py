@@ -31,7 +31,7 @@ from sklearn_icml.mas import (
     default_answer_checker,
     default_mas_pool,
 )
-from sklearn_icml.mas._confinement import Limits, run_in_child
+from sklearn_icml.mas._confinement import Limits, execute_in_child
 
 P = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
 FAMILIES = ("add", "mixed", "solve")
@@ -52,8 +52,8 @@ CLOSED = {
 def fixed_baselines(pool, q_test, a_test, seed):
     out = {}
     for program in pool:
-        executor = MASExecutor(ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
-        results = [executor.run(program, q) for q in q_test]
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=seed), sandbox="unsafe-inprocess")
+        results = [executor.execute(program, q) for q in q_test]
         acc = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
         out[program.name] = (float(acc), float(np.mean([r.n_calls for r in results])))
     return out
@@ -164,8 +164,8 @@ def e3(report, quick):
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
     for sandbox, timeout in (("process", 2.0), ("unsafe-inprocess", 2.0)):
-        executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
-        result = executor.run(loop, "Compute 12 times 11 minus 7.")
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
+        result = executor.execute(loop, "Compute 12 times 11 minus 7.")
         ok = result.timed_out and result.used_fallback and result.answer is not None
         rows.append([f"infinite loop ({sandbox}, timeout {timeout} s): seconds to fallback "
                      "answer", f"<= {timeout + 5}", "-", result.seconds])
@@ -251,7 +251,7 @@ def sandbox(report, quick):
         except ValueError as exc:
             static = "refused: " + str(exc).split(";")[0].split(" (line")[0].replace(
                 "program 'attack' ", "")
-        run = run_in_child(
+        run = execute_in_child(
             _body([FREE_FD] + lines), "Add 1 and 2.", _Agent(), timeout=1.5,
             memory_limit=256 * 2**20, limits=Limits(64, 200_000, 100_000), check=False,
         )
@@ -282,7 +282,7 @@ def sandbox(report, quick):
         ("100 agent calls", ["for _ in range(100):", "    self.llm.call_llm(taskInfo)",
                              "return 'x'"]),
     ]:
-        result = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=10).run(
+        result = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=10).execute(
             MASProgram("greedy", _body(lines)), "Add 1 and 2.")
         limit_rows.append([what, result.error, result.used_fallback, result.answer])
     report.add_table(
@@ -295,9 +295,9 @@ def sandbox(report, quick):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsafeSandboxWarning)
         t_in, _ = median_time(lambda: MASExecutor(
-            ArithmeticMockLLM(), sandbox="unsafe-inprocess").run(program, "Add 1 and 2."),
+            llm=ArithmeticMockLLM(), sandbox="unsafe-inprocess").execute(program, "Add 1 and 2."),
             repeat=repeat)
-    t_proc, _ = median_time(lambda: MASExecutor(ArithmeticMockLLM(), timeout=10).run(
+    t_proc, _ = median_time(lambda: MASExecutor(llm=ArithmeticMockLLM(), timeout=10).execute(
         program, "Add 1 and 2."), repeat=repeat)
     t_py, _ = median_time(lambda: subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", "pass"], check=True), repeat=repeat)
@@ -313,8 +313,8 @@ def sandbox(report, quick):
         note="The process sandbox starts a fresh interpreter per run, imports the allowed "
         "modules before confinement, and reads /proc to verify the child and to look for "
         "survivors; with a real LLM (seconds per call) this overhead is small. Before this "
-        "hardening (a child that reported its own layers) a run cost 0.207 s by the issue's "
-        "measurement and 0.304 s in the previous results file. The machine was shared with "
+        "hardening (a child that reported its own layers) a run cost 0.207 s as first "
+        "measured and 0.304 s in the previous results file. The machine was shared with "
         "other jobs during this run (see the load average); the two modes were timed side by "
         "side.",
     )

@@ -326,12 +326,12 @@ def main(argv=None):
         configs = [("mamba", 1, 4.25, "E1 target"), ("gru", 1, 4.53, "prototype")]
         e2_epochs = 1
     log("generating sweeps")
-    train = [make_lidar_sweep(s)[:2] for s in train_seeds]
-    tests = [make_lidar_sweep(s) for s in test_seeds]
+    train = [make_lidar_sweep(random_state=s)[:2] for s in train_seeds]
+    tests = [make_lidar_sweep(random_state=s) for s in test_seeds]
     serializer = ScanOrderSerializer()
     scan_orders = [serializer.get_order(t[0]) for t in tests]
     recovered = all(
-        np.array_equal(t[0][o], make_lidar_sweep(s, shuffle=False)[0])
+        np.array_equal(t[0][o], make_lidar_sweep(random_state=s, shuffle=False)[0])
         for t, o, s in zip(tests, scan_orders, test_seeds)
     )
     report.add(

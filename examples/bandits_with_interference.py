@@ -36,15 +36,15 @@ from sklearn_icml.bandits import (
 
 T, k, seeds = 500, 3, range(8)
 policies = {
-    "switchback": SwitchbackEXP3IX(k, T),
+    "switchback": SwitchbackEXP3IX(n_arms=k, horizon=T),
     # exposure radius 1 = the interference radius; cells of side 6 > 2 * radius
-    "cluster": ClusterRandomizedEXP3IX(k, T, exposure_radius=1, cell_size=6),
+    "cluster": ClusterRandomizedEXP3IX(n_arms=k, horizon=T, exposure_radius=1, cell_size=6),
 }
 sides = (20, 30, 40)
 regrets = {}
 for L in sides:
     # arm effects 0.5, 0.4, 0.3; each unit feels the arms of its 3 x 3 neighbourhood
-    env = InterferenceGridEnv(L, k, T, theta=[0.5, 0.4, 0.3], kappa=1)
+    env = InterferenceGridEnv(grid_side=L, n_arms=k, horizon=T, theta=[0.5, 0.4, 0.3], kappa=1)
     for name, policy in policies.items():
         # run_seeds splits each seed into an env seed and a policy seed (spawn_seeds);
         # the seeds run in parallel with joblib

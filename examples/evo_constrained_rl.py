@@ -28,7 +28,8 @@ print(f"shortcut costs: mean {costs.mean():.2f}, EVO's 0.99-quantile {est.predic
 
 # 2. EVO vs the expectation-constrained baseline (same code, mean cost in the constraint)
 common = dict(cost_limit=10.0, base="ppo_lag", max_iter=24, steps_per_iter=250,
-              actor_hidden=(32,), critic_hidden=(32,), critic_update_iters=3)
+              actor_hidden_layer_sizes=(32,), critic_hidden_layer_sizes=(32,),
+              critic_max_epochs=3)
 agents = {
     "EVO (0.99-quantile)": EVOAgent(**common, random_state=0),
     "expectation baseline": EVOAgent(**common, constraint="expectation", prioritize=False,

@@ -46,9 +46,9 @@ q_train, a_train, f_train = make_arithmetic_queries(150, random_state=0)
 q_test, a_test, f_test = make_arithmetic_queries(150, random_state=1)
 
 points = {}
-executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
+executor = MASExecutor(llm=ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
 for program in pool:  # the fixed-MAS baselines: one design for every query
-    results = [executor.run(program, q) for q in q_test]
+    results = [executor.execute(program, q) for q in q_test]
     accuracy = np.mean([default_answer_checker(r.answer, a) for r, a in zip(results, a_test)])
     points[f"always {program.name}"] = (np.mean([r.n_calls for r in results]), accuracy)
 
@@ -68,11 +68,11 @@ for name, (calls, accuracy) in points.items():
 print("MAS-GPT routes:", routes)
 
 # a separate, confined process; the layers are those this process verified in /proc
-sandbox = MASExecutor(ArithmeticMockLLM(random_state=2), timeout=10.0)
-print("sandboxed run:", sandbox.run(pool[0], "Add 40 and 2.").answer,
+sandbox = MASExecutor(llm=ArithmeticMockLLM(random_state=2), timeout=10.0)
+print("sandboxed run:", sandbox.execute(pool[0], "Add 40 and 2.").answer,
       "| verified layers:", ", ".join(sandbox.last_sandbox_layers_))
 try:
-    sandbox.run(MASProgram("evil", "import os\n" + pool[0].code), "Add 1 and 2.")
+    sandbox.execute(MASProgram("evil", "import os\n" + pool[0].code), "Add 1 and 2.")
 except ValueError as exc:
     print("refused:", exc)
 

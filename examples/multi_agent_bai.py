@@ -25,6 +25,7 @@ from sklearn_icml.bandits import (
     ClBAI,
     ClusteredBanditEnv,
     NaiveBAI,
+    best_arm_accuracy,
     make_clustered_bandit,
     run_seeds,
 )
@@ -38,14 +39,14 @@ for n in n_agents:
     totals = {name: [] for name in names}
     for seed in seeds:
         means, assignment = make_clustered_bandit(n, 3, 10, random_state=seed)
-        env = ClusteredBanditEnv(means, assignment)
+        env = ClusteredBanditEnv(means=means, assignment=assignment)
         eta = env.eta_  # the margin the learner is told
         algos = [NaiveBAI(delta=delta), ClBAI(delta=delta, eta=eta),
-                 BAICl(3, delta=delta, eta=eta)]
+                 BAICl(n_clusters=3, delta=delta, eta=eta)]
         for name, algo in zip(names, algos):
             # run_seeds clones env and algo, seeding both from the seed
             (run,) = run_seeds(algo, env, seeds=[seed])
-            score = run.score(env)  # fraction of agents given their best arm
+            score = best_arm_accuracy(run, env)  # fraction of agents given their best arm
             if score < 1.0:  # happens with probability <= delta
                 print(f"  {name} missed the best arm of {1 - score:.0%} of agents")
             totals[name].append(run.sample_complexity_)

@@ -32,8 +32,8 @@ out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".p
 grid = {"n_lasers": 16, "n_azimuth": 512}
 
 # training sweeps: (points, reflectance) pairs, points in file (random) order
-train = [make_lidar_sweep(seed, **grid)[:2] for seed in range(4)]
-points, r, oracle_bits, (v, u) = make_lidar_sweep(1000, **grid)
+train = [make_lidar_sweep(random_state=seed, **grid)[:2] for seed in range(4)]
+points, r, oracle_bits, (v, u) = make_lidar_sweep(random_state=1000, **grid)
 
 start = time.perf_counter()
 codec = SerLiCCodec(**grid, window=128, max_epochs=12, batch_size=8, learning_rate=5e-3,

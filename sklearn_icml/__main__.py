@@ -13,7 +13,7 @@ def _table(rows, headers):
     return "\n".join(out)
 
 
-def run_demo(only=None, stream=None):
+def run_demo(only=None, *, stream=None):
     """Run the tour; return the number of demos that failed."""
     stream = sys.stdout if stream is None else stream
     import warnings
@@ -35,7 +35,7 @@ def run_demo(only=None, stream=None):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                figures, seconds = demo.run()
+                figures, seconds = demo.timed_call()
             rows.append([demo.name, demo.what, format_figures(figures), f"{seconds:.1f}"])
         except ImportError as exc:  # an optional dependency is missing: say which extra
             rows.append([demo.name, demo.what, f"skipped: {install_hint(exc)}", "-"])

@@ -371,11 +371,11 @@ def test_dp_stratified_sampler_defaults_fit():
 
 
 def test_clbai_tied_best_arms_and_too_large_eta():
-    from sklearn_icml.bandits import BAICl, ClBAI, ClusteredBanditEnv, NaiveBAI
+    from sklearn_icml.bandits import BAICl, ClBAI, ClusteredBanditEnv, NaiveBAI, best_arm_accuracy
 
     tied = ClusteredBanditEnv(means=[[0.9, 0.9, 0.1], [0.1, 0.2, 0.9]],
                               assignment=[0, 1, 1, 0], random_state=0)
-    for algo in (ClBAI(eta=0.3), BAICl(2, eta=0.3, random_state=0), NaiveBAI()):
+    for algo in (ClBAI(eta=0.3), BAICl(n_clusters=2, eta=0.3, random_state=0), NaiveBAI()):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the environment warns about the tie too
             with pytest.raises(ValueError, match="tied best arms") as info:
@@ -386,7 +386,7 @@ def test_clbai_tied_best_arms_and_too_large_eta():
     with pytest.raises(ValueError, match="separability margin") as info:
         ClBAI(eta=5.0).run(env)
     _check_clean_error(info.value, "eta")
-    assert ClBAI(eta=float(env.eta_)).run(env.reset()).score(env) == 1.0
+    assert best_arm_accuracy(ClBAI(eta=float(env.eta_)).run(env.reset()), env) == 1.0
 
 
 def test_scan_order_serializer_huge_points_and_set_output():
@@ -412,7 +412,7 @@ def test_serlic_codec_huge_and_complex_points():
     from sklearn_icml.compression import SerLiCCodec
     from sklearn_icml.datasets import make_lidar_sweep
 
-    points, refl = make_lidar_sweep(0, n_lasers=4, n_azimuth=32)[:2]
+    points, refl = make_lidar_sweep(random_state=0, n_lasers=4, n_azimuth=32)[:2]
     codec = SerLiCCodec(n_lasers=4, n_azimuth=32, window=16, max_epochs=0,
                         sequence_model="gru", random_state=1).fit([(points, refl)])
     far = points.copy()

@@ -36,8 +36,9 @@ def client():
 
 @pytest.mark.slow
 def test_run_seeds_on_a_dask_cluster_matches_one_process(client):
-    env = InterferenceGridEnv(8, 3, 30, theta=[0.5, 0.4, 0.3], random_state=0)
-    policy = ClusterRandomizedEXP3IX(3, 30, random_state=0)
+    env = InterferenceGridEnv(grid_side=8, n_arms=3, horizon=30, theta=[0.5, 0.4, 0.3],
+                              random_state=0)
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=30, random_state=0)
     serial = run_seeds(policy, env, [0, 1, 2, 3], n_jobs=1)
     with distributed.get_task_stream(client) as tasks, parallel_config(backend="dask"):
         on_cluster = run_seeds(policy, env, [0, 1, 2, 3], n_jobs=2)

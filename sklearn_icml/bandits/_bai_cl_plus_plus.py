@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 
-from ._docstrings import fill_doc
-from ._multi_agent_bai import _ETA, BAICl, _id_bits
+from ..utils._deprecation import keyword_only_after
+from ..utils._param_validation import POSITIVE_REAL
+from ._multi_agent_bai import BAICl, _id_bits
 
 
 def _one_arm_pulls(radius, delta):
@@ -16,7 +17,6 @@ def _one_arm_pulls(radius, delta):
     return math.ceil(2.0 * math.log(2.0 / delta) / radius**2)
 
 
-@fill_doc
 class BAIClPlusPlus(BAICl):
     """BAI-Cl++ (experimental): BAI-Cl whose phase 2 matches agents by one arm's mean.
 
@@ -35,18 +35,55 @@ class BAIClPlusPlus(BAICl):
     ----------
     n_clusters : int
         M, the number of clusters, in ``[1, K]``.
-    %(bai_delta)s
-    %(bai_eta)s
+    delta : float, default=0.05
+        Probability of any mistake, in (0, 1): with probability at least ``1 - delta``
+        every agent gets its best arm.
+    eta : float
+        Separability margin of the instance (``> 0``), which the learner must know: on
+        every bandit the best arm of any other bandit is at least ``eta`` worse. Required.
     eta1 : float
         Margin of Assumption 6.1 (``> 0``). Required.
-    %(bai_round_const)s
-    %(bai_costs)s
+    round_const : float, default=17.0
+        Phase 1 runs ``ceil(log2(round_const / eta))`` rounds of SE, so its accuracy is
+        ``eta / round_const`` or better; must be ``> 4``.
+    c_real : float, default=64.0
+        Cost of sending one real number.
+    c_bit : float, default=1.0
+        Cost of sending one bit.
+    max_total_pulls : int, default=10**12
+        Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the phase-1 order and the phase-2 test orders.
 
     Attributes
     ----------
-    %(bai_cl_attributes)s
+    best_arms_ : ndarray of shape (n_agents,)
+        Arm declared best for every agent.
+    labels_ : ndarray of shape (n_agents,)
+        Cluster label of every agent: the position of its best arm in ``found_best_arms_``.
+    n_clusters_found_ : int
+        Number of distinct clusters found.
+    sample_complexity_ : int
+        Total pulls made during the run.
+    samples_per_agent_ : ndarray of shape (n_agents,)
+        Pulls made by every agent during the run.
+    phase_samples_ : dict
+        ``{"phase1": int, "phase2": int}`` pulls of each phase.
+    rounds_per_agent_ : ndarray of shape (n_agents,)
+        Elimination rounds each agent ran, over all its SE calls.
+    n_messages_ : int
+        Messages exchanged between agents and server.
+    n_reals_ : int
+        Real numbers sent.
+    n_bits_ : int
+        Bits sent.
+    communication_cost_ : float
+        ``c_real * n_reals_ + c_bit * n_bits_``.
+    n_phase1_agents_ : int
+        Agents visited in phase 1 (a coupon-collector time, about ``M H_M`` for equal
+        clusters).
+    found_best_arms_ : list of int
+        The best arms found in phase 1, in order of discovery.
     reference_means_ : dict
         ``mu_bar``: the phase-1 estimate of each found best arm's mean on its own bandit.
 
@@ -65,7 +102,16 @@ class BAIClPlusPlus(BAICl):
     ``delta / (2N)`` on the fallback SE. Communication per phase-2 test: the arm id and
     ``mu_bar`` down (1 real), plus the agent's answer.
 
-    %(bai_references_and_example_env)s
+    References
+    ----------
+    .. [1] Yash, N. Karamchandani and A. Ghosh, "Near Optimal Best Arm Identification for
+       Clustered Bandits", ICML 2025, arXiv:2505.10147.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClusteredBanditEnv
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.experimental import enable_bai_cl_plus_plus  # noqa: F401
     >>> from sklearn_icml.bandits import BAIClPlusPlus
     >>> plus = BAIClPlusPlus(n_clusters=2, eta=0.5, eta1=0.8, random_state=0).run(env)
@@ -75,13 +121,14 @@ class BAIClPlusPlus(BAICl):
 
     _parameter_constraints = {
         **BAICl._parameter_constraints,
-        "eta1": _ETA,
+        "eta1": [POSITIVE_REAL, None],
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
-        n_clusters,
         *,
+        n_clusters,
         delta=0.05,
         eta=None,
         eta1=None,
@@ -92,7 +139,7 @@ class BAIClPlusPlus(BAICl):
         random_state=None,
     ):
         super().__init__(
-            n_clusters,
+            n_clusters=n_clusters,
             delta=delta,
             eta=eta,
             round_const=round_const,

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import ANY_REAL, INT_AT_LEAST_TWO, POSITIVE_INT, POSITIVE_REAL
 from ..utils.validation import check_int_vector
 from ._validation import check_below, index_at_least, validate_arguments
@@ -121,7 +122,8 @@ class ClusteredBanditEnv(BaseEnvironment):
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv
-    >>> env = ClusteredBanditEnv([[0.9, 0.5], [0.5, 0.9]], [0, 1, 1], random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.5], [0.5, 0.9]], assignment=[0, 1, 1],
+    ...                          random_state=0)
     >>> env.best_arms_, float(env.eta_)
     (array([0, 1, 1]), 0.4)
     >>> total = env.pull(agent=2, arm=1, n=10_000)   # the sum of 10 000 rewards
@@ -149,7 +151,8 @@ class ClusteredBanditEnv(BaseEnvironment):
     total_pulls_ = BuiltAttribute()
     pulls_per_agent_ = BuiltAttribute()
 
-    def __init__(self, means, assignment, *, noise="gaussian", sigma=1.0, random_state=None):
+    @keyword_only_after(1)
+    def __init__(self, *, means, assignment, noise="gaussian", sigma=1.0, random_state=None):
         self.means = means
         self.assignment = assignment
         self.noise = noise
@@ -201,7 +204,8 @@ class ClusteredBanditEnv(BaseEnvironment):
             self._setup()  # which starts from zero counters and a fresh generator
         return self
 
-    def pull(self, agent, arm, n=1):
+    @keyword_only_after(3)
+    def pull(self, agent, arm, *, n=1):
         """Pull ``arm`` of ``agent`` ``n`` times and return the sum of the ``n`` rewards.
 
         Parameters

@@ -12,8 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._exp3ix_core import (
     _default_learning_rate,
     _EXP3IXCore,
@@ -267,7 +267,6 @@ class _BaseInterferenceEXP3IX(BaseRunner):
         self.best_arm_ = int(np.argmax(fixed.sum(axis=0)))
 
 
-@fill_doc
 class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     """Switchback EXP3-IX: every unit gets the same arm, chosen afresh each round.
 
@@ -282,14 +281,46 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
 
     Parameters
     ----------
-    %(exp3ix_params)s
+    n_arms : int
+        Number of arms ``k``.
+    horizon : int
+        Number of rounds ``T`` the learning rate is tuned for.
+    learning_rate : float, default=None
+        EXP3-IX step ``eta``; ``None`` uses ``sqrt(2 ln k / (k T))``.
+    ix_gamma : float, default=None
+        Implicit-exploration term ``gamma`` in the estimator's denominator, in ``[0, 0.5)``
+        as the paper's IX parameter ``beta``; ``None`` uses ``learning_rate / 2`` (an error
+        if that is not below 0.5).
     random_state : int, RandomState instance or None, default=None
         Seeds the policy's generator (:func:`~sklearn_icml.utils.check_generator`) at
         round 0.
 
     Attributes
     ----------
-    %(exp3ix_attributes)s
+    learning_rate_, ix_gamma_ : float
+        The step and implicit-exploration term in use.
+    n_rounds_ : int
+        Rounds updated so far.
+    probs_ : ndarray of shape (n_rounds_, n_arms)
+        ``p_t`` of each round.
+    loss_estimates_ : ndarray of shape (n_rounds_, n_arms)
+        The loss estimates fed to EXP3-IX.
+    observed_rewards_ : ndarray of shape (n_rounds_,)
+        The mean observed outcome of each round.
+    log_weights_ : ndarray of shape (n_arms,)
+        Current centred log-weights.
+    regret_ : float
+        After :meth:`run`: the regret ``max_i sum_t r_t(i * 1) - sum_t r_t(Z_t)``
+        (noise-free).
+    cumulative_regret_ : ndarray of shape (horizon,)
+        After :meth:`run`: regret of the first ``t + 1`` rounds against the best fixed arm of
+        those rounds; its last entry is ``regret_``.
+    rewards_ : ndarray of shape (horizon,)
+        After :meth:`run`: the noise-free average reward ``r_t(Z_t)`` of each round.
+    fixed_arm_rewards_ : ndarray of shape (horizon, n_arms)
+        After :meth:`run`: ``r_t(i * 1)`` of every round and arm.
+    best_arm_ : int
+        After :meth:`run`: the hindsight-best fixed arm.
     arms_ : ndarray of shape (n_rounds_,)
         The arm every unit got in each round.
 
@@ -299,10 +330,18 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
         units.
     InterferenceGridEnv : the environment.
 
-    %(exp3ix_references_and_examples)s
+    References
+    ----------
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
+    .. [2] G. Neu, "Explore no more: Improved high-probability regret bounds for
+       non-stochastic bandits", NeurIPS 2015.
+
+    Examples
+    --------
     >>> from sklearn_icml.bandits import InterferenceGridEnv, SwitchbackEXP3IX
-    >>> env = InterferenceGridEnv(10, 3, 200, random_state=0)
-    >>> policy = SwitchbackEXP3IX(3, 200, random_state=100).run(env)
+    >>> env = InterferenceGridEnv(grid_side=10, n_arms=3, horizon=200, random_state=0)
+    >>> policy = SwitchbackEXP3IX(n_arms=3, horizon=200, random_state=100).run(env)
     >>> policy.cumulative_regret_.shape
     (200,)
     >>> bool(policy.regret_ == policy.cumulative_regret_[-1] > 0)
@@ -311,7 +350,8 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
 
     arms_ = _PerRound("_arms")
 
-    def __init__(self, n_arms, horizon, *, learning_rate=None, ix_gamma=None, random_state=None):
+    @keyword_only_after(1)
+    def __init__(self, *, n_arms, horizon, learning_rate=None, ix_gamma=None, random_state=None):
         self.n_arms = n_arms
         self.horizon = horizon
         self.learning_rate = learning_rate
@@ -330,7 +370,6 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
         return ix_loss_estimate(Z[0, 0], Y.mean(), p, self.ix_gamma_)
 
 
-@fill_doc
 class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     """Cluster-randomised EXP3-IX with the HT-IX (Horvitz-Thompson, implicit exploration)
     estimator: the paper's EXP3-HT-IX policy.
@@ -362,7 +401,16 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
 
     Parameters
     ----------
-    %(exp3ix_params)s
+    n_arms : int
+        Number of arms ``k``.
+    horizon : int
+        Number of rounds ``T`` the learning rate is tuned for.
+    learning_rate : float, default=None
+        EXP3-IX step ``eta``; ``None`` uses ``sqrt(2 ln k / (k T))``.
+    ix_gamma : float, default=None
+        Implicit-exploration term ``gamma`` in the estimator's denominator, in ``[0, 0.5)``
+        as the paper's IX parameter ``beta``; ``None`` uses ``learning_rate / 2`` (an error
+        if that is not below 0.5).
     exposure_radius : int, default=1
         ``r``: a unit counts as exposed to arm ``i`` when all units within Chebyshev
         distance ``r`` have it. Take ``r = kappa`` for neighbourhood interference.
@@ -387,7 +435,30 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
 
     Attributes
     ----------
-    %(exp3ix_attributes)s
+    learning_rate_, ix_gamma_ : float
+        The step and implicit-exploration term in use.
+    n_rounds_ : int
+        Rounds updated so far.
+    probs_ : ndarray of shape (n_rounds_, n_arms)
+        ``p_t`` of each round.
+    loss_estimates_ : ndarray of shape (n_rounds_, n_arms)
+        The loss estimates fed to EXP3-IX.
+    observed_rewards_ : ndarray of shape (n_rounds_,)
+        The mean observed outcome of each round.
+    log_weights_ : ndarray of shape (n_arms,)
+        Current centred log-weights.
+    regret_ : float
+        After :meth:`run`: the regret ``max_i sum_t r_t(i * 1) - sum_t r_t(Z_t)``
+        (noise-free).
+    cumulative_regret_ : ndarray of shape (horizon,)
+        After :meth:`run`: regret of the first ``t + 1`` rounds against the best fixed arm of
+        those rounds; its last entry is ``regret_``.
+    rewards_ : ndarray of shape (horizon,)
+        After :meth:`run`: the noise-free average reward ``r_t(Z_t)`` of each round.
+    fixed_arm_rewards_ : ndarray of shape (horizon, n_arms)
+        After :meth:`run`: ``r_t(i * 1)`` of every round and arm.
+    best_arm_ : int
+        After :meth:`run`: the hindsight-best fixed arm.
     cell_size_ : float
         The cell side in use.
     strip_width_ : int
@@ -416,10 +487,19 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     kept as an option: its exposure probabilities are closed-form, but a ball straddles a
     border with probability growing with ``2 r / l`` wherever the unit sits.
 
-    %(exp3ix_references_and_examples)s
+    References
+    ----------
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
+    .. [2] G. Neu, "Explore no more: Improved high-probability regret bounds for
+       non-stochastic bandits", NeurIPS 2015.
+
+    Examples
+    --------
     >>> from sklearn_icml.bandits import ClusterRandomizedEXP3IX, InterferenceGridEnv
-    >>> env = InterferenceGridEnv(20, 3, 200, random_state=0)
-    >>> policy = ClusterRandomizedEXP3IX(3, 200, exposure_radius=1, random_state=100)
+    >>> env = InterferenceGridEnv(grid_side=20, n_arms=3, horizon=200, random_state=0)
+    >>> policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=200, exposure_radius=1,
+    ...                                  random_state=100)
     >>> policy.run(env).cell_size_
     6.0
     >>> policy.probs_.shape
@@ -441,11 +521,12 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
     exposure_rate_ = _PerRound("_exposure")
     shifts_ = _PerRound("_shifts")
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         n_arms,
         horizon,
-        *,
         exposure_radius=1,
         cell_size=None,
         partition="rrp",

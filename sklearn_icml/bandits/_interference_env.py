@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     FINITE_NON_NEGATIVE_REAL,
     FINITE_POSITIVE_REAL,
@@ -14,7 +15,6 @@ from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
 )
-from ._docstrings import fill_doc
 from ._validation import check_below, index_at_least, validate_arguments
 
 
@@ -55,7 +55,6 @@ def _power_law_kernel(grid_side, beta):
     return (1.0 + dist) ** (-float(beta))
 
 
-@fill_doc
 class _GridEnvironment(BaseEnvironment):
     """Round and assignment checks, ``step`` and the fixed-arm bookkeeping of a grid.
 
@@ -97,7 +96,12 @@ class _GridEnvironment(BaseEnvironment):
     def outcomes(self, t, Z):
         """Every unit's outcome in round ``t`` under the assignment ``Z``.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -110,7 +114,12 @@ class _GridEnvironment(BaseEnvironment):
     def step(self, t, Z):
         """Observed outcomes and the noise-free mean reward, computed once.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -127,7 +136,12 @@ class _GridEnvironment(BaseEnvironment):
     def mean_reward(self, t, Z):
         """The noise-free average outcome ``r_t(Z) = mean_u Y_{t,u}(Z)``.
 
-        %(grid_round_args)s
+        Parameters
+        ----------
+        t : int
+            Round index in ``[0, horizon)``.
+        Z : array-like of shape (grid_side, grid_side)
+            One arm in ``[0, n_arms)`` per unit.
 
         Returns
         -------
@@ -167,7 +181,6 @@ class _GridEnvironment(BaseEnvironment):
         return int(np.argmax(self.all_fixed_arm_rewards().sum(axis=0)))
 
 
-@fill_doc
 class InterferenceGridEnv(_GridEnvironment):
     """Units on an ``L x L`` grid whose outcomes depend on the arms around them.
 
@@ -241,13 +254,15 @@ class InterferenceGridEnv(_GridEnvironment):
 
     References
     ----------
-    %(interference_references)s
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_icml.bandits import InterferenceGridEnv
-    >>> env = InterferenceGridEnv(4, 3, 10, theta=[0.5, 0.4, 0.3], random_state=0)
+    >>> env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, theta=[0.5, 0.4, 0.3],
+    ...                           random_state=0)
     >>> Z = np.zeros((4, 4), dtype=int)
     >>> Z[:, 2:] = 1
     >>> env.outcomes(0, Z).shape
@@ -277,12 +292,13 @@ class InterferenceGridEnv(_GridEnvironment):
     theta_ = BuiltAttribute()
     phases_ = BuiltAttribute()
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         grid_side,
         n_arms,
         horizon,
-        *,
         interference="neighborhood",
         kappa=1,
         beta=2.0,

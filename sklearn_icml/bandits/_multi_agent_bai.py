@@ -11,10 +11,11 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..base import BaseRunner
 from ..utils import check_random_state
+from ..utils._deprecation import REMOVED_IN, keyword_only_after
 from ..utils._param_validation import (
     NON_NEGATIVE_REAL,
     OPEN_UNIT_INTERVAL,
@@ -23,7 +24,6 @@ from ..utils._param_validation import (
 )
 from ._agent_clustering import _cluster_agents
 from ._clustered_env import ClusteredBanditEnv
-from ._docstrings import fill_doc
 from ._successive_elimination import SEResult, _batched_se
 
 
@@ -90,10 +90,6 @@ def _check_unique_best_arms(env, who):
         )
 
 
-_ETA = [POSITIVE_REAL, None]
-_ROUND_CONST = [Interval(numbers.Real, 4, None, closed="neither")]
-
-
 class _BaseMultiAgentBAI(BaseRunner):
     """``run`` of the multi-agent algorithms: checks, bookkeeping and the ``*_`` attributes.
 
@@ -148,31 +144,75 @@ class _BaseMultiAgentBAI(BaseRunner):
         _check_unique_best_arms(env, type(self).__name__)
 
     def score(self, env):
-        """Fraction of agents whose ``best_arms_`` is ``env.best_arms_`` (1.0 = all correct).
+        """Deprecated: use :func:`best_arm_accuracy` ``(algorithm, env)``.
+
+        ``score`` is scikit-learn's ``score(X, y)``; the accuracy of a run on its
+        environment is the function :func:`best_arm_accuracy` (removed in 0.4).
 
         Parameters
         ----------
         env : ClusteredBanditEnv
-            The environment the algorithm ran on (or one with the same means and
-            assignment, such as the template given to :func:`~sklearn_icml.base.run_seeds`).
+            The environment the algorithm ran on.
 
         Returns
         -------
         score : float
         """
-        self._check_is_run()
-        if not isinstance(env, ClusteredBanditEnv):
-            raise TypeError(f"env must be a ClusteredBanditEnv. Got {env!r} instead.")
-        if env.n_agents_ != self.best_arms_.shape[0]:
-            raise ValueError(
-                f"env must have the {self.best_arms_.shape[0]} agents this run identified "
-                f"arms for; score the environment the algorithm ran on. Got {env!r} "
-                f"({env.n_agents_} agents) instead."
-            )
-        return float(np.mean(self.best_arms_ == env.best_arms_))
+        warnings.warn(
+            f"{type(self).__name__}.score(env) was renamed "
+            "sklearn_icml.bandits.best_arm_accuracy(algorithm, env) in 0.3 and will be "
+            f"removed in {REMOVED_IN}; call best_arm_accuracy(algorithm, env) instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return best_arm_accuracy(self, env)
 
 
-@fill_doc
+@validate_params(
+    # the algorithm is checked below, with a message that names the public classes
+    {"algorithm": "no_validation", "env": [ClusteredBanditEnv]},
+    prefer_skip_nested_validation=True,
+)
+def best_arm_accuracy(algorithm, env):
+    """Fraction of agents whose identified best arm is the environment's (1.0 = all correct).
+
+    Parameters
+    ----------
+    algorithm : NaiveBAI, ClBAI, BAICl or BAIClPlusPlus
+        A multi-agent algorithm after :meth:`~sklearn_icml.base.BaseRunner.run`.
+    env : ClusteredBanditEnv
+        The environment the algorithm ran on (or one with the same means and assignment,
+        such as the template given to :func:`~sklearn_icml.base.run_seeds`).
+
+    Returns
+    -------
+    accuracy : float
+        The mean of ``algorithm.best_arms_ == env.best_arms_`` over the agents.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClBAI, ClusteredBanditEnv, best_arm_accuracy
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
+    >>> best_arm_accuracy(ClBAI(eta=0.5).run(env), env)
+    1.0
+    """
+    if not isinstance(algorithm, _BaseMultiAgentBAI):
+        raise TypeError(
+            "algorithm must be a multi-agent best arm identification algorithm (NaiveBAI, "
+            f"ClBAI, BAICl or BAIClPlusPlus). Got {algorithm!r} instead."
+        )
+    algorithm._check_is_run()
+    best_arms = algorithm.best_arms_
+    if env.n_agents_ != best_arms.shape[0]:
+        raise ValueError(
+            f"env must have the {best_arms.shape[0]} agents this run identified arms for; "
+            f"score the environment the algorithm ran on. Got {env!r} ({env.n_agents_} "
+            "agents) instead."
+        )
+    return float(np.mean(best_arms == env.best_arms_))
+
+
 class NaiveBAI(_BaseMultiAgentBAI):
     """Every agent identifies its best arm alone, by successive elimination at level delta/N.
 
@@ -181,8 +221,15 @@ class NaiveBAI(_BaseMultiAgentBAI):
 
     Parameters
     ----------
-    %(bai_delta)s
-    %(bai_costs)s
+    delta : float, default=0.05
+        Probability of any mistake, in (0, 1): with probability at least ``1 - delta``
+        every agent gets its best arm.
+    c_real : float, default=64.0
+        Cost of sending one real number.
+    c_bit : float, default=1.0
+        Cost of sending one bit.
+    max_total_pulls : int, default=10**12
+        Safety limit of one SE call; exceeding it raises ``RuntimeError``.
 
     Attributes
     ----------
@@ -190,16 +237,42 @@ class NaiveBAI(_BaseMultiAgentBAI):
         Arm declared best for every agent.
     labels_ : ndarray of shape (n_agents,)
         Cluster label of every agent: its best arm.
-    %(bai_attributes)s
+    n_clusters_found_ : int
+        Number of distinct clusters found.
+    sample_complexity_ : int
+        Total pulls made during the run.
+    samples_per_agent_ : ndarray of shape (n_agents,)
+        Pulls made by every agent during the run.
+    phase_samples_ : dict
+        ``{"phase1": int, "phase2": int}`` pulls of each phase.
+    rounds_per_agent_ : ndarray of shape (n_agents,)
+        Elimination rounds each agent ran, over all its SE calls.
+    n_messages_ : int
+        Messages exchanged between agents and server.
+    n_reals_ : int
+        Real numbers sent.
+    n_bits_ : int
+        Bits sent.
+    communication_cost_ : float
+        ``c_real * n_reals_ + c_bit * n_bits_``.
 
     See Also
     --------
     ClBAI, BAICl : algorithms that share samples between agents of a cluster.
 
-    %(bai_references_and_example_env)s
-    >>> from sklearn_icml.bandits import NaiveBAI
+    References
+    ----------
+    .. [1] Yash, N. Karamchandani and A. Ghosh, "Near Optimal Best Arm Identification for
+       Clustered Bandits", ICML 2025, arXiv:2505.10147.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClusteredBanditEnv
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
+    >>> from sklearn_icml.bandits import NaiveBAI, best_arm_accuracy
     >>> naive = NaiveBAI(delta=0.05).run(env)
-    >>> naive.best_arms_, naive.n_bits_, naive.score(env)
+    >>> naive.best_arms_, naive.n_bits_, best_arm_accuracy(naive, env)
     (array([0, 1, 0, 1, 1, 0]), 12, 1.0)
     """
 
@@ -217,7 +290,6 @@ class NaiveBAI(_BaseMultiAgentBAI):
         return best, best.copy(), np.unique(best).shape[0], {}
 
 
-@fill_doc
 class ClBAI(_BaseMultiAgentBAI):
     """Cl-BAI: cluster the agents first, then identify one best arm per cluster.
 
@@ -231,12 +303,23 @@ class ClBAI(_BaseMultiAgentBAI):
 
     Parameters
     ----------
-    %(bai_delta)s
-    %(bai_eta)s
-    %(bai_round_const)s
+    delta : float, default=0.05
+        Probability of any mistake, in (0, 1): with probability at least ``1 - delta``
+        every agent gets its best arm.
+    eta : float
+        Separability margin of the instance (``> 0``), which the learner must know: on
+        every bandit the best arm of any other bandit is at least ``eta`` worse. Required.
+    round_const : float, default=17.0
+        Phase 1 runs ``ceil(log2(round_const / eta))`` rounds of SE, so its accuracy is
+        ``eta / round_const`` or better; must be ``> 4``.
     representative : {"first", "random"}, default="first"
         Which agent of a cluster finishes SE: the smallest index or a random member.
-    %(bai_costs)s
+    c_real : float, default=64.0
+        Cost of sending one real number.
+    c_bit : float, default=1.0
+        Cost of sending one bit.
+    max_total_pulls : int, default=10**12
+        Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the representatives when ``representative="random"``.
 
@@ -246,7 +329,24 @@ class ClBAI(_BaseMultiAgentBAI):
         Arm declared best for every agent.
     labels_ : ndarray of shape (n_agents,)
         Cluster label of every agent: its connected component in the clustering graph.
-    %(bai_attributes)s
+    n_clusters_found_ : int
+        Number of distinct clusters found.
+    sample_complexity_ : int
+        Total pulls made during the run.
+    samples_per_agent_ : ndarray of shape (n_agents,)
+        Pulls made by every agent during the run.
+    phase_samples_ : dict
+        ``{"phase1": int, "phase2": int}`` pulls of each phase.
+    rounds_per_agent_ : ndarray of shape (n_agents,)
+        Elimination rounds each agent ran, over all its SE calls.
+    n_messages_ : int
+        Messages exchanged between agents and server.
+    n_reals_ : int
+        Real numbers sent.
+    n_bits_ : int
+        Bits sent.
+    communication_cost_ : float
+        ``c_real * n_reals_ + c_bit * n_bits_``.
 
     See Also
     --------
@@ -274,7 +374,16 @@ class ClBAI(_BaseMultiAgentBAI):
     agents), and phase 1 stops after ``ceil(log2(round_const / eta))`` rounds; the
     constants are parameters (``round_const``, ``delta``).
 
-    %(bai_references_and_example_env)s
+    References
+    ----------
+    .. [1] Yash, N. Karamchandani and A. Ghosh, "Near Optimal Best Arm Identification for
+       Clustered Bandits", ICML 2025, arXiv:2505.10147.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClusteredBanditEnv
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.bandits import ClBAI
     >>> cl = ClBAI(eta=0.5).run(env)
     >>> cl.best_arms_, cl.labels_, cl.n_reals_
@@ -283,8 +392,8 @@ class ClBAI(_BaseMultiAgentBAI):
 
     _parameter_constraints = {
         **_BaseMultiAgentBAI._parameter_constraints,
-        "eta": _ETA,
-        "round_const": _ROUND_CONST,
+        "eta": [POSITIVE_REAL, None],
+        "round_const": [Interval(numbers.Real, 4, None, closed="neither")],
         "representative": [StrOptions({"first", "random"})],
         "random_state": ["random_state"],
     }
@@ -346,7 +455,6 @@ class ClBAI(_BaseMultiAgentBAI):
         return best, labels, n_comp, {}
 
 
-@fill_doc
 class BAICl(_BaseMultiAgentBAI):
     """BAI-Cl: find the M best arms on a few agents first, then match every other agent.
 
@@ -361,16 +469,53 @@ class BAICl(_BaseMultiAgentBAI):
     ----------
     n_clusters : int
         M, the number of clusters, in ``[1, K]`` (must be known).
-    %(bai_delta)s
-    %(bai_eta)s
-    %(bai_round_const)s
-    %(bai_costs)s
+    delta : float, default=0.05
+        Probability of any mistake, in (0, 1): with probability at least ``1 - delta``
+        every agent gets its best arm.
+    eta : float
+        Separability margin of the instance (``> 0``), which the learner must know: on
+        every bandit the best arm of any other bandit is at least ``eta`` worse. Required.
+    round_const : float, default=17.0
+        Phase 1 runs ``ceil(log2(round_const / eta))`` rounds of SE, so its accuracy is
+        ``eta / round_const`` or better; must be ``> 4``.
+    c_real : float, default=64.0
+        Cost of sending one real number.
+    c_bit : float, default=1.0
+        Cost of sending one bit.
+    max_total_pulls : int, default=10**12
+        Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the order in which phase 1 visits agents.
 
     Attributes
     ----------
-    %(bai_cl_attributes)s
+    best_arms_ : ndarray of shape (n_agents,)
+        Arm declared best for every agent.
+    labels_ : ndarray of shape (n_agents,)
+        Cluster label of every agent: the position of its best arm in ``found_best_arms_``.
+    n_clusters_found_ : int
+        Number of distinct clusters found.
+    sample_complexity_ : int
+        Total pulls made during the run.
+    samples_per_agent_ : ndarray of shape (n_agents,)
+        Pulls made by every agent during the run.
+    phase_samples_ : dict
+        ``{"phase1": int, "phase2": int}`` pulls of each phase.
+    rounds_per_agent_ : ndarray of shape (n_agents,)
+        Elimination rounds each agent ran, over all its SE calls.
+    n_messages_ : int
+        Messages exchanged between agents and server.
+    n_reals_ : int
+        Real numbers sent.
+    n_bits_ : int
+        Bits sent.
+    communication_cost_ : float
+        ``c_real * n_reals_ + c_bit * n_bits_``.
+    n_phase1_agents_ : int
+        Agents visited in phase 1 (a coupon-collector time, about ``M H_M`` for equal
+        clusters).
+    found_best_arms_ : list of int
+        The best arms found in phase 1, in order of discovery.
 
     See Also
     --------
@@ -392,7 +537,16 @@ class BAICl(_BaseMultiAgentBAI):
     every estimate is within its radius), the one with the highest estimated mean is
     taken.
 
-    %(bai_references_and_example_env)s
+    References
+    ----------
+    .. [1] Yash, N. Karamchandani and A. Ghosh, "Near Optimal Best Arm Identification for
+       Clustered Bandits", ICML 2025, arXiv:2505.10147.
+
+    Examples
+    --------
+    >>> from sklearn_icml.bandits import ClusteredBanditEnv
+    >>> env = ClusteredBanditEnv(means=[[0.9, 0.1, 0.4], [0.1, 0.9, 0.4]],
+    ...                          assignment=[0, 1, 0, 1, 1, 0], random_state=0)
     >>> from sklearn_icml.bandits import BAICl
     >>> bai_cl = BAICl(n_clusters=2, eta=0.5, random_state=0).run(env)
     >>> bai_cl.best_arms_, bai_cl.n_reals_, bai_cl.found_best_arms_
@@ -402,15 +556,16 @@ class BAICl(_BaseMultiAgentBAI):
     _parameter_constraints = {
         **_BaseMultiAgentBAI._parameter_constraints,
         "n_clusters": [POSITIVE_INT],
-        "eta": _ETA,
-        "round_const": _ROUND_CONST,
+        "eta": [POSITIVE_REAL, None],
+        "round_const": [Interval(numbers.Real, 4, None, closed="neither")],
         "random_state": ["random_state"],
     }
 
+    @keyword_only_after(1)
     def __init__(
         self,
-        n_clusters,
         *,
+        n_clusters,
         delta=0.05,
         eta=None,
         round_const=17.0,

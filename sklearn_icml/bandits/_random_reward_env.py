@@ -7,8 +7,8 @@ from sklearn.utils._param_validation import Interval
 
 from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT, POSITIVE_INT
-from ._docstrings import fill_doc
 from ._interference_env import _box_bounds, _GridEnvironment
 
 
@@ -17,7 +17,6 @@ def _decay_weights(radius, decay):
     return (1.0 + np.arange(radius + 1)) ** (-float(decay))
 
 
-@fill_doc
 class RandomRewardGridEnv(_GridEnvironment):
     """The paper's experiment: units on an ``L x L`` grid with random unit-level rewards.
 
@@ -87,13 +86,14 @@ class RandomRewardGridEnv(_GridEnvironment):
 
     References
     ----------
-    %(interference_references)s
+    .. [1] S. Jia, P. Frazier, N. Kallus, "Multi-Armed Bandits with Interference: Bridging
+       Causal Inference and Adversarial Bandits", ICML 2025, arXiv:2402.01845.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_icml.bandits import RandomRewardGridEnv
-    >>> env = RandomRewardGridEnv(10, 2, 20, random_state=0)
+    >>> env = RandomRewardGridEnv(grid_side=10, n_arms=2, horizon=20, random_state=0)
     >>> Z = np.zeros((10, 10), dtype=int)
     >>> Z[:, 5:] = 1
     >>> Y, reward = env.step(0, Z)
@@ -119,12 +119,13 @@ class RandomRewardGridEnv(_GridEnvironment):
     n_units_ = BuiltAttribute()
     arm_means_ = BuiltAttribute()
 
+    @keyword_only_after(1)
     def __init__(
         self,
+        *,
         grid_side,
         n_arms,
         horizon,
-        *,
         arm_means=None,
         reward_spread=0.3,
         interference_radius=1,

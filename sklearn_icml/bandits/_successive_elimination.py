@@ -10,6 +10,7 @@ from collections import namedtuple
 import numpy as np
 from sklearn.utils._param_validation import validate_params
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ._clustered_env import ClusteredBanditEnv
 
@@ -95,6 +96,7 @@ def _batched_se(draw, agents, arms, delta, max_rounds, max_total_pulls):
     return active, sums / counts, counts, rounds
 
 
+@keyword_only_after(4)
 @validate_params(
     {
         "env": [ClusteredBanditEnv],
@@ -106,7 +108,8 @@ def _batched_se(draw, agents, arms, delta, max_rounds, max_total_pulls):
     },
     prefer_skip_nested_validation=True,
 )
-def successive_elimination(env, agent, arms, delta, max_rounds=None, *, max_total_pulls=10**12):
+def successive_elimination(env, agent, arms, delta, *, max_rounds=None,
+                           max_total_pulls=10**12):
     """Successive elimination (SE) of one agent on a set of arms, with fresh samples.
 
     Round ``r`` brings every active arm to ``n_r = ceil(2 / eps_r^2 * ln(4 |S| r^2 / delta))``
@@ -145,7 +148,7 @@ def successive_elimination(env, agent, arms, delta, max_rounds=None, *, max_tota
     Examples
     --------
     >>> from sklearn_icml.bandits import ClusteredBanditEnv, successive_elimination
-    >>> env = ClusteredBanditEnv([[0.2, 1.2, 0.7]], [0], random_state=0)
+    >>> env = ClusteredBanditEnv(means=[[0.2, 1.2, 0.7]], assignment=[0], random_state=0)
     >>> res = successive_elimination(env, agent=0, arms=[0, 1, 2], delta=0.05)
     >>> res.active, res.rounds, int(res.counts.sum()) == env.total_pulls_
     (array([1]), 3, True)

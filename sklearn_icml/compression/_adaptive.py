@@ -71,7 +71,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
     >>> from sklearn_icml.datasets import make_lidar_sweep
     >>> from sklearn_icml.compression import AdaptiveContextCodec
     >>> import numpy as np
-    >>> points, r, _, _ = make_lidar_sweep(0, n_lasers=8, n_azimuth=128)
+    >>> points, r, _, _ = make_lidar_sweep(random_state=0, n_lasers=8, n_azimuth=128)
     >>> codec = AdaptiveContextCodec(n_lasers=8, n_azimuth=128)  # nothing to fit
     >>> blob = codec.encode((points, r))
     >>> bool(np.array_equal(codec.decode(blob, points), r))

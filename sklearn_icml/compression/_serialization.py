@@ -230,7 +230,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
     >>> import numpy as np
     >>> from sklearn_icml.compression import ScanOrderSerializer
     >>> from sklearn_icml.datasets import make_lidar_sweep
-    >>> points, r, _, (v, u) = make_lidar_sweep(0, n_lasers=8, n_azimuth=64)
+    >>> points, r, _, (v, u) = make_lidar_sweep(random_state=0, n_lasers=8, n_azimuth=64)
     >>> ser = ScanOrderSerializer(n_lasers=8, n_azimuth=64, elevation_range=(-25, 3))
     >>> order = ser.get_order(points)
     >>> bool(np.all(np.diff(v[order] * 64 + u[order]) > 0))  # laser-major, then azimuth

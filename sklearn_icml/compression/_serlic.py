@@ -208,7 +208,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
     >>> import numpy as np
     >>> from sklearn_icml.compression import SerLiCCodec
     >>> from sklearn_icml.datasets import make_lidar_sweep
-    >>> sweeps = [make_lidar_sweep(s, n_lasers=8, n_azimuth=128)[:2] for s in range(3)]
+    >>> sweeps = [make_lidar_sweep(random_state=s, n_lasers=8, n_azimuth=128)[:2]
+    ...           for s in range(3)]
     >>> codec = SerLiCCodec(n_lasers=8, n_azimuth=128, window=64, sequence_model="gru",
     ...                     max_epochs=2, learning_rate=1e-2, random_state=0).fit(sweeps[:2])
     >>> points, r = sweeps[2]

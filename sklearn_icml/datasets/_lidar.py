@@ -6,6 +6,7 @@ from scipy.special import ndtr
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     CLOSED_UNIT_INTERVAL,
     FINITE_NON_NEGATIVE_REAL,
@@ -50,6 +51,7 @@ def _discretised_gaussian_bits(r, mean, sigma):
     return -np.log2(np.maximum(mass, np.finfo(np.float64).tiny))
 
 
+@keyword_only_after(0)
 @validate_params(
     {
         "random_state": [NON_NEGATIVE_INT],
@@ -69,8 +71,8 @@ def _discretised_gaussian_bits(r, mean, sigma):
     prefer_skip_nested_validation=True,
 )
 def make_lidar_sweep(
-    random_state=0,
     *,
+    random_state=0,
     n_lasers=32,
     n_azimuth=1024,
     elevation_range=(-25.0, 3.0),
@@ -159,7 +161,7 @@ def make_lidar_sweep(
     Examples
     --------
     >>> from sklearn_icml.datasets import make_lidar_sweep
-    >>> points, r, oracle_bits, (v, u) = make_lidar_sweep(0, n_lasers=8, n_azimuth=64)
+    >>> points, r, oracle_bits, (v, u) = make_lidar_sweep(random_state=0, n_lasers=8, n_azimuth=64)
     >>> points.shape, r.dtype, int(v.max()), int(u.max())
     ((494, 3), dtype('uint8'), 7, 63)
     >>> bool(2.0 < oracle_bits.mean() < 8.0)

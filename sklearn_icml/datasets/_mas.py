@@ -5,11 +5,13 @@ import numpy as np
 from sklearn.utils._param_validation import validate_params
 
 from ..utils import check_random_state
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
 
 FAMILIES = ("add", "mixed", "solve")
 
 
+@keyword_only_after(1)
 @validate_params(
     {
         "n_per_family": [POSITIVE_INT],
@@ -17,7 +19,7 @@ FAMILIES = ("add", "mixed", "solve")
     },
     prefer_skip_nested_validation=True,
 )
-def make_arithmetic_queries(n_per_family=100, random_state=None):
+def make_arithmetic_queries(n_per_family=100, *, random_state=None):
     """Queries of the families ``add``, ``mixed`` and ``solve``, with their answers.
 
     - ``add``: "Add {a} and {b}." with a, b in [10, 99]; answer a + b.

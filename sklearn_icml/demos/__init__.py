@@ -24,8 +24,8 @@ class Demo:
     budget_s: float
     func: object
 
-    def run(self, *, return_cpu_time=False):
-        """Run the demo; return ``(figures, seconds)``, or ``(figures, seconds, cpu_seconds)``.
+    def timed_call(self, *, return_cpu_time=False):
+        """Call the demo, timed: ``(figures, seconds)`` or ``(figures, seconds, cpu_seconds)``.
 
         ``cpu_seconds`` is the CPU time of this process (all its threads): on an idle machine
         it bounds the wall time from above, and unlike wall time it does not grow when other

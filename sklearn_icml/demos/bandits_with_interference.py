@@ -22,10 +22,11 @@ def demo():
     T = 20
     figures = {}
     for label, L in [("N=T^2", T), ("N=T^3", 89)]:
-        env = RandomRewardGridEnv(L, 2, T)
+        env = RandomRewardGridEnv(grid_side=L, n_arms=2, horizon=T)
         for name, policy in [
-            ("switchback", SwitchbackEXP3IX(2, T)),
-            ("cluster", ClusterRandomizedEXP3IX(2, T, exposure_radius=1, cell_size=6)),
+            ("switchback", SwitchbackEXP3IX(n_arms=2, horizon=T)),
+            ("cluster", ClusterRandomizedEXP3IX(n_arms=2, horizon=T, exposure_radius=1,
+                                                cell_size=6)),
         ]:
             regrets = np.array([run.regret_ for run in run_seeds(policy, env, range(40))])
             figures[f"{name} {label} mean / q95"] = (

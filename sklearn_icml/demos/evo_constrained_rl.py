@@ -17,7 +17,8 @@ def demo():
     C = stats.lomax.rvs(4, size=20000, random_state=np.random.default_rng(0))
     est = GPDTailQuantile(threshold_quantile=0.9, tail_quantile=0.99).fit(C)
     agent = EVOAgent(cost_limit=10.0, base="ppo_lag", max_iter=3, steps_per_iter=400,
-                     actor_hidden=(16,), critic_hidden=(16,), critic_update_iters=1,
+                     actor_hidden_layer_sizes=(16,), critic_hidden_layer_sizes=(16,),
+                     critic_max_epochs=1,
                      random_state=0).run(RiskyShortcutEnv())
     h = agent.history_
     return {

@@ -35,16 +35,16 @@ def demo():
         solver = MASGPTSolver(llm=ArithmeticMockLLM(random_state=0), pool=pool, n_groups=3,
                               sandbox="unsafe-inprocess", random_state=0).fit(q_train, a_train)
         accuracy = solver.score(q_test, a_test)
-        executor = MASExecutor(ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
-        sc = [executor.run(pool[1], q) for q in q_test]
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=1), sandbox="unsafe-inprocess")
+        sc = [executor.execute(pool[1], q) for q in q_test]
     calls = float(solver.last_calls_.mean())
     sc_accuracy = float(np.mean([default_answer_checker(r.answer, a)
                                  for r, a in zip(sc, a_test)]))
 
-    sandboxed = MASExecutor(ArithmeticMockLLM(random_state=2), timeout=10.0)
-    result = sandboxed.run(solver.router_.generate("Add 40 and 2."), "Add 40 and 2.")
+    sandboxed = MASExecutor(llm=ArithmeticMockLLM(random_state=2), timeout=10.0)
+    result = sandboxed.execute(solver.router_.generate("Add 40 and 2."), "Add 40 and 2.")
     try:
-        sandboxed.run(MASProgram("evil", "import os\n" + pool[0].code), "Add 1 and 2.")
+        sandboxed.execute(MASProgram("evil", "import os\n" + pool[0].code), "Add 1 and 2.")
         refused = "no"
     except ValueError:
         refused = "yes"

@@ -18,8 +18,8 @@ def demo():
     from sklearn_icml.datasets import make_lidar_sweep
 
     grid = {"n_lasers": 16, "n_azimuth": 256}
-    train = [make_lidar_sweep(s, **grid)[:2] for s in range(4)]
-    points, r, oracle, _ = make_lidar_sweep(1000, **grid)
+    train = [make_lidar_sweep(random_state=s, **grid)[:2] for s in range(4)]
+    points, r, oracle, _ = make_lidar_sweep(random_state=1000, **grid)
     codec = SerLiCCodec(**grid, window=128, max_epochs=10, batch_size=8, learning_rate=6e-3,
                         random_state=0)
     codec.fit(train)

@@ -5,7 +5,6 @@ a prompt to any LLM callable; generated code runs in a confined child process wh
 confinement this process verifies.
 """
 
-# --- mas-gpt ---
 from ._confinement import SandboxError, SandboxUnavailableError, UnsafeSandboxWarning
 from ._executor import MASExecutor, MASResult
 from ._llm import AgentLLM, ArithmeticMockLLM, OpenAICompatibleLLM

@@ -268,7 +268,7 @@ class ChildRun:
     layers: tuple = ()
 
 
-def run_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_ok=False,
+def execute_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_ok=False,
                  check=True, install_filter=True):
     """Run ``code`` on ``query`` in a confined child; a :class:`ChildRun`.
 
@@ -289,7 +289,7 @@ def run_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_ok=F
         )
         survivors = []
         try:
-            return _Channel(proc, limits).run(
+            return _Channel(proc, limits).execute(
                 code, query, agent, timeout, expected, weak_ok
             )
         finally:
@@ -379,7 +379,7 @@ class _Channel:
             return ChildRun(None, f"sandbox process exited with code {code}", layers=layers)
         return ChildRun(None, f"sandbox protocol error: message {what}", layers=layers)
 
-    def run(self, code, query, agent, timeout, expected, weak_ok):
+    def execute(self, code, query, agent, timeout, expected, weak_ok):
         # 1. the child confines itself; it may take longer than the program's own timeout
         self.deadline = time.monotonic() + max(10.0, timeout)
         message = self.receive()

@@ -10,6 +10,7 @@ import warnings
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_REAL,
@@ -18,7 +19,6 @@ from ..utils._param_validation import (
 )
 from . import _confinement, _sandbox
 from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
-from ._docstrings import fill_doc
 from ._llm import AgentLLM
 from ._program import MASProgram, fallback_mas
 from ._validation import check_instance, check_sandbox
@@ -28,7 +28,7 @@ __all__ = ["MASExecutor", "MASResult"]
 
 @dataclasses.dataclass(frozen=True)
 class MASResult:
-    """What one run of a MAS on a query gave: a record, returned by :meth:`MASExecutor.run`.
+    """What one run of a MAS on a query gave: a record, returned by :meth:`MASExecutor.execute`.
 
     Attributes
     ----------
@@ -96,7 +96,6 @@ class _CountingHandle:
         self.call_llm = call_llm
 
 
-@fill_doc
 class MASExecutor(BaseEstimator):
     """Run MAS programs on queries, with a timeout, a fallback, limits and LLM-call accounting.
 
@@ -137,16 +136,25 @@ class MASExecutor(BaseEstimator):
 
     Parameters
     ----------
-    %(agent_llm)s
-    %(timeout)s
-    %(sandbox)s
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str``; required before the first run.
+    timeout : float, default=60.0
+        Seconds one MAS program may run (the reference uses 600).
+    sandbox : {"process", "unsafe-inprocess"}, default="process"
+        Where the (generated) code runs: ``"process"``, a confined child process, for
+        generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
+        rights and a best-effort timeout, for trusted programs only (it warns on every run).
+        See the two modes above. The old spelling ``"inprocess"`` raises an error.
     max_retries : int, default=1
         Fallback runs after a timeout or a passed limit.
     fallback : bool, default=True
         Whether a timed-out program, or one past a limit, is replaced by the fallback MAS.
     memory_limit : int, default=536870912
         Address-space limit of the child in bytes (``resource.RLIMIT_AS``).
-    %(allow_weak_isolation)s
+    allow_weak_isolation : bool, default=False
+        Run in process mode even where the child cannot be fully confined (no seccomp filter
+        on this platform or kernel, or a layer missing when checked), with the protections
+        that are in force; every such run warns. False refuses to run there.
     max_llm_calls : int, default=64
         Agent-LLM calls one program may make; the next one ends the run.
     max_prompt_chars : int, default=200000
@@ -159,7 +167,7 @@ class MASExecutor(BaseEstimator):
     Attributes
     ----------
     n_runs_ : int
-        Programs run so far (fallback runs included; set by the first :meth:`run`).
+        Programs run so far (fallback runs included; set by the first :meth:`execute`).
     last_sandbox_layers_ : list of str
         The protections of the last child process, as this process verified them in
         ``/proc`` (``seccomp``, ``no_new_privs``, the ``RLIMIT_*`` names, ``own_session``,
@@ -179,15 +187,16 @@ class MASExecutor(BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: a generated MAS is executed to answer its query.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: a generated MAS is executed to answer its query.
 
     Examples
     --------
     >>> import warnings
     >>> from sklearn_icml.mas import ArithmeticMockLLM, MASExecutor, default_mas_pool
     >>> cot = default_mas_pool()[0]
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0)
-    >>> result = executor.run(cot, "Add 12 and 30.")
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=5.0)
+    >>> result = executor.execute(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     >>> "seccomp" in executor.last_sandbox_layers_  # as read from /proc by this process
@@ -195,10 +204,10 @@ class MASExecutor(BaseEstimator):
 
     The built-in pool is trusted code, so it may also run in this process:
 
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", UnsafeSandboxWarning)
-    ...     result = executor.run(cot, "Add 12 and 30.")
+    ...     result = executor.execute(cot, "Add 12 and 30.")
     >>> result.answer, result.n_calls, result.used_fallback
     ('ANSWER: 42', 1, False)
     """
@@ -217,7 +226,8 @@ class MASExecutor(BaseEstimator):
         "default_temperature": [NON_NEGATIVE_REAL],
     }
 
-    def __init__(self, llm=None, *, timeout=60.0, sandbox="process", max_retries=1,
+    @keyword_only_after(1)
+    def __init__(self, *, llm=None, timeout=60.0, sandbox="process", max_retries=1,
                  fallback=True, memory_limit=512 * 1024 * 1024, allow_weak_isolation=False,
                  max_llm_calls=64, max_prompt_chars=200_000, max_answer_chars=100_000,
                  default_temperature=0.5):
@@ -241,8 +251,8 @@ class MASExecutor(BaseEstimator):
             self.last_sandbox_layers_ = []
             self._compiled = {}
 
-    def run(self, program, query):
-        """Run ``program`` on ``query``.
+    def execute(self, program, query):
+        """Execute ``program`` on ``query`` and return what it gave.
 
         Parameters
         ----------
@@ -295,14 +305,14 @@ class MASExecutor(BaseEstimator):
                 "untrusted code.", UnsafeSandboxWarning, stacklevel=2,
             )
         start = time.perf_counter()
-        answer, n_calls, error, timed_out, limited = self._run_once(program, query)
+        answer, n_calls, error, timed_out, limited = self._execute_once(program, query)
         used_fallback, name = False, program.name
         first_timed_out, first_limited, first_error = timed_out, limited, error
         retries = 0
         while (timed_out or limited) and self.fallback and retries < self.max_retries:
             retries += 1
             backup = fallback_mas()
-            answer, more_calls, error, timed_out, limited = self._run_once(backup, query)
+            answer, more_calls, error, timed_out, limited = self._execute_once(backup, query)
             n_calls += more_calls
             used_fallback, name = True, backup.name
         if used_fallback and answer is not None:
@@ -313,29 +323,31 @@ class MASExecutor(BaseEstimator):
             limit_exceeded=first_limited,
         )
 
+    run = renamed(execute, "run")
+
     def _limits(self):
         return Limits(int(self.max_llm_calls), int(self.max_prompt_chars),
                       int(self.max_answer_chars))
 
-    def _run_once(self, program, query):
+    def _execute_once(self, program, query):
         """``(answer, n_calls, error, timed_out, limit_exceeded)`` of one validated program."""
         self.n_runs_ += 1
-        agent = AgentLLM(self.llm, default_temperature=self.default_temperature)
+        agent = AgentLLM(llm=self.llm, default_temperature=self.default_temperature)
         if self.sandbox == "unsafe-inprocess":
-            answer, error, timed_out, limited = self._run_inprocess(program, query, agent)
+            answer, error, timed_out, limited = self._execute_inprocess(program, query, agent)
         else:
-            run = _confinement.run_in_child(
+            child = _confinement.execute_in_child(
                 program.code, query, agent, timeout=float(self.timeout),
                 memory_limit=int(self.memory_limit), limits=self._limits(),
                 weak_ok=self.allow_weak_isolation,
             )
-            self.last_sandbox_layers_ = list(run.layers)
+            self.last_sandbox_layers_ = list(child.layers)
             answer, error, timed_out, limited = (
-                run.answer, run.error, run.timed_out, run.limit_exceeded
+                child.answer, child.error, child.timed_out, child.limit_exceeded
             )
         return answer, getattr(agent, "n_calls_", 0), error, timed_out, limited
 
-    def _run_inprocess(self, program, query, agent):
+    def _execute_inprocess(self, program, query, agent):
         compiled = self._compiled.get(program.code)
         if compiled is None:  # the fallback program
             program.validate()
@@ -353,7 +365,7 @@ class MASExecutor(BaseEstimator):
             # fires again every 50 ms, should code catch the first one in a finally block
             signal.setitimer(signal.ITIMER_REAL, float(self.timeout), 0.05)
         try:
-            answer = _sandbox.run_forward(
+            answer = _sandbox.execute_forward(
                 program.code, query, _CountingHandle(_limited_call(agent, limits)),
                 compiled=compiled,
             )

@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator
 
 from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._validation import check_instance
 
 __all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
@@ -53,7 +53,7 @@ class AgentLLM(_CallableLLM):
     Examples
     --------
     >>> from sklearn_icml.mas import AgentLLM
-    >>> agent = AgentLLM(lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
+    >>> agent = AgentLLM(llm=lambda prompt, t: "<think>hmm</think>ANSWER: " + str(t))
     >>> agent.call_llm("hi"), agent.n_calls_
     ('ANSWER: 0.5', 1)
     """
@@ -63,7 +63,8 @@ class AgentLLM(_CallableLLM):
         "default_temperature": [NON_NEGATIVE_REAL],
     }
 
-    def __init__(self, llm=None, *, default_temperature=0.5):
+    @keyword_only_after(1)
+    def __init__(self, *, llm=None, default_temperature=0.5):
         self.llm = llm
         self.default_temperature = default_temperature
 
@@ -116,7 +117,6 @@ def _gold(family, numbers):
     return (rest[0] - b) // a
 
 
-@fill_doc
 class ArithmeticMockLLM(_CallableLLM):
     """The deterministic agent LLM of the arithmetic test bed.
 
@@ -159,7 +159,8 @@ class ArithmeticMockLLM(_CallableLLM):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s; the agents here are a seeded stand-in for its LLMs.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686; the agents here are a seeded stand-in for its LLMs.
 
     Examples
     --------
@@ -279,7 +280,7 @@ class OpenAICompatibleLLM(_CallableLLM):
     Examples
     --------
     >>> from sklearn_icml.mas import OpenAICompatibleLLM
-    >>> llm = OpenAICompatibleLLM("http://127.0.0.1:8000/v1", "qwen")
+    >>> llm = OpenAICompatibleLLM(base_url="http://127.0.0.1:8000/v1", model="qwen")
     >>> callable(llm)
     True
     """
@@ -293,7 +294,8 @@ class OpenAICompatibleLLM(_CallableLLM):
         "system_prompt": [str, None],
     }
 
-    def __init__(self, base_url="http://127.0.0.1:8000/v1", model=None, *, api_key=None,
+    @keyword_only_after(1)
+    def __init__(self, *, base_url="http://127.0.0.1:8000/v1", model=None, api_key=None,
                  max_tokens=2048, timeout=60.0, system_prompt=None):
         self.base_url = base_url
         self.model = model

@@ -8,8 +8,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.utils._param_validation import HasMethods, StrOptions
 
 from ..utils import draw_seed
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT
-from ._docstrings import fill_doc
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
 from ._validation import StringInputMixin, check_pool
@@ -38,7 +38,6 @@ def _is_correct(result, gold, checker):
     return bool(checker(result.answer, gold))
 
 
-@fill_doc
 class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     """Build consistent (query, MAS) training pairs, MAS-GPT's data pipeline.
 
@@ -51,15 +50,21 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(pool)s
+    pool : list of MASProgram, default=None
+        The candidate designs; None means :func:`default_mas_pool`.
     executor : MASExecutor
         Runs the programs (its ``llm`` is the fixed agent LLM of the evaluation).
-    %(n_groups)s
+    n_groups : int, default=8
+        Clusters of queries when ``fit`` is not given ``groups``.
     grouping : {"tfidf-kmeans"}, default="tfidf-kmeans"
         How queries are grouped when ``groups`` is not given.
-    %(repeats)s
-    %(refine_llm)s
-    %(answer_checker)s
+    repeats : int, default=1
+        Runs per (query, MAS) pair in the evaluation of the pool, averaged.
+    refine_llm : callable, default=None
+        ``refine_llm(prompt, temperature) -> str`` that adapts each pair's MAS to its query
+        (intra-consistency).
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the k-means grouping.
 
@@ -100,7 +105,8 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: inter- and intra-consistent query-MAS pairs.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: inter- and intra-consistent query-MAS pairs.
 
     Examples
     --------
@@ -110,7 +116,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     ...                               UnsafeSandboxWarning, default_mas_pool)
     >>> warnings.simplefilter("ignore", UnsafeSandboxWarning)  # the built-in pool is trusted
     >>> queries, answers, families = make_arithmetic_queries(20, random_state=0)
-    >>> executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    >>> executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     >>> builder = ConsistentPairBuilder(pool=default_mas_pool(debate=False), executor=executor)
     >>> builder = builder.fit(queries, answers, groups=families)
     >>> {g: builder.pool_[m].name for g, m in builder.group_best_mas_.items()}
@@ -139,10 +145,22 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         self.answer_checker = answer_checker
         self.random_state = random_state
 
-    def fit(self, queries, answers, groups=None):
+    @keyword_only_after(3)
+    def fit(self, queries, answers, *, groups=None):
         """Evaluate the pool, group the queries and select the pairs.
 
-        %(fit_parameters)s
+        Parameters
+        ----------
+        queries : list of str
+            Training queries: every MAS of the pool runs on each.
+        answers : list
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
+        groups : array-like of shape (n_queries,), default=None
+            Known groups of the queries (e.g. domains); None clusters them into ``n_groups``.
+
+        Returns
+        -------
+        self : object
         """
         queries, answers = self._check_fit_input(
             queries, answers, "executor",
@@ -183,7 +201,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         for i, (query, gold) in enumerate(zip(queries, answers)):
             for j, program in enumerate(self.pool_):
                 for _ in range(self.repeats):
-                    result = self.executor.run(program, query)
+                    result = self.executor.execute(program, query)
                     scores[i, j] += _is_correct(result, gold, checker)
                     calls[i, j] += result.n_calls
         return scores / self.repeats, calls / self.repeats
@@ -237,5 +255,5 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
             refined.validate()
         except ValueError:
             return None
-        result = self.executor.run(refined, query)
+        result = self.executor.execute(refined, query)
         return refined if _is_correct(result, gold, checker) else None

@@ -6,7 +6,6 @@ from sklearn.utils._param_validation import validate_params
 
 from ..utils._param_validation import POSITIVE_INT
 from . import _sandbox
-from ._docstrings import fill_doc
 from ._sandbox import check_source
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
 ]
 
 
-@fill_doc
 @dataclasses.dataclass(frozen=True)
 class MASProgram:
     r"""A multi-agent system written as code in the MAS-GPT template.
@@ -54,7 +52,8 @@ class MASProgram:
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: MAS as executable code in one template.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: MAS as executable code in one template.
 
     Examples
     --------

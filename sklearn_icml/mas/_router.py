@@ -9,8 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._program import MASProgram, fallback_mas
 from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
 from ._validation import StringInputMixin, check_pool, check_queries
@@ -37,7 +37,6 @@ Query: {query}
 """
 
 
-@fill_doc
 class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
     """Map a query to a MAS in one inference: MAS-GPT's generator, in a CPU version.
 
@@ -92,7 +91,8 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: the generator that builds a MAS in one inference.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: the generator that builds a MAS in one inference.
 
     Examples
     --------
@@ -125,7 +125,8 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         self.n_shots = n_shots
         self.random_state = random_state
 
-    def fit(self, queries, mas_ids, programs=None, rationales=None):
+    @keyword_only_after(3)
+    def fit(self, queries, mas_ids, *, programs=None, rationales=None):
         """Learn query -> MAS from training pairs.
 
         Parameters

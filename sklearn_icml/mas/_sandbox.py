@@ -493,7 +493,7 @@ def restricted_namespace(llm_handle):
     }
 
 
-def run_forward(code, query, llm_handle, *, check=True, compiled=None):
+def execute_forward(code, query, llm_handle, *, check=True, compiled=None):
     """Execute ``code`` in a restricted namespace and return ``MAS([llm]).forward(query)``.
 
     ``check=False`` (a test hook of the child only) runs the code with the real builtins.
@@ -679,7 +679,7 @@ def _child_main(argv):
     try:
         compiled = compile(check_source(code) if check else code, "<generated MAS>", "exec")
         sys.stdout = io.StringIO()  # prints of the generated code go nowhere
-        answer = run_forward(code, query, _PipeLLM(), check=check, compiled=compiled)
+        answer = execute_forward(code, query, _PipeLLM(), check=check, compiled=compiled)
         if answer is not None and not isinstance(answer, str):
             answer = str(answer)
         _send({"type": "result", "answer": answer})

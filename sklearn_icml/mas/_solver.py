@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
-from ._docstrings import fill_doc
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
@@ -15,7 +15,6 @@ from ._router import MASGPTRouter
 from ._validation import StringInputMixin, check_answers, check_queries, check_sandbox
 
 
-@fill_doc
 class MASGPTSolver(StringInputMixin, BaseEstimator):
     """Answer queries with a query-specific multi-agent system generated in one inference.
 
@@ -27,19 +26,34 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     Parameters
     ----------
-    %(agent_llm)s
-    %(pool)s
-    %(n_groups)s
-    %(repeats)s
+    llm : callable, default=None
+        The agent LLM, ``llm(prompt, temperature) -> str``; required before the first run.
+    pool : list of MASProgram, default=None
+        The candidate designs; None means :func:`default_mas_pool`.
+    n_groups : int, default=8
+        Clusters of queries when ``fit`` is not given ``groups``.
+    repeats : int, default=1
+        Runs per (query, MAS) pair in the evaluation of the pool, averaged.
     consistency : bool, default=True
         Group-level MAS selection; False is the ablation with per-query labels.
-    %(refine_llm)s
+    refine_llm : callable, default=None
+        ``refine_llm(prompt, temperature) -> str`` that adapts each pair's MAS to its query
+        (intra-consistency).
     generator_llm : callable, default=None
         Generator LLM; None uses the fitted classifier as the generator.
-    %(timeout)s
-    %(sandbox)s
-    %(allow_weak_isolation)s
-    %(answer_checker)s
+    timeout : float, default=60.0
+        Seconds one MAS program may run (the reference uses 600).
+    sandbox : {"process", "unsafe-inprocess"}, default="process"
+        Where the (generated) code runs: ``"process"``, a confined child process, for
+        generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
+        rights and a best-effort timeout, for trusted programs only (it warns on every run).
+        See :class:`MASExecutor`. The old spelling ``"inprocess"`` raises an error.
+    allow_weak_isolation : bool, default=False
+        Run in process mode even where the child cannot be fully confined (no seccomp filter
+        on this platform or kernel, or a layer missing when checked), with the protections
+        that are in force; every such run warns. False refuses to run there.
+    answer_checker : callable, default=None
+        ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
 
@@ -79,7 +93,8 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] %(mas_gpt_paper)s: the pipeline from query-MAS pairs to answers.
+    .. [1] R. Ye et al., "MAS-GPT: Training LLMs to Build LLM-based Multi-Agent Systems",
+       ICML 2025, arXiv:2503.03686: the pipeline from query-MAS pairs to answers.
 
     Examples
     --------
@@ -131,23 +146,37 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         self.answer_checker = answer_checker
         self.random_state = random_state
 
-    def fit(self, queries, answers, groups=None):
+    @keyword_only_after(3)
+    def fit(self, queries, answers, *, groups=None):
         """Build the training pairs and fit the generator.
 
-        %(fit_parameters)s
+        Parameters
+        ----------
+        queries : list of str
+            Training queries: the pair builder runs every MAS of the pool on each, and the
+            router learns from the pairs which design suits which query.
+        answers : list
+            Their gold answers, which ``answer_checker`` compares with the MAS answers.
+        groups : array-like of shape (n_queries,), default=None
+            Known groups of the queries (e.g. domains), within which the pair builder keeps
+            the pairs consistent; None clusters the queries into ``n_groups``.
+
+        Returns
+        -------
+        self : object
         """
         check_sandbox(self.sandbox, type(self).__name__)
         queries, answers = self._check_fit_input(
             queries, answers, "llm",
             "must be a callable (prompt, temperature) -> str, the agent LLM.",
         )
-        self.executor_ = MASExecutor(self.llm, timeout=self.timeout, sandbox=self.sandbox,
+        self.executor_ = MASExecutor(llm=self.llm, timeout=self.timeout, sandbox=self.sandbox,
                                      allow_weak_isolation=self.allow_weak_isolation)
         self.builder_ = ConsistentPairBuilder(
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,
             repeats=self.repeats, refine_llm=self.refine_llm,
             answer_checker=self.answer_checker, random_state=self.random_state,
-        ).fit(queries, answers, groups)
+        ).fit(queries, answers, groups=groups)
         self.pool_ = self.builder_.pool_
         self.train_calls_ = int(round(self.builder_.calls_matrix_.sum() * self.repeats))
         if self.consistency:
@@ -189,7 +218,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         programs, results, raws, notes = [], [], [], []
         generated = self.router_._generate_many(queries)
         for query, (program, raw, used_fallback, note) in zip(queries, generated):
-            result = self.executor_.run(program, query)
+            result = self.executor_.execute(program, query)
             if used_fallback and not result.used_fallback:
                 result = dataclasses.replace(result, used_fallback=True)
             programs.append(program)

@@ -6,18 +6,12 @@ the environments (gymnasium) are imported lazily (see ``__getattr__``) and liste
 ``_TORCH_NAMES``, so that ``import sklearn_icml.safe_rl`` needs neither.
 """
 
+from ..base import run_seeds
 from ..utils._lazy import lazy_getattr
+from ._gpd import GPDTailQuantile, weighted_quantile
 
-_TORCH_NAMES = set()
-
-__all__ = []
-
-# --- evo-constrained-rl ---
-from ..base import run_seeds  # noqa: E402
-from ._gpd import GPDTailQuantile, weighted_quantile  # noqa: E402
-
-_TORCH_NAMES |= {"EVOAgent", "RiskyShortcutEnv", "HeavyTailPointEnv"}
-__all__ += [
+_TORCH_NAMES = {"EVOAgent", "RiskyShortcutEnv", "HeavyTailPointEnv"}
+__all__ = [
     "EVOAgent",
     "GPDTailQuantile",
     "HeavyTailPointEnv",

@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..utils._deprecation import DEPRECATED
 from ..utils._param_validation import NON_NEGATIVE_INT, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ._gpd import GPDTailQuantile
 from ._policy_gradient import ConstrainedPolicyGradient
@@ -85,16 +86,16 @@ class EVOAgent(ConstrainedPolicyGradient):
         Discount and GAE parameters (reward, cost).
     target_kl : float, default=0.01
         CPO trust-region size.
-    cg_iters : int, default=15
-        Conjugate-gradient iterations (CPO).
+    cg_max_iter : int, default=15
+        Most conjugate-gradient iterations of a CPO step (fewer when the residual vanishes).
     line_search_steps : int, default=20
         Backtracking steps of CPO's line search.
-    actor_hidden, critic_hidden : tuple of int, default=(64, 64)
-        Hidden sizes of the tanh MLPs.
-    critic_lr : float, default=1e-3
+    actor_hidden_layer_sizes, critic_hidden_layer_sizes : tuple of int, default=(64, 64)
+        Hidden layer sizes of the tanh MLPs (actor, critics).
+    critic_learning_rate : float, default=1e-3
         Adam learning rate of the critics.
-    critic_update_iters : int, default=10
-        Passes over the batch for the critics.
+    critic_max_epochs : int, default=10
+        Passes of the critics over each iteration's batch.
     critic_batch_size : int, default=128
         Minibatch size of the critics (and of PPO).
     cost_buffer_size : int, default=100
@@ -119,21 +120,21 @@ class EVOAgent(ConstrainedPolicyGradient):
         Free GPD location (the released code) instead of location 0.
     double_threshold : bool, default=False
         Add the threshold twice to ``q_hat`` (the released code's ``2u + G^-1``).
-    actor_lr : float, default=3e-4
+    actor_learning_rate : float, default=3e-4
         Adam learning rate of the PPO-Lag actor.
     clip_ratio : float, default=0.2
         PPO clip.
     ppo_kl_stop : float, default=0.02
         PPO-Lag stops its update passes when the mean KL exceeds this.
-    lagrangian_lr : float, default=0.035
+    lagrangian_learning_rate : float, default=0.035
         Step ``eta`` of the multiplier ascent ``lambda <- max(0, lambda + eta (c - d))``.
     lagrangian_init : float, default=0.001
         Initial multiplier.
     lagrangian_optimizer : {"sgd", "adam"}, default="sgd"
         How the multiplier ascends: "sgd" is the plain projected step above; "adam" is
-        OmniSafe's ``Lagrange`` class (``torch.optim.Adam`` with lr ``lagrangian_lr`` on
-        the loss ``-lambda (c - d)``, then clamped at 0), whose steps are about
-        ``lagrangian_lr`` whatever the size of the violation.
+        OmniSafe's ``Lagrange`` class (``torch.optim.Adam`` with lr
+        ``lagrangian_learning_rate`` on the loss ``-lambda (c - d)``, then clamped at 0),
+        whose steps are about ``lagrangian_learning_rate`` whatever the size of the violation.
     cg_damping : float, default=0.1
         Damping of the Fisher-vector products (CPO).
     warm_start : bool, default=False
@@ -148,6 +149,17 @@ class EVOAgent(ConstrainedPolicyGradient):
         Seeds the networks, action sampling and environment resets.
     verbose : int, default=0
         Print one line per iteration if positive.
+    actor_hidden, critic_hidden, actor_lr, critic_lr, lagrangian_lr : deprecated
+        The old names of ``actor_hidden_layer_sizes``, ``critic_hidden_layer_sizes``,
+        ``actor_learning_rate``, ``critic_learning_rate`` and ``lagrangian_learning_rate``.
+
+        .. deprecated:: 0.3
+           Renamed in 0.3 after scikit-learn's words; the old names will be removed in 0.4.
+    cg_iters, critic_update_iters : deprecated
+        The old names of ``cg_max_iter`` and ``critic_max_epochs``.
+
+        .. deprecated:: 0.3
+           Renamed in 0.3 after the library's glossary; the old names will be removed in 0.4.
 
     Attributes
     ----------
@@ -198,7 +210,8 @@ class EVOAgent(ConstrainedPolicyGradient):
     --------
     >>> from sklearn_icml.safe_rl import EVOAgent, RiskyShortcutEnv
     >>> agent = EVOAgent(cost_limit=10.0, base="ppo_lag", max_iter=2, steps_per_iter=200,
-    ...                  actor_hidden=(16,), critic_hidden=(16,), critic_update_iters=2,
+    ...                  actor_hidden_layer_sizes=(16,), critic_hidden_layer_sizes=(16,),
+    ...                  critic_max_epochs=2,
     ...                  random_state=0).run(RiskyShortcutEnv())
     >>> len(agent.history_)
     2
@@ -224,16 +237,19 @@ class EVOAgent(ConstrainedPolicyGradient):
 
     def __init__(self, *, cost_limit=25.0, base="cpo", constraint="quantile", max_iter=500,
                  steps_per_iter=20000, gamma=0.99, lam=0.95, lam_c=0.95, target_kl=0.01,
-                 cg_iters=15, line_search_steps=20, actor_hidden=(64, 64),
-                 critic_hidden=(64, 64), critic_lr=1e-3, critic_update_iters=10,
-                 critic_batch_size=128, cost_buffer_size=100, cost_buffer_percentile=90,
-                 tail_quantile=0.9, weight_clip=("log", 0.8, 1.2), prioritize=True,
-                 reward_buffer_size=None, reward_buffer_percentile=90,
+                 cg_max_iter=15, line_search_steps=20, actor_hidden_layer_sizes=(64, 64),
+                 critic_hidden_layer_sizes=(64, 64), critic_learning_rate=1e-3,
+                 critic_max_epochs=10, critic_batch_size=128, cost_buffer_size=100,
+                 cost_buffer_percentile=90, tail_quantile=0.9, weight_clip=("log", 0.8, 1.2),
+                 prioritize=True, reward_buffer_size=None, reward_buffer_percentile=90,
                  reward_tail_quantile=0.9, oversample_factor=1, free_loc=False,
-                 double_threshold=False, actor_lr=3e-4, clip_ratio=0.2, ppo_kl_stop=0.02,
-                 lagrangian_lr=0.035, lagrangian_init=0.001, lagrangian_optimizer="sgd",
-                 cg_damping=0.1, warm_start=False, n_jobs=1, device="cpu",
-                 random_state=None, verbose=0):
+                 double_threshold=False, actor_learning_rate=3e-4, clip_ratio=0.2,
+                 ppo_kl_stop=0.02, lagrangian_learning_rate=0.035, lagrangian_init=0.001,
+                 lagrangian_optimizer="sgd", cg_damping=0.1, warm_start=False, n_jobs=1,
+                 device="cpu", random_state=None, verbose=0, actor_hidden=DEPRECATED,
+                 critic_hidden=DEPRECATED, critic_lr=DEPRECATED, actor_lr=DEPRECATED,
+                 lagrangian_lr=DEPRECATED, cg_iters=DEPRECATED,
+                 critic_update_iters=DEPRECATED):
         self.cost_limit = cost_limit
         self.base = base
         self.constraint = constraint
@@ -243,12 +259,12 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.lam = lam
         self.lam_c = lam_c
         self.target_kl = target_kl
-        self.cg_iters = cg_iters
+        self.cg_max_iter = cg_max_iter
         self.line_search_steps = line_search_steps
-        self.actor_hidden = actor_hidden
-        self.critic_hidden = critic_hidden
-        self.critic_lr = critic_lr
-        self.critic_update_iters = critic_update_iters
+        self.actor_hidden_layer_sizes = actor_hidden_layer_sizes
+        self.critic_hidden_layer_sizes = critic_hidden_layer_sizes
+        self.critic_learning_rate = critic_learning_rate
+        self.critic_max_epochs = critic_max_epochs
         self.critic_batch_size = critic_batch_size
         self.cost_buffer_size = cost_buffer_size
         self.cost_buffer_percentile = cost_buffer_percentile
@@ -261,10 +277,10 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.oversample_factor = oversample_factor
         self.free_loc = free_loc
         self.double_threshold = double_threshold
-        self.actor_lr = actor_lr
+        self.actor_learning_rate = actor_learning_rate
         self.clip_ratio = clip_ratio
         self.ppo_kl_stop = ppo_kl_stop
-        self.lagrangian_lr = lagrangian_lr
+        self.lagrangian_learning_rate = lagrangian_learning_rate
         self.lagrangian_init = lagrangian_init
         self.lagrangian_optimizer = lagrangian_optimizer
         self.cg_damping = cg_damping
@@ -273,6 +289,13 @@ class EVOAgent(ConstrainedPolicyGradient):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.actor_hidden = actor_hidden
+        self.critic_hidden = critic_hidden
+        self.critic_lr = critic_lr
+        self.actor_lr = actor_lr
+        self.lagrangian_lr = lagrangian_lr
+        self.cg_iters = cg_iters
+        self.critic_update_iters = critic_update_iters
 
     def _run(self, env):
         wc = self.weight_clip

@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import validate_params
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     CLOSED_UNIT_INTERVAL,
     OPEN_UNIT_INTERVAL,
@@ -27,6 +28,7 @@ _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceed
               "fit_failed")
 
 
+@keyword_only_after(2)
 @validate_params(
     {
         "x": ["array-like"],
@@ -35,7 +37,7 @@ _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceed
     },
     prefer_skip_nested_validation=True,
 )
-def weighted_quantile(x, q, sample_weight=None):
+def weighted_quantile(x, q, *, sample_weight=None):
     """Quantile of ``x`` with frequency weights, interpolated as ``np.quantile`` "linear".
 
     A weight counts its sample that many times: with integer weights the result equals
@@ -270,7 +272,8 @@ class GPDTailQuantile(BaseEstimator):
     def _as_2d(self, X):
         return X if self._ndim(X) != 1 else np.asarray(X).reshape(-1, 1)
 
-    def fit(self, X, y=None, sample_weight=None):
+    @keyword_only_after(3)
+    def fit(self, X, y=None, *, sample_weight=None):
         """Fit the threshold and the GPD tail of each cost column.
 
         Parameters
@@ -325,7 +328,7 @@ class GPDTailQuantile(BaseEstimator):
         return self
 
     def _fit_column(self, c, w):
-        u = weighted_quantile(c, self.threshold_quantile, w)
+        u = weighted_quantile(c, self.threshold_quantile, sample_weight=w)
         exceed = (c > u) & (w > 0)
         n_exc = int(exceed.sum())
         nan = np.nan
@@ -385,7 +388,7 @@ class GPDTailQuantile(BaseEstimator):
             elif fb == "no_exceedances" and alpha > p_u:
                 q = u
             elif fb is not None or alpha <= p_u:
-                q = weighted_quantile(c, alpha, w)
+                q = weighted_quantile(c, alpha, sample_weight=w)
             else:
                 p = (alpha - p_u) / (1.0 - p_u)
                 q = u + get(self.loc_) + float(gpd_ppf(p, get(self.shape_), get(self.scale_)))

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_random_state, draw_seed, optional_import
+from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import (
     CLOSED_UNIT_INTERVAL,
     NON_NEGATIVE_REAL,
@@ -122,17 +123,17 @@ class ConstrainedPolicyGradient(BaseRunner):
         "lam": [CLOSED_UNIT_INTERVAL],
         "lam_c": [CLOSED_UNIT_INTERVAL],
         "target_kl": [POSITIVE_REAL],
-        "cg_iters": [POSITIVE_INT],
+        "cg_max_iter": [POSITIVE_INT],
         "line_search_steps": [POSITIVE_INT],
-        "actor_hidden": [tuple, list],
-        "critic_hidden": [tuple, list],
-        "critic_lr": [POSITIVE_REAL],
-        "critic_update_iters": [POSITIVE_INT],
+        "actor_hidden_layer_sizes": [tuple, list],
+        "critic_hidden_layer_sizes": [tuple, list],
+        "critic_learning_rate": [POSITIVE_REAL],
+        "critic_max_epochs": [POSITIVE_INT],
         "critic_batch_size": [POSITIVE_INT],
-        "actor_lr": [POSITIVE_REAL],
+        "actor_learning_rate": [POSITIVE_REAL],
         "clip_ratio": [POSITIVE_REAL],
         "ppo_kl_stop": [POSITIVE_REAL],
-        "lagrangian_lr": [NON_NEGATIVE_REAL],
+        "lagrangian_learning_rate": [NON_NEGATIVE_REAL],
         "lagrangian_init": [NON_NEGATIVE_REAL],
         "lagrangian_optimizer": [StrOptions({"sgd", "adam"})],
         "cg_damping": [NON_NEGATIVE_REAL],
@@ -141,10 +142,30 @@ class ConstrainedPolicyGradient(BaseRunner):
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        # the deprecated names of renamed parameters: the new name's constraints, or unset
+        "actor_hidden": [tuple, list, DEPRECATED_PARAM],
+        "critic_hidden": [tuple, list, DEPRECATED_PARAM],
+        "critic_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "actor_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
+        "lagrangian_lr": [NON_NEGATIVE_REAL, DEPRECATED_PARAM],
+        "cg_iters": [POSITIVE_INT, DEPRECATED_PARAM],
+        "critic_update_iters": [POSITIVE_INT, DEPRECATED_PARAM],
     }
+
+    #: (old, new) names of the renamed parameters, read through ``renamed_param`` by ``run``
+    _renamed_params = (
+        ("actor_hidden", "actor_hidden_layer_sizes"),
+        ("critic_hidden", "critic_hidden_layer_sizes"),
+        ("critic_lr", "critic_learning_rate"),
+        ("actor_lr", "actor_learning_rate"),
+        ("lagrangian_lr", "lagrangian_learning_rate"),
+        ("cg_iters", "cg_max_iter"),
+        ("critic_update_iters", "critic_max_epochs"),
+    )
 
     def _initialize(self, env):
         """Build the environment, the networks, their optimisers and the multiplier."""
+        params = self._read_renamed_params()
         check_device(self.device)
         self._device = torch.device(self.device)
         self._rng = check_random_state(self.random_state)
@@ -156,30 +177,40 @@ class ConstrainedPolicyGradient(BaseRunner):
         obs_dim = int(np.prod(self.env_.observation_space.shape))
         act_dim = int(space.n) if self._discrete else int(np.prod(space.shape))
         with seeded(draw_seed(self._rng), self.device):
-            self.actor_ = _Actor(obs_dim, act_dim, tuple(self.actor_hidden),
+            self.actor_ = _Actor(obs_dim, act_dim, tuple(params["actor_hidden_layer_sizes"]),
                                  self._discrete).to(self._device)
-            self.reward_critic_ = _mlp([obs_dim, *self.critic_hidden, 1]).to(self._device)
-            self.cost_critic_ = _mlp([obs_dim, *self.critic_hidden, 1]).to(self._device)
-        self._actor_opt = torch.optim.Adam(self.actor_.parameters(), lr=self.actor_lr)
+            critic_sizes = [obs_dim, *params["critic_hidden_layer_sizes"], 1]
+            self.reward_critic_ = _mlp(critic_sizes).to(self._device)
+            self.cost_critic_ = _mlp(critic_sizes).to(self._device)
+        self._actor_opt = torch.optim.Adam(self.actor_.parameters(),
+                                           lr=params["actor_learning_rate"])
         self._critic_opt = torch.optim.Adam(
             list(self.reward_critic_.parameters()) + list(self.cost_critic_.parameters()),
-            lr=self.critic_lr,
+            lr=params["critic_learning_rate"],
         )
         self.lagrange_ = float(self.lagrangian_init) if self.base == "ppo_lag" else 0.0
         self._lambda_param = self._lambda_opt = None
         if self.base == "ppo_lag" and self.lagrangian_optimizer == "adam":
             self._lambda_param = nn.Parameter(torch.tensor(self.lagrange_, dtype=torch.float64))
-            self._lambda_opt = torch.optim.Adam([self._lambda_param], lr=self.lagrangian_lr)
+            self._lambda_opt = torch.optim.Adam([self._lambda_param],
+                                                lr=params["lagrangian_learning_rate"])
         self.history_ = []
         self.n_steps_ = 0
         self._obs = None
 
+    def _read_renamed_params(self):
+        """The values of the renamed parameters, given under either name (the old one warns)."""
+        self._params = {new: renamed_param(self, old, new) for old, new in self._renamed_params}
+        return self._params
+
     def _run(self, env):
         if not (self.warm_start and hasattr(self, "actor_")):
             self._initialize(env)
-        elif env is not self.env_:  # warm start on another environment: a new episode
-            self.env_ = self._make_env(env)
-            self._obs = None
+        else:
+            self._read_renamed_params()
+            if env is not self.env_:  # warm start on another environment: a new episode
+                self.env_ = self._make_env(env)
+                self._obs = None
         with seeded(draw_seed(self._rng), self.device), torch_threads(self.n_jobs):
             for _ in range(self.max_iter):
                 self._iteration()
@@ -371,8 +402,8 @@ class ConstrainedPolicyGradient(BaseRunner):
         rew_s, cost_s = surrogates()
         g = _flat_grad(rew_s, actor, retain_graph=True).detach()
         b = _flat_grad(cost_s, actor).detach()
-        x = _conjugate_gradient(fvp, g, self.cg_iters)
-        p = _conjugate_gradient(fvp, b, self.cg_iters)
+        x = _conjugate_gradient(fvp, g, self._params["cg_max_iter"])
+        p = _conjugate_gradient(fvp, b, self._params["cg_max_iter"])
         q = float(g.dot(x))
         r = float(g.dot(p))
         s = float(b.dot(p))
@@ -441,8 +472,8 @@ class ConstrainedPolicyGradient(BaseRunner):
 
     def _ppo_lag_update(self, t, c_stat):
         if self._lambda_opt is None:  # plain projected ascent
-            self.lagrange_ = max(
-                0.0, self.lagrange_ + self.lagrangian_lr * (c_stat - self.cost_limit))
+            step = self._params["lagrangian_learning_rate"]
+            self.lagrange_ = max(0.0, self.lagrange_ + step * (c_stat - self.cost_limit))
         else:  # OmniSafe's Lagrange: Adam on -lambda (c - d), clamped at 0
             self._lambda_opt.zero_grad()
             (-self._lambda_param * float(c_stat - self.cost_limit)).backward()
@@ -473,7 +504,7 @@ class ConstrainedPolicyGradient(BaseRunner):
 
     def _critic_update(self, t):
         n = t["obs"].shape[0]
-        for _ in range(self.critic_update_iters):
+        for _ in range(self._params["critic_max_epochs"]):
             perm = torch.randperm(n, device=self._device)
             for start in range(0, n, self.critic_batch_size):
                 idx = perm[start:start + self.critic_batch_size]

@@ -11,7 +11,7 @@ MEANS = np.array([[0.9, 0.7, 0.3, 0.0], [0.7, 0.9, 0.3, 0.0]])
 
 
 def test_attributes_and_margins():
-    env = ClusteredBanditEnv(MEANS, [0, 1, 1, 0])
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1, 1, 0])
     assert (env.n_agents_, env.n_arms_, env.n_clusters_) == (4, 4, 2)
     np.testing.assert_array_equal(env.best_arms_, [0, 1, 1, 0])
     assert env.eta_ == pytest.approx(0.2)
@@ -25,7 +25,7 @@ def test_attributes_and_margins():
 def test_user_arrays_not_modified_and_copied_read_only_at_first_use():
     means = MEANS.copy()
     assignment = np.array([0, 1])
-    env = ClusteredBanditEnv(means, assignment)
+    env = ClusteredBanditEnv(means=means, assignment=assignment)
     assert env.means is means  # a parameter, stored as given (scikit-learn's manners)
     env.reset()  # first use: checked, then copied
     means[0, 0] = -5.0
@@ -39,9 +39,9 @@ def test_user_arrays_not_modified_and_copied_read_only_at_first_use():
 @pytest.mark.parametrize("n", [1, 25, 400])
 def test_exact_sum_gaussian_variance(n):
     """pull(a, k, n) / n has mean mu and variance sigma^2 / n (chi-square test, loose)."""
-    env = ClusteredBanditEnv(MEANS, [0, 1], sigma=0.5, random_state=0)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1], sigma=0.5, random_state=0)
     m = 3000
-    x = np.array([env.pull(1, 1, n) / n for _ in range(m)])
+    x = np.array([env.pull(1, 1, n=n) / n for _ in range(m)])
     stat = (m - 1) * x.var(ddof=1) / (0.25 / n)
     assert stats.chi2.ppf(1e-4, m - 1) < stat < stats.chi2.ppf(1 - 1e-4, m - 1)
     assert abs(x.mean() - 0.9) < 5 * np.sqrt(0.25 / n / m)
@@ -49,7 +49,7 @@ def test_exact_sum_gaussian_variance(n):
 
 
 def test_exact_sum_bernoulli():
-    env = ClusteredBanditEnv(MEANS, [0], noise="bernoulli", random_state=0)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0], noise="bernoulli", random_state=0)
     n, m, p = 50, 3000, 0.7
     x = env.pull_arms(0, np.ones(m, dtype=int), n)
     assert np.all(x == np.round(x)) and x.min() >= 0 and x.max() <= n
@@ -58,7 +58,7 @@ def test_exact_sum_bernoulli():
 
 
 def test_pull_arms_counts_and_reset():
-    env = ClusteredBanditEnv(MEANS, [0, 1, 0], random_state=3)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1, 0], random_state=3)
     first = env.pull_arms(2, [0, 3], [10, 5])
     assert first.shape == (2,)
     assert env.total_pulls_ == 15 and env.pulls_per_agent_.tolist() == [0, 0, 15]
@@ -68,7 +68,7 @@ def test_pull_arms_counts_and_reset():
 
 
 def test_batched_draw_counts_every_agent():
-    env = ClusteredBanditEnv(MEANS, [0, 1, 0], random_state=0)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1, 0], random_state=0)
     env._draw(np.array([0, 2, 2]), np.array([0, 1, 2]), np.array([3, 4, 5]))
     assert env.pulls_per_agent_.tolist() == [3, 0, 9] and env.total_pulls_ == 12
 
@@ -83,7 +83,7 @@ def test_make_clustered_bandit_follows_the_recipe():
     rng.shuffle(expected_assignment)
     np.testing.assert_array_equal(means, expected)
     np.testing.assert_array_equal(assignment, expected_assignment)
-    env = ClusteredBanditEnv(means, assignment)
+    env = ClusteredBanditEnv(means=means, assignment=assignment)
     assert env.eta_ >= 0.4
     np.testing.assert_array_equal(env.cluster_best_arms_, [0, 1, 2])
     _, unshuffled = make_clustered_bandit(7, 3, 6, shuffle=False, random_state=0)
@@ -128,15 +128,15 @@ def test_env_bad_input(kwargs, exc, match):
 )
 def test_env_warns_on_non_separable_instances(means, match):
     with pytest.warns(UserWarning, match=match):
-        ClusteredBanditEnv(means, [0, 1]).reset()
+        ClusteredBanditEnv(means=means, assignment=[0, 1]).reset()
 
 
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda e: e.pull(0, 0, 0), ValueError, "'n' parameter of ClusteredBanditEnv.pull"),
-        (lambda e: e.pull(0, 0, 2.0), TypeError, "'n' parameter"),
-        (lambda e: e.pull(0, 0, True), TypeError, "'n' parameter"),
+        (lambda e: e.pull(0, 0, n=0), ValueError, "'n' parameter of ClusteredBanditEnv.pull"),
+        (lambda e: e.pull(0, 0, n=2.0), TypeError, "'n' parameter"),
+        (lambda e: e.pull(0, 0, n=True), TypeError, "'n' parameter"),
         (lambda e: e.pull(2, 0), ValueError, "agent"),
         (lambda e: e.pull(-1, 0), ValueError, "agent"),
         (lambda e: e.pull(0, 4), ValueError, "arm"),
@@ -146,15 +146,15 @@ def test_env_warns_on_non_separable_instances(means, match):
     ],
 )
 def test_pull_bad_input(call, exc, match):
-    env = ClusteredBanditEnv(MEANS, [0, 1], random_state=0)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1], random_state=0)
     with pytest.raises(exc, match=match):
         call(env)
     assert env.total_pulls_ == 0
 
 
 def test_set_params_sets_up_again():
-    env = ClusteredBanditEnv(MEANS, [0, 1], random_state=0)
-    env.pull(0, 0, 5)
+    env = ClusteredBanditEnv(means=MEANS, assignment=[0, 1], random_state=0)
+    env.pull(0, 0, n=5)
     assert env.eta_ == pytest.approx(0.2)
     env.set_params(means=[[0.9, 0.1], [0.1, 0.9]], assignment=[0, 1, 1])
     assert env.n_agents_ == 3 and env.eta_ == pytest.approx(0.8) and env.total_pulls_ == 0
@@ -173,3 +173,24 @@ def test_make_clustered_bandit_bad_input(kwargs, match):
     args = {"n_agents": 6, "n_clusters": 3, "n_arms": 6, **kwargs}
     with pytest.raises(ValueError, match=match):
         make_clustered_bandit(**args)
+
+
+def test_pull_n_by_position_warns_and_gives_the_same_sum():
+    """``n`` is keyword-only; by position it still works, with a FutureWarning."""
+    means, assignment = [[0.9, 0.1], [0.1, 0.9]], [0, 1]
+    expected = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    expected = expected.pull(1, 1, n=50)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    with pytest.warns(FutureWarning, match=r"pass n as keyword arguments \(n=50\)"):
+        total = env.pull(1, 1, 50)
+    assert total == expected and env.total_pulls_ == 50
+
+
+def test_constructor_by_position_warns_and_gives_the_same_environment():
+    """Constructor parameters are keyword-only; by position they still work, with a warning."""
+    means, assignment = [[0.9, 0.1], [0.1, 0.9]], [0, 1]
+    expected = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    with pytest.warns(FutureWarning, match=r"pass means, assignment as keyword arguments"):
+        env = ClusteredBanditEnv(means, assignment, random_state=0)
+    assert env.get_params() == expected.get_params()
+    assert env.pull(0, 0, n=20) == expected.pull(0, 0, n=20)

@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn_icml.bandits import (
     ClusterRandomizedEXP3IX,
     InterferenceGridEnv,
+    RandomRewardGridEnv,
     SwitchbackEXP3IX,
     exposure_probability,
     run_seeds,
@@ -121,20 +122,21 @@ def test_exposure_probability_bad_shift():
 
 
 def _env(L=8, T=60, seed=0, **kw):
-    return InterferenceGridEnv(L, 3, T, theta=[0.5, 0.4, 0.3], random_state=seed, **kw)
+    return InterferenceGridEnv(grid_side=L, n_arms=3, horizon=T, theta=[0.5, 0.4, 0.3],
+                               random_state=seed, **kw)
 
 
 @pytest.mark.parametrize("policy_cls", [SwitchbackEXP3IX, ClusterRandomizedEXP3IX])
 def test_one_arm_has_zero_regret(policy_cls):
-    env = InterferenceGridEnv(6, 1, 40, random_state=0)
-    result = policy_cls(1, 40, random_state=1).run(env)
+    env = InterferenceGridEnv(grid_side=6, n_arms=1, horizon=40, random_state=0)
+    result = policy_cls(n_arms=1, horizon=40, random_state=1).run(env)
     assert result.regret_ == 0.0
     np.testing.assert_array_equal(result.cumulative_regret_, 0.0)
 
 
 def test_concentrated_weights_assign_arm_zero_and_give_the_exact_loss():
     env = _env(L=12, T=3)
-    policy = ClusterRandomizedEXP3IX(3, 3, ix_gamma=0.05, random_state=0)
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=3, ix_gamma=0.05, random_state=0)
     Z = policy.select(0, 12)
     policy.update(0, Z, env.outcomes(0, Z))
     policy._core.log_weights[:] = [50.0, 0.0, 0.0]
@@ -150,7 +152,7 @@ def test_concentrated_weights_assign_arm_zero_and_give_the_exact_loss():
 
 def test_switchback_is_plain_exp3ix_on_the_fixed_arm_sequence():
     env = _env(L=10, T=300, seed=4)
-    policy = SwitchbackEXP3IX(3, 300, random_state=104)
+    policy = SwitchbackEXP3IX(n_arms=3, horizon=300, random_state=104)
     result = policy.run(env)
     assert result.probs_.shape[0] == 300
     arms_policy = policy.arms_
@@ -185,14 +187,16 @@ def test_ht_ix_is_unbiased_and_ix_shrinks_it():
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
 
     grid = {"partition": "shifted_grid"}  # the RRP has its own test in test_rrp.py
-    unbiased = ClusterRandomizedEXP3IX(3, 20001, cell_size=6, ix_gamma=0.0, random_state=0,
+    unbiased = ClusterRandomizedEXP3IX(n_arms=3, horizon=20001, cell_size=6, ix_gamma=0.0,
+                                       random_state=0,
                                        **grid)
     est = _estimates_at_fixed_p(unbiased, env, P3, 20000)  # 20 000 draws
     se = est.std(axis=0, ddof=1) / np.sqrt(est.shape[0])
     assert np.all(np.abs(est.mean(axis=0) - target) <= 3 * se), (est.mean(axis=0), target, se)
 
     gamma = 0.1
-    shrunk = ClusterRandomizedEXP3IX(3, 3001, cell_size=6, ix_gamma=gamma, random_state=0,
+    shrunk = ClusterRandomizedEXP3IX(n_arms=3, horizon=3001, cell_size=6, ix_gamma=gamma,
+                                     random_state=0,
                                      **grid)
     est_g = _estimates_at_fixed_p(shrunk, env, P3, 3000)
     # same draws as the first 3000 of the unbiased run: smaller draw by draw
@@ -210,7 +214,8 @@ def test_fixed_partition_is_unbiased_given_its_shift():
     env = _env(L=12, T=1, seed=1)
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
     policy = ClusterRandomizedEXP3IX(
-        3, 2001, cell_size=6, ix_gamma=0.0, resample_partition=False, random_state=2,
+        n_arms=3, horizon=2001, cell_size=6, ix_gamma=0.0, resample_partition=False,
+        random_state=2,
         partition="shifted_grid",
     )
     est = _estimates_at_fixed_p(policy, env, P3, 2000)
@@ -222,7 +227,8 @@ def test_fixed_partition_is_unbiased_given_its_shift():
 def test_unit_level_randomisation_is_biased_under_interference():
     env = _env(L=12, T=1, seed=0)
     target = np.array([np.mean(1.0 - env.outcomes(0, np.full((12, 12), i))) for i in range(3)])
-    policy = ClusterRandomizedEXP3IX(3, 801, cell_size=1, exposure_radius=0, ix_gamma=0.0,
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=801, cell_size=1, exposure_radius=0,
+                                     ix_gamma=0.0,
                                      random_state=0)
     est = _estimates_at_fixed_p(policy, env, P3, 800)
     se = est.std(axis=0, ddof=1) / np.sqrt(est.shape[0])
@@ -233,13 +239,13 @@ def test_unit_level_randomisation_is_biased_under_interference():
 
 def test_cells_share_one_arm_and_large_cells_are_few():
     grid = {"partition": "shifted_grid", "exposure_radius": 1}
-    policy = ClusterRandomizedEXP3IX(3, 30, cell_size=5.5, random_state=0, **grid)
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=30, cell_size=5.5, random_state=0, **grid)
     env = _env(L=11, T=30)
     policy.run(env)
     assert policy.n_cells_.shape == (30,)
     L = 11
     # replay the rounds to look at each assignment
-    replay = ClusterRandomizedEXP3IX(3, 30, cell_size=5.5, random_state=0, **grid)
+    replay = ClusterRandomizedEXP3IX(n_arms=3, horizon=30, cell_size=5.5, random_state=0, **grid)
     for t in range(30):
         Z = replay.select(t, L)
         s = replay._shift
@@ -253,18 +259,18 @@ def test_cells_share_one_arm_and_large_cells_are_few():
         assert len(np.unique(cells)) == replay.n_cells_[t]
     np.testing.assert_array_equal(replay.n_cells_, policy.n_cells_)
 
-    big = ClusterRandomizedEXP3IX(3, 50, cell_size=11, random_state=3, **grid)
+    big = ClusterRandomizedEXP3IX(n_arms=3, horizon=50, cell_size=11, random_state=3, **grid)
     big.run(_env(L=11, T=50))
     assert big.n_cells_.max() <= 4 and big.n_cells_.min() >= 1
-    bigger = ClusterRandomizedEXP3IX(3, 50, cell_size=30, random_state=3, **grid)
+    bigger = ClusterRandomizedEXP3IX(n_arms=3, horizon=50, cell_size=30, random_state=3, **grid)
     bigger.run(_env(L=11, T=50))
     assert bigger.n_cells_.max() <= 4
 
 
 def test_regret_bookkeeping_and_best_arm_policy():
     theta = np.random.default_rng(5).uniform(0.3, 0.5, (80, 3))
-    env = InterferenceGridEnv(6, 3, 80, theta=theta, random_state=0)
-    policy = ClusterRandomizedEXP3IX(3, 80, random_state=0)
+    env = InterferenceGridEnv(grid_side=6, n_arms=3, horizon=80, theta=theta, random_state=0)
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=80, random_state=0)
     result = policy.run(env)
     assert result is policy  # run returns the policy; the results are its *_ attributes
     assert result.cumulative_regret_[-1] == result.regret_ == policy.regret_
@@ -275,7 +281,7 @@ def test_regret_bookkeeping_and_best_arm_policy():
 
     best = env.hindsight_best_arm()
     for arm in range(3):
-        always = SwitchbackEXP3IX(3, 80, random_state=0)
+        always = SwitchbackEXP3IX(n_arms=3, horizon=80, random_state=0)
         always._assign = lambda t, p, arm=arm: np.full((6, 6), arm)
         res = always.run(env)
         gap = fixed[:, best].sum() - fixed[:, arm].sum()
@@ -286,7 +292,7 @@ def test_regret_bookkeeping_and_best_arm_policy():
 
 def test_same_seed_same_run_and_parallel_seeds_match():
     env = _env(L=8, T=50)
-    pol = ClusterRandomizedEXP3IX(3, 50, random_state=7)
+    pol = ClusterRandomizedEXP3IX(n_arms=3, horizon=50, random_state=7)
     a = pol.run(env)
     b = clone(pol).run(clone(env))
     np.testing.assert_array_equal(a.cumulative_regret_, b.cumulative_regret_)
@@ -309,7 +315,7 @@ def test_same_seed_same_run_and_parallel_seeds_match():
 
 def test_noisy_outcomes_regret_uses_noise_free_rewards():
     env = _env(L=8, T=40, noise_std=0.2)
-    policy = SwitchbackEXP3IX(3, 40, random_state=0)
+    policy = SwitchbackEXP3IX(n_arms=3, horizon=40, random_state=0)
     result = policy.run(env)
     assert not np.allclose(policy.observed_rewards_, result.rewards_)
     clean = _env(L=8, T=40)
@@ -320,13 +326,14 @@ def test_noisy_outcomes_regret_uses_noise_free_rewards():
 
 
 def test_defaults_and_attributes():
-    policy = ClusterRandomizedEXP3IX(3, 1000, exposure_radius=2)
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=1000, exposure_radius=2)
     policy.select(0, 10)
     assert policy.learning_rate_ == pytest.approx(np.sqrt(2 * np.log(3) / 3000))
     assert policy.ix_gamma_ == pytest.approx(policy.learning_rate_ / 2)
     assert policy.cell_size_ == 12.0
-    assert ClusterRandomizedEXP3IX(3, 10, exposure_radius=0).select(0, 4) is not None
-    assert SwitchbackEXP3IX(3, 10).get_params()["horizon"] == 10
+    policy = ClusterRandomizedEXP3IX(n_arms=3, horizon=10, exposure_radius=0)
+    assert policy.select(0, 4) is not None
+    assert SwitchbackEXP3IX(n_arms=3, horizon=10).get_params()["horizon"] == 10
 
 
 @pytest.mark.slow
@@ -334,11 +341,12 @@ def test_cluster_spread_shrinks_with_n_but_switchback_does_not():
     T = 50
     variances = {}
     for name, policy, seeds in [
-        ("switchback", SwitchbackEXP3IX(3, T), range(40)),
-        ("cluster", ClusterRandomizedEXP3IX(3, T, exposure_radius=1, cell_size=3), range(100)),
+        ("switchback", SwitchbackEXP3IX(n_arms=3, horizon=T), range(40)),
+        ("cluster", ClusterRandomizedEXP3IX(n_arms=3, horizon=T, exposure_radius=1, cell_size=3),
+         range(100)),
     ]:
         for L in (12, 17):  # N = 144 and 289 (x2.01)
-            env = InterferenceGridEnv(L, 3, T, theta=[0.5, 0.4, 0.3])
+            env = InterferenceGridEnv(grid_side=L, n_arms=3, horizon=T, theta=[0.5, 0.4, 0.3])
             regrets = [r.regret_ for r in run_seeds(policy, env, seeds)]
             variances[name, L] = np.var(regrets, ddof=1)
     cluster_ratio = variances["cluster", 17] / variances["cluster", 12]
@@ -382,7 +390,7 @@ def test_bad_parameters_raise(cls, kwargs, match):
 @pytest.mark.parametrize("cls", [SwitchbackEXP3IX, ClusterRandomizedEXP3IX])
 def test_bad_update_input_raises(cls):
     env = _env(L=6, T=10)
-    policy = cls(3, 10, random_state=0)
+    policy = cls(n_arms=3, horizon=10, random_state=0)
     Z = policy.select(0, 6)
     Y = env.outcomes(0, Z)
     bad = [
@@ -413,12 +421,12 @@ def test_bad_update_input_raises(cls):
 
 def test_select_errors():
     with pytest.raises(ValueError, match="start at round t=0"):
-        SwitchbackEXP3IX(3, 10).select(1, 5)
+        SwitchbackEXP3IX(n_arms=3, horizon=10).select(1, 5)
     with pytest.raises(ValueError, match="grid_side"):
-        SwitchbackEXP3IX(3, 10).select(0, 0)
+        SwitchbackEXP3IX(n_arms=3, horizon=10).select(0, 0)
     with pytest.raises(ValueError, match="'t' parameter of SwitchbackEXP3IX.select"):
-        SwitchbackEXP3IX(3, 10).select(0.0, 5)
-    policy = SwitchbackEXP3IX(3, 1)
+        SwitchbackEXP3IX(n_arms=3, horizon=10).select(0.0, 5)
+    policy = SwitchbackEXP3IX(n_arms=3, horizon=1)
     Z = policy.select(0, 4)
     policy.update(0, Z, np.full((4, 4), 0.5))
     with pytest.raises(ValueError, match="horizon"):
@@ -427,13 +435,35 @@ def test_select_errors():
 
 def test_run_rejects_a_mismatched_env():
     with pytest.raises(ValueError, match="n_arms"):
-        SwitchbackEXP3IX(2, 10).run(_env(L=4, T=10))
+        SwitchbackEXP3IX(n_arms=2, horizon=10).run(_env(L=4, T=10))
     with pytest.raises(ValueError, match="env.horizon"):
-        SwitchbackEXP3IX(3, 5).run(_env(L=4, T=10))
+        SwitchbackEXP3IX(n_arms=3, horizon=5).run(_env(L=4, T=10))
     with pytest.raises(TypeError, match="env must be"):
-        SwitchbackEXP3IX(3, 5).run(object())
+        SwitchbackEXP3IX(n_arms=3, horizon=5).run(object())
 
 
 def test_run_seeds_bad_input():
     with pytest.raises(ValueError, match="seeds"):
-        run_seeds(SwitchbackEXP3IX(3, 5), _env(L=4, T=5), [])
+        run_seeds(SwitchbackEXP3IX(n_arms=3, horizon=5), _env(L=4, T=5), [])
+
+
+@pytest.mark.parametrize(
+    "cls, args, names",
+    [
+        (SwitchbackEXP3IX, (3, 20), "n_arms, horizon"),
+        (ClusterRandomizedEXP3IX, (3, 20), "n_arms, horizon"),
+        (InterferenceGridEnv, (6, 3, 20), "grid_side, n_arms, horizon"),
+        (RandomRewardGridEnv, (6, 3, 20), "grid_side, n_arms, horizon"),
+    ],
+)
+def test_constructor_by_position_warns_and_gives_the_same_object(cls, args, names):
+    """Constructor parameters are keyword-only; by position they still work, with a warning."""
+    keywords = dict(zip(names.split(", "), args, strict=True))
+    expected = cls(**keywords, random_state=0)
+    with pytest.warns(FutureWarning, match=f"pass {names} as keyword arguments"):
+        obj = cls(*args, random_state=0)
+    assert obj.get_params() == expected.get_params()
+    if cls in (SwitchbackEXP3IX, ClusterRandomizedEXP3IX):
+        env = InterferenceGridEnv(grid_side=6, n_arms=3, horizon=20, random_state=0)
+        np.testing.assert_array_equal(obj.run(env).cumulative_regret_,
+                                      clone(expected).run(clone(env)).cumulative_regret_)

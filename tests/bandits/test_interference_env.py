@@ -57,7 +57,7 @@ def test_box_sum_matches_loops():
     ],
 )
 def test_outcomes_match_brute_force(params):
-    env = InterferenceGridEnv(7, 3, 60, random_state=3, **params)
+    env = InterferenceGridEnv(grid_side=7, n_arms=3, horizon=60, random_state=3, **params)
     rng = np.random.default_rng(1)
     for t in (0, 17, 59):
         Z = rng.integers(0, 3, (7, 7))
@@ -69,7 +69,8 @@ def test_outcomes_match_brute_force(params):
 @pytest.mark.parametrize("interference", ["neighborhood", "power_law"])
 def test_fixed_arm_rewards_are_the_rewards_of_constant_assignments(interference):
     theta = np.random.default_rng(0).uniform(0.3, 0.5, (20, 4))
-    env = InterferenceGridEnv(6, 4, 20, interference=interference, theta=theta, random_state=0)
+    env = InterferenceGridEnv(grid_side=6, n_arms=4, horizon=20, interference=interference,
+                              theta=theta, random_state=0)
     for t in (0, 7, 19):
         exact = [env.mean_reward(t, np.full((6, 6), i)) for i in range(4)]
         np.testing.assert_allclose(env.fixed_arm_rewards(t), exact, atol=1e-12)
@@ -80,7 +81,8 @@ def test_fixed_arm_rewards_are_the_rewards_of_constant_assignments(interference)
 
 
 def test_interference_moves_outcomes_of_neighbours_only():
-    env = InterferenceGridEnv(9, 2, 5, kappa=1, theta=[0.5, 0.3], random_state=0)
+    env = InterferenceGridEnv(grid_side=9, n_arms=2, horizon=5, kappa=1, theta=[0.5, 0.3],
+                              random_state=0)
     Z = np.zeros((9, 9), dtype=int)
     Y0 = env.outcomes(0, Z)
     Z[4, 4] = 1
@@ -92,20 +94,20 @@ def test_interference_moves_outcomes_of_neighbours_only():
 
 
 def test_phases_follow_the_documented_seeding():
-    env = InterferenceGridEnv(5, 3, 10, random_state=7)
+    env = InterferenceGridEnv(grid_side=5, n_arms=3, horizon=10, random_state=7)
     env.fixed_arm_rewards(0)
     expected = np.random.default_rng(7).uniform(0, 2 * np.pi, size=(5, 5))
     np.testing.assert_array_equal(env.phases_, expected)
     # same seed, same outcomes; another seed, other phases
     Z = np.zeros((5, 5), dtype=int)
-    again = InterferenceGridEnv(5, 3, 10, random_state=7)
+    again = InterferenceGridEnv(grid_side=5, n_arms=3, horizon=10, random_state=7)
     np.testing.assert_array_equal(env.outcomes(3, Z), again.outcomes(3, Z))
-    other = InterferenceGridEnv(5, 3, 10, random_state=8)
+    other = InterferenceGridEnv(grid_side=5, n_arms=3, horizon=10, random_state=8)
     assert not np.allclose(env.outcomes(3, Z), other.outcomes(3, Z))
 
 
 def test_default_theta_and_outcome_range():
-    env = InterferenceGridEnv(8, 3, 100, random_state=0)
+    env = InterferenceGridEnv(grid_side=8, n_arms=3, horizon=100, random_state=0)
     np.testing.assert_allclose(env.theta_[0], [0.5, 0.4, 0.3])
     rng = np.random.default_rng(0)
     for t in range(0, 100, 9):
@@ -114,8 +116,8 @@ def test_default_theta_and_outcome_range():
 
 
 def test_noise_is_added_to_observations_not_to_rewards():
-    env = InterferenceGridEnv(8, 3, 10, noise_std=0.3, random_state=0)
-    clean = InterferenceGridEnv(8, 3, 10, random_state=0)
+    env = InterferenceGridEnv(grid_side=8, n_arms=3, horizon=10, noise_std=0.3, random_state=0)
+    clean = InterferenceGridEnv(grid_side=8, n_arms=3, horizon=10, random_state=0)
     Z = np.random.default_rng(0).integers(0, 3, (8, 8))
     Y, reward = env.step(2, Z)
     assert Y.min() >= 0.0 and Y.max() <= 1.0
@@ -126,11 +128,12 @@ def test_noise_is_added_to_observations_not_to_rewards():
 
 def test_inputs_are_not_modified_and_clone_works():
     theta = np.array([0.5, 0.4, 0.3])
-    env = InterferenceGridEnv(4, 3, 10, theta=theta, random_state=0)
+    env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, theta=theta, random_state=0)
     env.theta_[:] = 0.0  # the env's own copy
     np.testing.assert_array_equal(theta, [0.5, 0.4, 0.3])
     Z = np.zeros((4, 4), dtype=np.int64)
-    env2 = clone(InterferenceGridEnv(4, 3, 10, theta=theta, random_state=0))
+    env2 = clone(InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, theta=theta,
+                                     random_state=0))
     env2.outcomes(0, Z)
     np.testing.assert_array_equal(Z, 0)
     assert env2.get_params()["grid_side"] == 4
@@ -165,7 +168,7 @@ def test_bad_parameters_raise_at_first_use(kwargs, match):
 
 
 def test_set_params_rechecks():
-    env = InterferenceGridEnv(4, 3, 10)
+    env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10)
     env.fixed_arm_rewards(0)
     env.set_params(theta=[0.95, 0.4, 0.3])
     with pytest.raises(ValueError, match="theta"):
@@ -183,13 +186,13 @@ def test_set_params_rechecks():
     ],
 )
 def test_bad_assignment_raises(Z, match):
-    env = InterferenceGridEnv(4, 3, 10, random_state=0)
+    env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, random_state=0)
     with pytest.raises(ValueError, match=match):
         env.outcomes(0, Z)
 
 
 @pytest.mark.parametrize("t", [-1, 10, 1.5, True])
 def test_bad_round_raises(t):
-    env = InterferenceGridEnv(4, 3, 10, random_state=0)
+    env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=10, random_state=0)
     with pytest.raises(ValueError, match="round index|'t' parameter"):
         env.fixed_arm_rewards(t)

@@ -16,6 +16,7 @@ from sklearn_icml.bandits import (  # isort: skip (after the experimental import
     ClBAI,
     ClusteredBanditEnv,
     NaiveBAI,
+    best_arm_accuracy,
     make_clustered_bandit,
     run_seeds,
     successive_elimination,
@@ -34,15 +35,16 @@ def n_r(r, n_arms, delta):
 
 
 def seeds_and_scores(algo, means, assignment, seeds, **kwargs):
-    """The runs of base.run_seeds on ClusteredBanditEnv(means, assignment), and their scores."""
-    env = ClusteredBanditEnv(means, assignment)
+    """The runs of base.run_seeds on ClusteredBanditEnv(means=means, assignment=assignment),
+    and their scores."""
+    env = ClusteredBanditEnv(means=means, assignment=assignment)
     runs = run_seeds(algo, env, seeds, **kwargs)
-    return runs, np.array([run.score(env) for run in runs])
+    return runs, np.array([best_arm_accuracy(run, env) for run in runs])
 
 
 def generated(n_agents, n_clusters=3, n_arms=10, seed=0, **env_kwargs):
     means, assignment = make_clustered_bandit(n_agents, n_clusters, n_arms, random_state=seed)
-    env = ClusteredBanditEnv(means, assignment, random_state=seed, **env_kwargs)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=seed, **env_kwargs)
     return means, assignment, env
 
 
@@ -50,14 +52,14 @@ def generated(n_agents, n_clusters=3, n_arms=10, seed=0, **env_kwargs):
 
 
 def test_se_single_arm_returns_at_once():
-    env = ClusteredBanditEnv(STRESS_MEANS, [0], random_state=0)
+    env = ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0], random_state=0)
     res = successive_elimination(env, 0, [2], delta=0.1)
     assert res.active.tolist() == [2] and res.rounds == 0
     assert res.counts.tolist() == [0] and env.total_pulls_ == 0
 
 
 def test_se_gap_one_is_decided_by_round_two():
-    env = ClusteredBanditEnv([[1.0, 0.0]], [0], random_state=0)
+    env = ClusteredBanditEnv(means=[[1.0, 0.0]], assignment=[0], random_state=0)
     n_seeds = 400
     ok = 0
     for _ in range(n_seeds):
@@ -69,7 +71,7 @@ def test_se_gap_one_is_decided_by_round_two():
 def test_se_counts_follow_closed_form():
     # near-noiseless rewards make the elimination rounds known: gap 0.9 > 2 eps_2, gap 0.3
     # > 2 eps_3, and neither gap exceeds 2 eps of the round before
-    env = ClusteredBanditEnv([[1.0, 0.7, 0.1]], [0], sigma=1e-9, random_state=0)
+    env = ClusteredBanditEnv(means=[[1.0, 0.7, 0.1]], assignment=[0], sigma=1e-9, random_state=0)
     res = successive_elimination(env, 0, [0, 1, 2], delta=0.05)
     assert res.rounds == 3 and res.active.tolist() == [0]
     expected = [n_r(3, 3, 0.05), n_r(3, 3, 0.05), n_r(2, 3, 0.05)]
@@ -79,7 +81,8 @@ def test_se_counts_follow_closed_form():
 
 
 def test_se_counts_with_noise_are_round_sizes():
-    env = ClusteredBanditEnv(*make_clustered_bandit(1, 1, 8, random_state=1), random_state=1)
+    means, assignment = make_clustered_bandit(1, 1, 8, random_state=1)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=1)
     res = successive_elimination(env, 0, np.arange(8), delta=0.05)
     sizes = [n_r(r, 8, 0.05) for r in range(1, res.rounds + 1)]
     assert all(c in sizes for c in res.counts)
@@ -88,7 +91,7 @@ def test_se_counts_with_noise_are_round_sizes():
 
 
 def test_se_max_rounds_caps_rounds():
-    env = ClusteredBanditEnv([[1.0, 0.7, 0.1]], [0], sigma=1e-9, random_state=0)
+    env = ClusteredBanditEnv(means=[[1.0, 0.7, 0.1]], assignment=[0], sigma=1e-9, random_state=0)
     res = successive_elimination(env, 0, [0, 1, 2], delta=0.05, max_rounds=1)
     assert res.rounds == 1 and res.active.tolist() == [0, 1, 2]
     assert res.counts.tolist() == [n_r(1, 3, 0.05)] * 3
@@ -96,7 +99,7 @@ def test_se_max_rounds_caps_rounds():
 
 def test_se_never_caps_silently_on_tied_arms():
     with pytest.warns(UserWarning, match="tied"):
-        env = ClusteredBanditEnv([[0.5, 0.5, 0.1]], [0], random_state=0).reset()
+        env = ClusteredBanditEnv(means=[[0.5, 0.5, 0.1]], assignment=[0], random_state=0).reset()
     with pytest.raises(RuntimeError, match="max_total_pulls"):
         successive_elimination(env, 0, [0, 1, 2], delta=0.05)
     with pytest.raises(RuntimeError, match="max_total_pulls=1000"):
@@ -110,7 +113,7 @@ def test_batched_se_matches_one_agent_at_a_time():
     """Lockstep SE of many agents = each agent alone (near-noiseless, so deterministic)."""
     means, assignment = make_clustered_bandit(9, 3, 8, random_state=2)
     arms = np.tile(np.arange(8), (9, 1))
-    env = ClusteredBanditEnv(means, assignment, sigma=1e-9, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, sigma=1e-9, random_state=0)
     batch = _batched_se(env._draw, np.arange(9), arms, 0.01, None, 10**12)
     for i in range(9):
         alone = successive_elimination(env, i, np.arange(8), delta=0.01)
@@ -184,8 +187,8 @@ def algorithms(eta, n_clusters, eta1=None, random_state=0):
     return [
         NaiveBAI(),
         ClBAI(eta=eta, random_state=random_state),
-        BAICl(n_clusters, eta=eta, random_state=random_state),
-        BAIClPlusPlus(n_clusters, eta=eta, eta1=eta1 or eta, random_state=random_state),
+        BAICl(n_clusters=n_clusters, eta=eta, random_state=random_state),
+        BAIClPlusPlus(n_clusters=n_clusters, eta=eta, eta1=eta1 or eta, random_state=random_state),
     ]
 
 
@@ -195,7 +198,7 @@ def test_bookkeeping_is_consistent(which):
     algo = algorithms(env.eta_, 3, env.eta1_)[which]
     res = algo.run(env)
     assert res is algo  # run returns the algorithm; the results are its *_ attributes
-    assert res.score(env) == 1.0
+    assert best_arm_accuracy(res, env) == 1.0
     np.testing.assert_array_equal(res.best_arms_, env.best_arms_)
     assert res.sample_complexity_ == env.total_pulls_ == res.samples_per_agent_.sum()
     assert res.phase_samples_["phase1"] + res.phase_samples_["phase2"] == res.sample_complexity_
@@ -208,17 +211,17 @@ def test_bookkeeping_is_consistent(which):
 
 def test_same_random_state_same_result():
     means, assignment, _ = generated(12, seed=1)
-    eta = ClusteredBanditEnv(means, assignment).eta_
+    eta = ClusteredBanditEnv(means=means, assignment=assignment).eta_
     for algo in algorithms(eta, 3):
-        a = clone(algo).run(ClusteredBanditEnv(means, assignment, random_state=5))
-        b = clone(algo).run(ClusteredBanditEnv(means, assignment, random_state=5))
+        a = clone(algo).run(ClusteredBanditEnv(means=means, assignment=assignment, random_state=5))
+        b = clone(algo).run(ClusteredBanditEnv(means=means, assignment=assignment, random_state=5))
         np.testing.assert_array_equal(a.samples_per_agent_, b.samples_per_agent_)
         np.testing.assert_array_equal(a.labels_, b.labels_)
 
 
 def test_single_cluster():
     means = np.array([[0.2, 0.9, 0.5, 0.1]])
-    env = ClusteredBanditEnv(means, np.zeros(8, dtype=int), random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=np.zeros(8, dtype=int), random_state=0)
     res = ClBAI(eta=0.5).run(env)
     assert res.n_clusters_found_ == 1 and np.all(res.labels_ == 0)
     assert np.all(res.best_arms_ == 1)
@@ -231,7 +234,7 @@ def test_single_cluster():
 
 def test_one_agent_per_cluster_matches_naive():
     means, assignment = make_clustered_bandit(4, 4, 8, shuffle=False, random_state=0)
-    env = ClusteredBanditEnv(means, assignment, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
     res = ClBAI(eta=env.eta_).run(env)
     assert res.n_clusters_found_ == 4 and np.unique(res.labels_).size == 4
     naive = NaiveBAI().run(env.reset())
@@ -243,8 +246,9 @@ def test_one_agent_per_cluster_matches_naive():
 def test_permutation_equivariance(representative):
     means, assignment = make_clustered_bandit(12, 3, 8, random_state=0)
     perm = np.random.default_rng(1).permutation(12)
-    env = ClusteredBanditEnv(means, assignment, sigma=1e-9, random_state=0)
-    env_p = ClusteredBanditEnv(means, assignment[perm], sigma=1e-9, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, sigma=1e-9, random_state=0)
+    env_p = ClusteredBanditEnv(means=means, assignment=assignment[perm], sigma=1e-9,
+                               random_state=0)
     algo = ClBAI(eta=env.eta_, representative=representative, random_state=0)
     a = clone(algo).run(env)
     b = clone(algo).run(env_p)
@@ -254,8 +258,8 @@ def test_permutation_equivariance(representative):
     np.testing.assert_array_equal(same_b, same_a[np.ix_(perm, perm)])
     assert sorted(a.samples_per_agent_) == sorted(b.samples_per_agent_)
     # with real noise the answers still follow the agents
-    env = ClusteredBanditEnv(means, assignment, random_state=0)
-    env_p = ClusteredBanditEnv(means, assignment[perm], random_state=1)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    env_p = ClusteredBanditEnv(means=means, assignment=assignment[perm], random_state=1)
     np.testing.assert_array_equal(
         clone(algo).run(env_p).best_arms_, clone(algo).run(env).best_arms_[perm]
     )
@@ -281,7 +285,7 @@ def test_communication_counts():
     cl = ClBAI(eta=env.eta_, c_real=10.0, c_bit=2.0).run(env.reset())
     assert cl.n_reals_ == n * k and cl.n_bits_ == n * k + n * bits
     assert cl.communication_cost_ == 10.0 * n * k + 2.0 * cl.n_bits_
-    bc = BAICl(m, eta=env.eta_, random_state=0).run(env.reset())
+    bc = BAICl(n_clusters=m, eta=env.eta_, random_state=0).run(env.reset())
     visited = bc.n_phase1_agents_
     assert bc.n_reals_ == 0
     assert bc.n_bits_ == visited * bits + (n - visited) * (m + 1) * bits
@@ -289,7 +293,8 @@ def test_communication_counts():
 
 def test_bai_cl_phase1_is_a_coupon_collector():
     means, assignment = make_clustered_bandit(60, 3, 10, random_state=0)
-    results, scores = seeds_and_scores(BAICl(3, eta=0.4), means, assignment, seeds=range(30))
+    results, scores = seeds_and_scores(BAICl(n_clusters=3, eta=0.4), means, assignment,
+                                       seeds=range(30))
     visited = np.array([r.n_phase1_agents_ for r in results])
     assert np.all(scores == 1.0)
     assert visited.min() >= 3 and visited.max() < 60
@@ -298,16 +303,16 @@ def test_bai_cl_phase1_is_a_coupon_collector():
 
 def test_bai_cl_warns_when_clusters_are_missing():
     means, _ = make_clustered_bandit(6, 3, 6, random_state=0)
-    env = ClusteredBanditEnv(means, [0, 1, 0, 1], random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=[0, 1, 0, 1], random_state=0)
     with pytest.warns(UserWarning, match="found only 2"):
-        res = BAICl(3, eta=env.eta_, random_state=0).run(env)
+        res = BAICl(n_clusters=3, eta=env.eta_, random_state=0).run(env)
     assert res.n_clusters_found_ == 2 and res.n_phase1_agents_ == 4
     np.testing.assert_array_equal(res.best_arms_, env.best_arms_)
 
 
 def test_bai_cl_plus_plus_matches_without_fallback():
     means, assignment, env = generated(30, seed=6)
-    algo = BAIClPlusPlus(3, eta=env.eta_, eta1=env.eta1_, random_state=0)
+    algo = BAIClPlusPlus(n_clusters=3, eta=env.eta_, eta1=env.eta1_, random_state=0)
     res = algo.run(env)
     np.testing.assert_array_equal(res.best_arms_, env.best_arms_)
     phase2 = np.setdiff1d(np.arange(30), np.flatnonzero(res.rounds_per_agent_))
@@ -323,8 +328,8 @@ def test_delta_pc_on_the_stress_instance():
     delta = 0.1
     for algo in (
         ClBAI(eta=0.2, delta=delta),
-        BAICl(2, eta=0.2, delta=delta),
-        BAIClPlusPlus(2, eta=0.2, eta1=0.2, delta=delta),
+        BAICl(n_clusters=2, eta=0.2, delta=delta),
+        BAIClPlusPlus(n_clusters=2, eta=0.2, eta1=0.2, delta=delta),
     ):
         results, scores = seeds_and_scores(
             algo, STRESS_MEANS, STRESS_ASSIGNMENT, seeds=range(200)
@@ -343,7 +348,7 @@ def test_scaling_in_the_number_of_agents():
     pulls = {}
     for n in (12, 24):
         means, assignment = make_clustered_bandit(n, 3, 8, random_state=0)
-        for algo in (NaiveBAI(), BAICl(3, eta=0.4)):
+        for algo in (NaiveBAI(), BAICl(n_clusters=3, eta=0.4)):
             results, _ = seeds_and_scores(algo, means, assignment, seeds=range(4))
             pulls[type(algo).__name__, n] = np.mean([r.sample_complexity_ for r in results])
     naive_ratio = pulls["NaiveBAI", 24] / pulls["NaiveBAI", 12]
@@ -356,16 +361,16 @@ def test_clustered_algorithms_beat_naive():
     means, assignment, env = generated(30, seed=0)
     naive = NaiveBAI().run(env.reset()).sample_complexity_
     cl = ClBAI(eta=env.eta_).run(env.reset()).sample_complexity_
-    bc = BAICl(3, eta=env.eta_, random_state=0).run(env.reset()).sample_complexity_
+    bc = BAICl(n_clusters=3, eta=env.eta_, random_state=0).run(env.reset()).sample_complexity_
     assert bc < cl < 0.5 * naive
 
 
 def test_bernoulli_rewards():
     means, assignment = make_clustered_bandit(9, 3, 6, best_mean=0.9, near_mean=0.6,
                                               random_state=0)
-    env = ClusteredBanditEnv(means, assignment, noise="bernoulli", random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, noise="bernoulli", random_state=0)
     for algo in algorithms(env.eta_, 3, env.eta1_):
-        assert algo.run(env.reset()).score(env) == 1.0
+        assert best_arm_accuracy(algo.run(env.reset()), env) == 1.0
 
 
 def test_run_seeds_parallel_equals_sequential():
@@ -384,7 +389,7 @@ def test_run_seeds_parallel_equals_sequential():
 @pytest.mark.parametrize("delta", [0, 1, 1.5, -0.1])
 @pytest.mark.parametrize("which", range(4))
 def test_bad_delta(which, delta):
-    env = ClusteredBanditEnv(STRESS_MEANS, [0, 1])
+    env = ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1])
     algo = algorithms(0.2, 2)[which].set_params(delta=delta)
     with pytest.raises(ValueError, match="delta"):
         algo.run(env)
@@ -394,23 +399,23 @@ def test_bad_delta(which, delta):
     "algo, exc, match",
     [
         (ClBAI(), ValueError, "eta must be given"),
-        (BAICl(2), ValueError, "eta must be given"),
+        (BAICl(n_clusters=2), ValueError, "eta must be given"),
         (ClBAI(eta=0.0), ValueError, "eta"),
         (ClBAI(eta=-1.0), ValueError, "eta"),
-        (BAICl(2, eta=-0.1), ValueError, "eta"),
-        (BAIClPlusPlus(2, eta=0.2), ValueError, "eta1 must be given"),
-        (BAIClPlusPlus(2, eta=0.2, eta1=0.0), ValueError, "eta1"),
-        (BAICl(0, eta=0.2), ValueError, "n_clusters"),
-        (BAICl(5, eta=0.2), ValueError, "n_clusters must be <= the number of arms"),
-        (BAICl(2.5, eta=0.2), ValueError, "n_clusters"),
+        (BAICl(n_clusters=2, eta=-0.1), ValueError, "eta"),
+        (BAIClPlusPlus(n_clusters=2, eta=0.2), ValueError, "eta1 must be given"),
+        (BAIClPlusPlus(n_clusters=2, eta=0.2, eta1=0.0), ValueError, "eta1"),
+        (BAICl(n_clusters=0, eta=0.2), ValueError, "n_clusters"),
+        (BAICl(n_clusters=5, eta=0.2), ValueError, "n_clusters must be <= the number of arms"),
+        (BAICl(n_clusters=2.5, eta=0.2), ValueError, "n_clusters"),
         (ClBAI(eta=0.2, round_const=4.0), ValueError, "round_const"),
-        (BAICl(2, eta=0.2, round_const=3), ValueError, "round_const"),
+        (BAICl(n_clusters=2, eta=0.2, round_const=3), ValueError, "round_const"),
         (ClBAI(eta=0.2, representative="median"), ValueError, "representative"),
         (NaiveBAI(c_real=-1.0), ValueError, "c_real"),
     ],
 )
 def test_bad_parameters(algo, exc, match):
-    env = ClusteredBanditEnv(STRESS_MEANS, [0, 1])
+    env = ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1])
     with pytest.raises(exc, match=match):
         algo.run(env)
     assert env.total_pulls_ == 0
@@ -420,11 +425,11 @@ def test_bad_environment_and_unrun_score():
     with pytest.raises(TypeError, match="ClusteredBanditEnv"):
         ClBAI(eta=0.2).run(STRESS_MEANS)
     with pytest.raises(NotFittedError, match="run"):
-        NaiveBAI().score(ClusteredBanditEnv(STRESS_MEANS, [0, 1]))
+        best_arm_accuracy(NaiveBAI(), ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1]))
     algo = NaiveBAI()
-    algo.run(ClusteredBanditEnv(STRESS_MEANS, [0, 1], random_state=0))
+    algo.run(ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1], random_state=0))
     with pytest.raises(ValueError, match="agents"):
-        algo.score(ClusteredBanditEnv(STRESS_MEANS, [0, 1, 1]))
+        best_arm_accuracy(algo, ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1, 1]))
 
 
 @pytest.mark.parametrize(
@@ -444,7 +449,7 @@ def test_bad_environment_and_unrun_score():
 )
 def test_se_bad_input(kwargs, exc, match):
     args = {
-        "env": ClusteredBanditEnv(STRESS_MEANS, [0, 1]),
+        "env": ClusteredBanditEnv(means=STRESS_MEANS, assignment=[0, 1]),
         "agent": 0,
         "arms": [0, 1],
         "delta": 0.1,
@@ -452,3 +457,39 @@ def test_se_bad_input(kwargs, exc, match):
     }
     with pytest.raises(exc, match=match):
         successive_elimination(**args)
+
+
+def test_se_max_rounds_by_position_warns_and_gives_the_same_result():
+    """``max_rounds`` is keyword-only; by position it still works, with a FutureWarning."""
+    env = ClusteredBanditEnv(means=[[1.0, 0.7, 0.1]], assignment=[0], sigma=1e-9, random_state=0)
+    expected = successive_elimination(env, 0, [0, 1, 2], 0.05, max_rounds=1)
+    with pytest.warns(FutureWarning, match=r"pass max_rounds as keyword arguments \(max_rounds=1"):
+        res = successive_elimination(env.reset(), 0, [0, 1, 2], 0.05, 1)
+    assert res.rounds == expected.rounds == 1
+    assert res.counts.tolist() == expected.counts.tolist()
+    np.testing.assert_array_equal(res.means, expected.means)
+
+
+@pytest.mark.parametrize("cls", [BAICl, BAIClPlusPlus])
+def test_n_clusters_by_position_warns_and_gives_the_same_run(cls):
+    """Constructor parameters are keyword-only; by position they still work, with a warning."""
+    means, assignment = make_clustered_bandit(12, 2, 5, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    eta = float(env.eta_)
+    expected = cls(n_clusters=2, eta=eta, eta1=eta) if cls is BAIClPlusPlus else cls(
+        n_clusters=2, eta=eta)
+    with pytest.warns(FutureWarning, match=r"pass n_clusters as keyword arguments \(n_clusters=2"):
+        algo = cls(2, eta=eta, eta1=eta) if cls is BAIClPlusPlus else cls(2, eta=eta)
+    assert algo.get_params() == expected.get_params()
+    assert algo.run(clone(env)).best_arms_.tolist() == expected.run(clone(env)).best_arms_.tolist()
+
+
+def test_score_is_a_deprecated_alias_of_best_arm_accuracy():
+    """``score`` is scikit-learn's ``score(X, y)``: a run's accuracy is a function."""
+    means, assignment = make_clustered_bandit(12, 2, 5, random_state=0)
+    env = ClusteredBanditEnv(means=means, assignment=assignment, random_state=0)
+    algo = ClBAI(eta=float(env.eta_)).run(env)
+    with pytest.warns(FutureWarning, match=r"ClBAI.score\(env\) was renamed .*best_arm_accuracy"):
+        assert algo.score(env) == best_arm_accuracy(algo, env) == 1.0
+    with pytest.raises(TypeError, match="algorithm must be"):
+        best_arm_accuracy(object(), env)

@@ -37,7 +37,7 @@ def _brute_outcomes(env, t, Z):
 )
 def test_outcomes_match_the_definition(params):
     k = params.pop("n_arms", 2)
-    env = RandomRewardGridEnv(7, k, 5, random_state=3, **params)
+    env = RandomRewardGridEnv(grid_side=7, n_arms=k, horizon=5, random_state=3, **params)
     rng = np.random.default_rng(1)
     for t in (0, 4):
         Z = rng.integers(0, k, (7, 7))
@@ -48,7 +48,8 @@ def test_outcomes_match_the_definition(params):
 
 
 def test_rewards_follow_the_documented_generator():
-    env = RandomRewardGridEnv(6, 2, 4, arm_means=[0.7, 0.3], reward_spread=0.2,
+    env = RandomRewardGridEnv(grid_side=6, n_arms=2, horizon=4, arm_means=[0.7, 0.3],
+                              reward_spread=0.2,
                               random_state=11)
     seeds = spawn_seeds(11, 4)
     for t in (3, 0, 3):  # any order, replayed identically
@@ -61,7 +62,7 @@ def test_rewards_follow_the_documented_generator():
 
 
 def test_fixed_arm_rewards_are_exactly_the_rewards_of_constant_assignments():
-    env = RandomRewardGridEnv(9, 3, 6, random_state=0)
+    env = RandomRewardGridEnv(grid_side=9, n_arms=3, horizon=6, random_state=0)
     for t in range(6):
         exact = [env.mean_reward(t, np.full((9, 9), i)) for i in range(3)]
         np.testing.assert_array_equal(env.fixed_arm_rewards(t), exact)
@@ -71,7 +72,8 @@ def test_fixed_arm_rewards_are_exactly_the_rewards_of_constant_assignments():
 
 
 def test_interference_reaches_kappa_and_no_further():
-    env = RandomRewardGridEnv(9, 2, 1, interference_radius=2, random_state=0)
+    env = RandomRewardGridEnv(grid_side=9, n_arms=2, horizon=1, interference_radius=2,
+                              random_state=0)
     Z = np.zeros((9, 9), dtype=int)
     base = env.outcomes(0, Z)
     Z[4, 4] = 1
@@ -85,8 +87,9 @@ def test_interference_reaches_kappa_and_no_further():
 
 @pytest.mark.slow
 def test_policies_run_on_it_and_the_seed_runner_takes_any_backend():
-    env = RandomRewardGridEnv(10, 2, 12)
-    for policy in (SwitchbackEXP3IX(2, 12), ClusterRandomizedEXP3IX(2, 12, cell_size=4)):
+    env = RandomRewardGridEnv(grid_side=10, n_arms=2, horizon=12)
+    for policy in (SwitchbackEXP3IX(n_arms=2, horizon=12),
+                   ClusterRandomizedEXP3IX(n_arms=2, horizon=12, cell_size=4)):
         serial = [r.regret_ for r in run_seeds(policy, env, range(4))]
         assert len(set(serial)) == 4
         with parallel_config(backend="threading", n_jobs=2):
@@ -98,7 +101,7 @@ def test_policies_run_on_it_and_the_seed_runner_takes_any_backend():
 
 def test_clone_pickle_and_inputs_untouched():
     means = np.array([0.55, 0.45])
-    env = RandomRewardGridEnv(5, 2, 3, arm_means=means, random_state=2)
+    env = RandomRewardGridEnv(grid_side=5, n_arms=2, horizon=3, arm_means=means, random_state=2)
     Z = np.eye(5, dtype=int)
     Y = env.outcomes(1, Z)
     np.testing.assert_array_equal(clone(env).outcomes(1, Z), Y)
@@ -128,7 +131,7 @@ def test_bad_parameters_raise_at_first_use(kwargs, match):
 
 
 def test_bad_round_and_assignment_raise():
-    env = RandomRewardGridEnv(4, 2, 3)
+    env = RandomRewardGridEnv(grid_side=4, n_arms=2, horizon=3)
     with pytest.raises(ValueError, match="t must be in"):
         env.rewards(3)
     with pytest.raises(ValueError, match="shape"):

@@ -141,7 +141,8 @@ def test_exposure_probability_matches_a_monte_carlo_of_the_sampler(L, ell, w, r)
 def test_ht_estimator_is_unbiased_under_rrp():
     L, k, n = 13, 2, 40_000
     p = np.array([0.65, 0.35])
-    env = RandomRewardGridEnv(L, k, 1, interference_radius=1, random_state=3)
+    env = RandomRewardGridEnv(grid_side=L, n_arms=k, horizon=1, interference_radius=1,
+                              random_state=3)
     target = 1.0 - env.fixed_arm_rewards(0)  # exposure radius 1 = kappa: no truncation
     layout = _RRPLayout(L, 1, 5, 2)
     rng = np.random.default_rng(1)
@@ -175,8 +176,9 @@ def test_ht_estimator_is_unbiased_under_rrp():
 
 def test_policy_uses_the_exact_rrp_probabilities():
     L = 13
-    env = RandomRewardGridEnv(L, 2, 4, random_state=0)
-    policy = ClusterRandomizedEXP3IX(2, 4, cell_size=5, ix_gamma=0.1, random_state=0)
+    env = RandomRewardGridEnv(grid_side=L, n_arms=2, horizon=4, random_state=0)
+    policy = ClusterRandomizedEXP3IX(n_arms=2, horizon=4, cell_size=5, ix_gamma=0.1,
+                                     random_state=0)
     for t in range(4):
         Z = policy.select(t, L)
         Y = env.outcomes(t, Z)
@@ -194,14 +196,14 @@ def test_policy_uses_the_exact_rrp_probabilities():
 
 def test_rrp_is_drawn_afresh_each_round_and_replayable():
     L = 12
-    a = ClusterRandomizedEXP3IX(2, 30, random_state=5)
-    b = ClusterRandomizedEXP3IX(2, 30, random_state=5)
-    env = RandomRewardGridEnv(L, 2, 30, random_state=0)
+    a = ClusterRandomizedEXP3IX(n_arms=2, horizon=30, random_state=5)
+    b = ClusterRandomizedEXP3IX(n_arms=2, horizon=30, random_state=5)
+    env = RandomRewardGridEnv(grid_side=L, n_arms=2, horizon=30, random_state=0)
     a.run(env)
     b.run(env)
     np.testing.assert_array_equal(a.loss_estimates_, b.loss_estimates_)
     # the cells of the strips change between rounds under the default
-    policy = ClusterRandomizedEXP3IX(2, 30, random_state=5)
+    policy = ClusterRandomizedEXP3IX(n_arms=2, horizon=30, random_state=5)
     draws = []
     for t in range(6):
         Z = policy.select(t, L)
@@ -221,9 +223,9 @@ def test_fixed_rrp_counts_the_realised_cells_and_stays_unbiased():
     np.testing.assert_array_equal(layout.realised_cell_count(cx, cy), brute)
     assert layout.n_used_cells(cx, cy) == np.unique(label).size
 
-    env = RandomRewardGridEnv(L, 2, 1, random_state=1)
+    env = RandomRewardGridEnv(grid_side=L, n_arms=2, horizon=1, random_state=1)
     target = 1.0 - env.fixed_arm_rewards(0)
-    policy = ClusterRandomizedEXP3IX(2, 3001, cell_size=ell, ix_gamma=0.0,
+    policy = ClusterRandomizedEXP3IX(n_arms=2, horizon=3001, cell_size=ell, ix_gamma=0.0,
                                      resample_partition=False, random_state=2)
     p = np.array([0.6, 0.4])
     Z = policy.select(0, L)
@@ -252,7 +254,7 @@ def test_fixed_rrp_counts_the_realised_cells_and_stays_unbiased():
 )
 def test_bad_rrp_parameters_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        ClusterRandomizedEXP3IX(2, 10, **kwargs).select(0, 10)
+        ClusterRandomizedEXP3IX(n_arms=2, horizon=10, **kwargs).select(0, 10)
 
 
 def test_exposure_probability_rrp_bad_input():
@@ -266,7 +268,7 @@ def test_exposure_probability_rrp_bad_input():
 
 @pytest.mark.parametrize("L, r", [(20, 1), (31, 2), (9, 1)])
 def test_default_rrp_keeps_every_ball_in_one_cluster_with_probability_at_least_one_16th(L, r):
-    policy = ClusterRandomizedEXP3IX(2, 5, exposure_radius=r)
+    policy = ClusterRandomizedEXP3IX(n_arms=2, horizon=5, exposure_radius=r)
     policy.select(0, L)
     law = policy._layout.cell_count_law
     assert law.shape[-1] == 4  # at most a core, two strips and a quad

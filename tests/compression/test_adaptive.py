@@ -13,7 +13,7 @@ from ._sweeps import grid_points, markov_sweep
 
 @pytest.fixture(scope="module")
 def sweep():
-    return make_lidar_sweep(5, n_lasers=8, n_azimuth=256)[:2]
+    return make_lidar_sweep(random_state=5, n_lasers=8, n_azimuth=256)[:2]
 
 
 def test_round_trip_and_rate_match(sweep):

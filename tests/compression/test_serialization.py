@@ -17,8 +17,8 @@ from ._sweeps import grid_points
 
 def test_recovers_the_scan_order_of_a_shuffled_sweep():
     # the scan order is recovered at the defaults: 32 lasers, 1024 azimuth bins, (-25, 3) degrees
-    points, r, _, (v, u) = make_lidar_sweep(1000, shuffle=True)
-    scan_points, scan_r, _, (scan_v, scan_u) = make_lidar_sweep(1000, shuffle=False)
+    points, r, _, (v, u) = make_lidar_sweep(random_state=1000, shuffle=True)
+    scan_points, scan_r, _, (scan_v, scan_u) = make_lidar_sweep(random_state=1000, shuffle=False)
     order = ScanOrderSerializer(
         n_lasers=32, n_azimuth=1024, elevation_range=(-25, 3)
     ).get_order(points)

@@ -20,7 +20,7 @@ SMALL = {"n_lasers": L, "n_azimuth": U, "window": W}
 
 
 def _sweep(seed):
-    return make_lidar_sweep(seed, n_lasers=L, n_azimuth=U)
+    return make_lidar_sweep(random_state=seed, n_lasers=L, n_azimuth=U)
 
 
 @pytest.fixture(scope="module")

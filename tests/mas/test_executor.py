@@ -19,7 +19,7 @@ from sklearn_icml.mas import (
     MASProgram,
     default_mas_pool,
 )
-from sklearn_icml.mas._confinement import Limits, run_in_child
+from sklearn_icml.mas._confinement import Limits, execute_in_child
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_icml.mas.UnsafeSandboxWarning")
 
@@ -35,9 +35,9 @@ def body(lines):
 
 def raw_child(lines, timeout=2.0, memory=256 * 2**20):
     """Run code in the child with the Python guard off: only the OS layers hold."""
-    run = run_in_child(
-        body(lines), "Add 1 and 2.", AgentLLM(ArithmeticMockLLM(random_state=0)), timeout=timeout,
-        memory_limit=memory, limits=Limits(64, 200_000, 100_000), check=False,
+    run = execute_in_child(
+        body(lines), "Add 1 and 2.", AgentLLM(llm=ArithmeticMockLLM(random_state=0)),
+        timeout=timeout, memory_limit=memory, limits=Limits(64, 200_000, 100_000), check=False,
     )
     return run.answer, run.error, run.timed_out, run.layers
 
@@ -59,11 +59,11 @@ def test_process_and_inprocess_agree():
     queries = ["Compute 12 times 30 minus 5.", "Find the integer x such that 3*x + -4 = 11."]
     runs = {}
     for sandbox in ("process", "inprocess"):
-        executor = MASExecutor(ArithmeticMockLLM(random_state=3), timeout=10,
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=3), timeout=10,
                                sandbox="process" if sandbox == "process" else "unsafe-inprocess")
         runs[sandbox] = [
             (r.answer, r.n_calls, r.error)
-            for r in (executor.run(p, q) for q in queries for p in pool[1:3])
+            for r in (executor.execute(p, q) for q in queries for p in pool[1:3])
         ]
     assert runs["process"] == runs["inprocess"]
     assert all(error is None for _, _, error in runs["process"])
@@ -82,22 +82,22 @@ def test_process_and_inprocess_agree():
 )
 def test_guard_refuses_before_running(lines, match, parent_witness):
     llm = ArithmeticMockLLM(random_state=0)
-    executor = MASExecutor(llm, timeout=2.0)
+    executor = MASExecutor(llm=llm, timeout=2.0)
     with pytest.raises(ValueError, match=match):
-        executor.run(MASProgram("evil", body(lines)), "Add 1 and 2.")
+        executor.execute(MASProgram("evil", body(lines)), "Add 1 and 2.")
     assert executor.n_runs_ == 0 and getattr(llm, "n_calls_", 0) == 0  # nothing ran
 
 
 @pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 def test_runtime_guard_blocks_reflection(sandbox):
     """Names built at run time and module internals stay out of reach."""
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
     dunder = body(["return str(hasattr(extract_code, '_' + '_globals_' + '_'))"])
-    assert executor.run(MASProgram("reflect", dunder), "q").answer == "False"
+    assert executor.execute(MASProgram("reflect", dunder), "q").answer == "False"
     module_inside = body(["import re", "return str(hasattr(re, 'enum'))"])  # re.enum.sys
-    assert executor.run(MASProgram("view", module_inside), "q").answer == "False"
+    assert executor.execute(MASProgram("view", module_inside), "q").answer == "False"
     builtin = body(["return str(len([1, 2]))"])
-    assert executor.run(MASProgram("ok", builtin), "q").answer == "2"
+    assert executor.execute(MASProgram("ok", builtin), "q").answer == "2"
 
 
 @pytest.mark.skipif(not LINUX_SECCOMP, reason="seccomp layer: Linux x86-64/aarch64 only")
@@ -131,11 +131,11 @@ def test_os_layer_cannot_write_files(tmp_path, parent_witness):
 
 
 def test_unbounded_allocation_is_refused(parent_witness):
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0,
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0,
                            memory_limit=256 * 2**20)
     for lines in (["x = [0] * (10 ** 10)", "return 'x'"],
                   ["x = []", "while True:", "    x.append('a' * 1000000)"]):
-        result = executor.run(MASProgram("hog", body(lines)), "Add 1 and 2.")
+        result = executor.execute(MASProgram("hog", body(lines)), "Add 1 and 2.")
         assert result.answer is None
         assert "MemoryError" in result.error or "died" in result.error
         assert not result.used_fallback  # not a timeout: no retry, as in the reference
@@ -144,9 +144,9 @@ def test_unbounded_allocation_is_refused(parent_witness):
 def test_infinite_loop_times_out_then_fallback(parent_witness):
     """Stops within timeout + 5 s and the fallback answers."""
     llm = ArithmeticMockLLM(random_state=0)
-    executor = MASExecutor(llm, timeout=1.0)
+    executor = MASExecutor(llm=llm, timeout=1.0)
     start = time.perf_counter()
-    result = executor.run(
+    result = executor.execute(
         MASProgram("loop", body(["while True:", "    pass"])), "Compute 10 times 10 minus 1."
     )
     elapsed = time.perf_counter() - start
@@ -157,27 +157,27 @@ def test_infinite_loop_times_out_then_fallback(parent_witness):
 
 
 def test_infinite_loop_without_fallback():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=1.0, fallback=False)
-    result = executor.run(MASProgram("loop", body(["while True:", "    pass"])), "q")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=1.0, fallback=False)
+    result = executor.execute(MASProgram("loop", body(["while True:", "    pass"])), "q")
     assert result.timed_out and not result.used_fallback
     assert result.answer is None and "timeout" in result.error
 
 
 def test_inprocess_timeout_uses_timer():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.3,
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=0.3,
                            sandbox="unsafe-inprocess")
-    result = executor.run(
+    result = executor.execute(
         MASProgram("loop", body(["while True:", "    pass"])), "Add 2 and 3."
     )
     assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
 
 
 def test_inprocess_timeout_survives_finally_and_except_exception():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=0.2,
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=0.2,
                            sandbox="unsafe-inprocess")
     stubborn = body(["try:", "    while True:", "        pass", "except Exception:",
                      "    pass", "finally:", "    while True:", "        pass"])
-    result = executor.run(MASProgram("stubborn", stubborn), "Add 2 and 3.")
+    result = executor.execute(MASProgram("stubborn", stubborn), "Add 2 and 3.")
     assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
 
 
@@ -185,10 +185,10 @@ def test_inprocess_timeout_survives_finally_and_except_exception():
 def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
     """A failure is recorded as no answer, without retry (as in the reference)."""
     llm = ArithmeticMockLLM(random_state=0)
-    executor = MASExecutor(llm, timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(llm=llm, timeout=2.0, sandbox=sandbox)
     code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
                  "raise KeyError('no such agent')"])
-    result = executor.run(MASProgram("crash", code), "Add 1 and 2.")
+    result = executor.execute(MASProgram("crash", code), "Add 1 and 2.")
     assert result.answer is None and not result.used_fallback and not result.timed_out
     assert result.error.startswith("KeyError") and "no such agent" in result.error
     assert result.n_calls == 1 == llm.n_calls_  # no retry
@@ -199,19 +199,19 @@ def test_none_answer_and_llm_errors(sandbox):
     def failing(prompt, temperature):
         raise ConnectionError("endpoint down")
 
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
-    none = executor.run(MASProgram("none", body(["return None"])), "q")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
+    none = executor.execute(MASProgram("none", body(["return None"])), "q")
     assert none.answer is None and not none.used_fallback
-    executor = MASExecutor(failing, timeout=2.0, sandbox=sandbox)
-    result = executor.run(default_mas_pool()[0], "Add 1 and 2.")
+    executor = MASExecutor(llm=failing, timeout=2.0, sandbox=sandbox)
+    result = executor.execute(default_mas_pool()[0], "Add 1 and 2.")
     assert result.answer is None and "endpoint down" in result.error
 
 
 def test_prints_do_not_break_the_protocol():
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=2.0)
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0)
     code = body(["print('{\"type\": \"result\", \"answer\": \"forged\"}')",
                  "return self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)"])
-    assert executor.run(MASProgram("chatty", code), "Add 1 and 2.").answer == "ANSWER: 3"
+    assert executor.execute(MASProgram("chatty", code), "Add 1 and 2.").answer == "ANSWER: 3"
 
 
 @pytest.mark.skipif(not LINUX_SECCOMP, reason="the raw child writes to its pipe directly")
@@ -235,16 +235,30 @@ def test_hostile_protocol_messages_do_not_harm_the_parent():
     ],
 )
 def test_bad_executor_params(kwargs, match):
-    executor = MASExecutor(ArithmeticMockLLM(), **kwargs)
+    executor = MASExecutor(llm=ArithmeticMockLLM(), **kwargs)
     with pytest.raises(ValueError, match=match):
-        executor.run(default_mas_pool()[0], "Add 1 and 2.")
+        executor.execute(default_mas_pool()[0], "Add 1 and 2.")
 
 
 def test_bad_llm_program_and_query():
     with pytest.raises(ValueError, match="'llm' parameter of MASExecutor must be a callable"):
-        MASExecutor("gpt-4", sandbox="unsafe-inprocess").run(default_mas_pool()[0], "q")
-    executor = MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess")
+        MASExecutor(llm="gpt-4", sandbox="unsafe-inprocess").execute(default_mas_pool()[0], "q")
+    executor = MASExecutor(llm=ArithmeticMockLLM(), sandbox="unsafe-inprocess")
     with pytest.raises(TypeError, match="program must be a MASProgram"):
-        executor.run("class MAS: pass", "q")
+        executor.execute("class MAS: pass", "q")
     with pytest.raises(TypeError, match="query must be a str"):
-        executor.run(default_mas_pool()[0], 3)
+        executor.execute(default_mas_pool()[0], 3)
+
+
+def test_run_is_a_deprecated_alias_of_execute():
+    """``run`` is for runners: the executor's verb is ``execute``; the old name still works."""
+    program, query = default_mas_pool()[1], "Compute 12 times 30 minus 5."
+    new = MASExecutor(llm=ArithmeticMockLLM(random_state=3), sandbox="unsafe-inprocess")
+    old = MASExecutor(llm=ArithmeticMockLLM(random_state=3), sandbox="unsafe-inprocess")
+    expected = new.execute(program, query)
+    with pytest.warns(FutureWarning, match="`run` was renamed `execute`"):
+        result = old.run(program, query)
+    assert (result.answer, result.n_calls, result.error, result.used_fallback) == (
+        expected.answer, expected.n_calls, expected.error, expected.used_fallback
+    )
+    assert old.n_runs_ == new.n_runs_ == 1

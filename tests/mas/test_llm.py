@@ -81,16 +81,17 @@ def test_mock_is_seeded_and_validates():
 
 
 def test_agent_llm_counts_and_strips_think():
-    agent = AgentLLM(lambda p, t: f"<think>\n{p}\n</think>\nANSWER: {t}", default_temperature=0.2)
+    agent = AgentLLM(llm=lambda p, t: f"<think>\n{p}\n</think>\nANSWER: {t}",
+                     default_temperature=0.2)
     assert agent.call_llm("q") == "ANSWER: 0.2"
     assert agent.call_llm("q", temperature=0.9) == "ANSWER: 0.9"
     assert agent.n_calls_ == 2
     with pytest.raises(TypeError, match="prompt must be a str"):
         agent.call_llm(["q"])
     with pytest.raises(TypeError, match="must return a str"):
-        AgentLLM(lambda p, t: 3).call_llm("q")
+        AgentLLM(llm=lambda p, t: 3).call_llm("q")
     with pytest.raises(ValueError, match="'llm' parameter of AgentLLM must be a callable"):
-        AgentLLM("not callable").call_llm("q")
+        AgentLLM(llm="not callable").call_llm("q")
 
 
 class _StubHandler(http.server.BaseHTTPRequestHandler):
@@ -137,7 +138,8 @@ def stub_server():
 
 
 def test_http_adapter_against_local_stub(stub_server):
-    llm = OpenAICompatibleLLM(stub_server, "qwen", api_key="k-123", system_prompt="Be brief.")
+    llm = OpenAICompatibleLLM(base_url=stub_server, model="qwen", api_key="k-123",
+                              system_prompt="Be brief.")
     reply = llm("[SOLVE]\nTask: Add 2 and 3.", 0.25)
     assert reply == "<think>working</think>ANSWER: 5"
     path, headers, body = _StubHandler.requests[-1]
@@ -146,26 +148,41 @@ def test_http_adapter_against_local_stub(stub_server):
     assert body["temperature"] == 0.25 and body["max_tokens"] == 2048
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
     # the sandboxed child has no network: its calls go through this process
-    executor = MASExecutor(llm, timeout=10.0)
-    result = executor.run(default_mas_pool()[1], "Add 2 and 3.")
+    executor = MASExecutor(llm=llm, timeout=10.0)
+    result = executor.execute(default_mas_pool()[1], "Add 2 and 3.")
     assert result.answer == "ANSWER: 5" and result.n_calls == 6
     assert len(_StubHandler.requests) == 7
 
 
 def test_http_adapter_errors(stub_server):
     with pytest.raises(RuntimeError, match="answered HTTP 500"):
-        OpenAICompatibleLLM(stub_server, "broken")("hi")
+        OpenAICompatibleLLM(base_url=stub_server, model="broken")("hi")
     with pytest.raises(RuntimeError, match="no choices"):
-        OpenAICompatibleLLM(stub_server, "empty")("hi")
+        OpenAICompatibleLLM(base_url=stub_server, model="empty")("hi")
     closed = stub_server.rsplit(":", 1)[0] + ":9/v1"  # discard port: nothing listens
     with pytest.raises(RuntimeError, match="unreachable"):
-        OpenAICompatibleLLM(closed, "qwen", timeout=2.0)("hi")
+        OpenAICompatibleLLM(base_url=closed, model="qwen", timeout=2.0)("hi")
     # parameters are validated at the first call, before anything is contacted
     with pytest.raises(ValueError, match="base_url must be an http"):
-        OpenAICompatibleLLM("ftp://x", "m")("hi")
+        OpenAICompatibleLLM(base_url="ftp://x", model="m")("hi")
     with pytest.raises(ValueError, match="model must be a non-empty str"):
-        OpenAICompatibleLLM("http://127.0.0.1:1", "")("hi")
+        OpenAICompatibleLLM(base_url="http://127.0.0.1:1", model="")("hi")
     with pytest.raises(ValueError, match="model must be a non-empty str"):
-        OpenAICompatibleLLM("http://127.0.0.1:1")("hi")
+        OpenAICompatibleLLM(base_url="http://127.0.0.1:1")("hi")
     with pytest.raises(ValueError, match="'timeout' parameter"):
-        OpenAICompatibleLLM("http://127.0.0.1:1", "m", timeout=0)("hi")
+        OpenAICompatibleLLM(base_url="http://127.0.0.1:1", model="m", timeout=0)("hi")
+
+
+def test_llm_constructors_by_position_warn_and_give_the_same_object():
+    """Constructor parameters are keyword-only; by position they still work, with a warning."""
+    mock = ArithmeticMockLLM(random_state=0)
+    with pytest.warns(FutureWarning, match=r"pass llm as keyword arguments"):
+        agent = AgentLLM(mock, default_temperature=0.2)
+    assert agent.get_params() == AgentLLM(llm=mock, default_temperature=0.2).get_params()
+    with pytest.warns(FutureWarning, match=r"pass llm as keyword arguments"):
+        executor = MASExecutor(mock, timeout=5.0)
+    assert executor.get_params() == MASExecutor(llm=mock, timeout=5.0).get_params()
+    with pytest.warns(FutureWarning, match=r"pass base_url, model as keyword arguments"):
+        client = OpenAICompatibleLLM("http://127.0.0.1:9/v1", "m")
+    expected = OpenAICompatibleLLM(base_url="http://127.0.0.1:9/v1", model="m")
+    assert client.get_params() == expected.get_params()

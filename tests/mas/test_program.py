@@ -115,7 +115,7 @@ def test_pool_matches_closed_forms():
     """accuracy within 3 standard errors of the closed forms; calls exactly."""
     n = 3000
     queries, answers, families = make_arithmetic_queries(n, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     pool = {p.name: p for p in default_mas_pool(debate=False)}
     p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
     expected = {
@@ -128,7 +128,7 @@ def test_pool_matches_closed_forms():
             idx = np.flatnonzero(families == family)
             if family == "add" and name != "cot":
                 idx = idx[:300]  # p = 1: every run is right, nothing to estimate
-            results = [executor.run(program, queries[i]) for i in idx]
+            results = [executor.execute(program, queries[i]) for i in idx]
             acc = np.mean(
                 [default_answer_checker(r.answer, answers[i]) for r, i in zip(results, idx)]
             )

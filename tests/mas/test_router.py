@@ -147,3 +147,15 @@ def test_llm_backend_uses_pair_programs_as_examples():
     assert "[AGGREGATE]" in generator.prompts[0]  # the self-consistency code was shown
     with pytest.raises(ValueError, match="programs must have one entry per query"):
         router.fit(["Add 1 and 2."], [0], programs=[pool[0], pool[1]])
+
+
+def test_programs_and_rationales_by_position_warn_and_give_the_same_router():
+    """``programs`` and ``rationales`` are keyword-only; by position they warn."""
+    pool = default_mas_pool(debate=False)
+    queries, ids = ["Add 1 and 2.", "Compute 2 times 3 minus 1."], [0, 1]
+    expected = MASGPTRouter(pool=pool).fit(queries, ids, programs=pool[:2],
+                                           rationales=["cheap", "noisy"])
+    with pytest.warns(FutureWarning, match="pass programs, rationales as keyword arguments"):
+        router = MASGPTRouter(pool=pool).fit(queries, ids, pool[:2], ["cheap", "noisy"])
+    assert router.predict(queries).tolist() == expected.predict(queries).tolist()
+    assert router._train_rationales == expected._train_rationales == ["cheap", "noisy"]

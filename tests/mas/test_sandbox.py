@@ -30,7 +30,7 @@ from sklearn_icml.mas import (
     _sandbox,
     default_mas_pool,
 )
-from sklearn_icml.mas._confinement import Limits, run_in_child
+from sklearn_icml.mas._confinement import Limits, execute_in_child
 
 HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
 LINUX_SECCOMP = _confinement.platform_problem() is None
@@ -225,7 +225,7 @@ def test_process_layer_refuses(family, targets):
     # first free a descriptor, so that RLIMIT_NOFILE does not stand in for the filter
     code = body([FREE_DESCRIPTOR] + [line.format(**targets) for line in FAMILIES[family]])
     llm = Recorder()
-    run = run_in_child(code, "q", AgentLLM(llm), timeout=1.0, memory_limit=256 * 2**20,
+    run = execute_in_child(code, "q", AgentLLM(llm=llm), timeout=1.0, memory_limit=256 * 2**20,
                        limits=LIMITS, check=False)
     assert run.answer is None, run.answer
     if family == "finally_continue_swallows_timeout":
@@ -328,14 +328,14 @@ def test_forged_report_is_not_believed(targets):
         " + b'{{\"type\": \"ready\", \"layers\": [\"forged-layer\"]}}\\n')"
     )
     code = body(["import os", forged.format(), "return 'x'"])
-    run = run_in_child(code, "q", AgentLLM(Recorder()), timeout=2.0,
+    run = execute_in_child(code, "q", AgentLLM(llm=Recorder()), timeout=2.0,
                        memory_limit=256 * 2**20, limits=LIMITS, check=False)
     assert run.answer is None and "protocol error" in run.error
     assert "forged-layer" not in run.layers and "seccomp" in run.layers
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), timeout=5.0)
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=5.0)
     printing = body(["print('{\"type\": \"ready\", \"layers\": [\"forged-layer\"]}')",
                      "return self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)"])
-    assert executor.run(MASProgram("p", printing), "Add 1 and 2.").answer == "ANSWER: 3"
+    assert executor.execute(MASProgram("p", printing), "Add 1 and 2.").answer == "ANSWER: 3"
     assert "forged-layer" not in executor.last_sandbox_layers_
     assert {"seccomp", "no_new_privs"} <= set(executor.last_sandbox_layers_)
 
@@ -343,16 +343,16 @@ def test_forged_report_is_not_believed(targets):
 @needs_seccomp
 def test_missing_seccomp_refuses_to_run(monkeypatch):
     """A child without its filter (simulated) is refused before the program is sent."""
-    monkeypatch.setattr(_confinement, "run_in_child",
-                        functools.partial(run_in_child, install_filter=False))
+    monkeypatch.setattr(_confinement, "execute_in_child",
+                        functools.partial(execute_in_child, install_filter=False))
     llm = Recorder()
-    executor = MASExecutor(llm, timeout=5.0)
+    executor = MASExecutor(llm=llm, timeout=5.0)
     with pytest.raises(SandboxUnavailableError, match="missing seccomp, no_new_privs"):
-        executor.run(default_mas_pool()[0], "Add 1 and 2.")
+        executor.execute(default_mas_pool()[0], "Add 1 and 2.")
     assert llm.prompts == [] and sandbox_processes() == []
-    weak = MASExecutor(llm, timeout=5.0, allow_weak_isolation=True)
+    weak = MASExecutor(llm=llm, timeout=5.0, allow_weak_isolation=True)
     with pytest.warns(UnsafeSandboxWarning, match="not confined"):
-        assert weak.run(default_mas_pool()[0], "Add 1 and 2.").answer == "ANSWER: 3"
+        assert weak.execute(default_mas_pool()[0], "Add 1 and 2.").answer == "ANSWER: 3"
     assert "seccomp" not in weak.last_sandbox_layers_ and sandbox_processes() == []
 
 
@@ -361,9 +361,9 @@ def test_missing_seccomp_refuses_to_run(monkeypatch):
 def test_unsupported_platform_refuses_to_run(monkeypatch, system, machine):
     monkeypatch.setattr(_confinement, "_platform", lambda: (system, machine))
     llm = Recorder()
-    executor = MASExecutor(llm, timeout=5.0)
+    executor = MASExecutor(llm=llm, timeout=5.0)
     with pytest.raises(SandboxUnavailableError, match=f"{system}.*{machine}|{machine}"):
-        executor.run(default_mas_pool()[0], "Add 1 and 2.")
+        executor.execute(default_mas_pool()[0], "Add 1 and 2.")
     assert llm.prompts == [] and executor.n_runs_ == 0
 
 
@@ -388,7 +388,7 @@ def test_no_process_survives_without_seccomp(tmp_path, end):
     lines += ["while True:", "    pass"] if end == "timeout" else ["return 'detached'"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsafeSandboxWarning)
-        run = run_in_child(body(lines), "q", AgentLLM(llm), timeout=1.5,
+        run = execute_in_child(body(lines), "q", AgentLLM(llm=llm), timeout=1.5,
                            memory_limit=256 * 2**20, limits=LIMITS, check=False,
                            install_filter=False, weak_ok=True)
     assert "seccomp" not in run.layers
@@ -414,11 +414,11 @@ def test_limits_on_what_crosses(sandbox, lines, limit):
     if sandbox == "process" and not LINUX_SECCOMP:
         pytest.skip("seccomp: Linux x86-64/aarch64")
     llm = Recorder()
-    executor = MASExecutor(llm, timeout=5.0, sandbox=sandbox, max_llm_calls=8,
+    executor = MASExecutor(llm=llm, timeout=5.0, sandbox=sandbox, max_llm_calls=8,
                            max_prompt_chars=1000, max_answer_chars=1000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsafeSandboxWarning)
-        result = executor.run(MASProgram("greedy", body(lines)), "Add 1 and 2.")
+        result = executor.execute(MASProgram("greedy", body(lines)), "Add 1 and 2.")
     assert result.limit_exceeded and result.used_fallback and result.program == "fallback"
     assert result.answer == "ANSWER: 3"  # the fallback's
     assert result.error.startswith("limit exceeded")
@@ -429,7 +429,8 @@ def test_limits_on_what_crosses(sandbox, lines, limit):
 
 def test_inprocess_is_renamed_and_warns():
     for cls_run in (
-        lambda s: MASExecutor(ArithmeticMockLLM(), sandbox=s).run(default_mas_pool()[0], "q"),
+        lambda s: MASExecutor(llm=ArithmeticMockLLM(), sandbox=s).execute(default_mas_pool()[0],
+                                                                          "q"),
     ):
         with pytest.raises(ValueError, match="renamed 'unsafe-inprocess'.*Got 'inprocess'"):
             cls_run("inprocess")
@@ -437,17 +438,17 @@ def test_inprocess_is_renamed_and_warns():
 
     with pytest.raises(ValueError, match="renamed 'unsafe-inprocess'"):
         MASGPTSolver(llm=ArithmeticMockLLM(), sandbox="inprocess").fit(["Add 1 and 2."], [3])
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     with pytest.warns(UnsafeSandboxWarning, match="full rights"):
-        assert executor.run(default_mas_pool()[0], "Add 1 and 2.").answer == "ANSWER: 3"
+        assert executor.execute(default_mas_pool()[0], "Add 1 and 2.").answer == "ANSWER: 3"
 
 
 def test_inprocess_runs_only_checked_code():
     """The program that read /etc/passwd in-process is refused there too."""
     code = body(line.format(probe="/x") for line in FAMILIES["match_class_pattern_globals"])
-    executor = MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(), sandbox="unsafe-inprocess")
     with pytest.raises(ValueError, match="Match"):
-        executor.run(MASProgram("attack", code), "q")
+        executor.execute(MASProgram("attack", code), "q")
     assert executor.n_runs_ == 0
 
 

@@ -37,7 +37,7 @@ def _family_map(builder, families):
 def e1_builder():
     """The E1 training data: 500 queries per family, seed 0, 3 groups."""
     queries, answers, families = make_arithmetic_queries(500, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, n_groups=3, random_state=0)
     return builder.fit(queries, answers), families
 
@@ -69,7 +69,7 @@ def test_tie_break_by_cost():
     queries, answers, families = make_arithmetic_queries(8, random_state=0)
     add = families == "add"
     pool = [POOL[1], POOL[2], POOL[0]]  # self_consistency, self_refine, cot
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=pool, executor=executor, n_groups=1).fit(
         [q for q, a in zip(queries, add) if a], answers[add]
     )
@@ -89,9 +89,9 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
         "    def forward(self, taskInfo):\n"
         "        answer = self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)\n"
         "        raise ValueError(answer)\n"))
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess",
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess",
                            timeout=0.2)
-    result = executor.run(slow, "Add 1 and 2.")
+    result = executor.execute(slow, "Add 1 and 2.")
     assert result.used_fallback and default_answer_checker(result.answer, 3)  # fallback right
     builder = ConsistentPairBuilder(pool=[slow, crash, POOL[0]], executor=executor, n_groups=1)
     builder.fit(["Add 1 and 2."], [3])
@@ -100,7 +100,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
 
 def test_known_groups_and_repeats():
     queries, answers, families = make_arithmetic_queries(6, random_state=0)
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL, executor=executor, repeats=2)
     builder.fit(queries, answers, groups=families)
     assert set(builder.group_best_mas_) == {"add", "mixed", "solve"}
@@ -223,7 +223,7 @@ def test_solver_bad_input(kwargs, fit_args, match):
 
 
 def test_builder_bad_input():
-    executor = MASExecutor(ArithmeticMockLLM(), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(), sandbox="unsafe-inprocess")
     with pytest.raises(ValueError, match="executor is None"):
         ConsistentPairBuilder(n_groups=1).fit(["Add 1 and 2."], [3])
     with pytest.raises(ValueError, match="groups must have shape"):
@@ -250,7 +250,7 @@ def test_refine_llm_keeps_only_correct_refinements():
         assert "Current MAS (cot)" in prompt
         return next(replies)
 
-    executor = MASExecutor(ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     builder = ConsistentPairBuilder(pool=POOL[:1], executor=executor, n_groups=1,
                                     refine_llm=refine_llm)
     builder.fit(["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11])
@@ -258,3 +258,24 @@ def test_refine_llm_keeps_only_correct_refinements():
     assert builder.pair_programs_[0].name == "cot+refined"
     assert builder.pairs_[0][2] == "Why: adding is easy."
     assert [p.name for p in builder.pair_programs_[1:]] == ["cot", "cot"]
+
+
+@pytest.mark.parametrize("cls", [ConsistentPairBuilder, MASGPTSolver])
+def test_groups_by_position_warns_and_gives_the_same_pairs(cls):
+    """``groups`` is keyword-only; by position it still works, with a FutureWarning."""
+    queries, answers = ["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11]
+    if cls is ConsistentPairBuilder:
+        def make():
+            executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0),
+                                   sandbox="unsafe-inprocess")
+            return cls(pool=POOL[:2], executor=executor, random_state=0)
+    else:
+        def make():
+            return cls(llm=ArithmeticMockLLM(random_state=0), pool=POOL[:2],
+                       sandbox="unsafe-inprocess", random_state=0)
+    expected = make().fit(queries, answers, groups=[0, 0, 1])
+    with pytest.warns(FutureWarning, match=r"pass groups as keyword arguments \(groups="):
+        model = make().fit(queries, answers, [0, 0, 1])
+    pairs = model.pairs_ if cls is ConsistentPairBuilder else model.builder_.pairs_
+    expected = expected if cls is ConsistentPairBuilder else expected.builder_
+    assert pairs == expected.pairs_

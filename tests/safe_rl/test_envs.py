@@ -1,4 +1,4 @@
-"""Tests of the black-swan environments (spec section 4 and 7.9)."""
+"""Tests of the black-swan cost environments of the EVO benchmarks."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from sklearn_icml.safe_rl import HeavyTailPointEnv, RiskyShortcutEnv  # noqa: E4
 
 
 def test_risky_shortcut_cost_statistics():
-    # spec 7.9: P(C = 0 | shortcut) = 0.9044 +- 0.01 over 1e4 episodes
+    # P(C = 0 | shortcut) = 0.9044 +- 0.01 over 1e4 episodes
     env = RiskyShortcutEnv()
     env.reset(seed=0)
     costs, rets = [], []
@@ -68,7 +68,7 @@ def test_heavy_tail_costs():
 def test_heavy_tail_base_rate_floor_makes_e3_constraint_infeasible():
     # The base rate 0.002 is paid whatever the action (a <= 0 included), so every policy
     # has P(C > 5) >= P(N >= 1) P(10 Lomax(2.5) > 5) = (1 - 0.998**50) 1.5**-2.5 = 0.0346
-    # (0.036 with sums of events): the spec's INFERRED E3 target "EVO violation <= 0.02"
+    # (0.036 with sums of events): the benchmark's inferred E3 target "EVO violation <= 0.02"
     # at d = 5 is below what any policy reaches, and the 0.99-quantile of C exceeds d.
     lower = (1 - 0.998**50) * 1.5**-2.5
     assert lower == pytest.approx(0.0346, abs=5e-4)

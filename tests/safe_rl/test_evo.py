@@ -25,8 +25,8 @@ def _one_torch_thread():
         yield
 
 
-FAST = dict(steps_per_iter=100, actor_hidden=(8,), critic_hidden=(8,),
-            critic_update_iters=1, cg_iters=5, line_search_steps=5)
+FAST = dict(steps_per_iter=100, actor_hidden_layer_sizes=(8,), critic_hidden_layer_sizes=(8,),
+            critic_max_epochs=1, cg_max_iter=5, line_search_steps=5)
 
 
 class ConstantCostEnv(RiskyShortcutEnv):
@@ -80,7 +80,7 @@ def test_gae_matches_reference_loop():
 
 
 def test_importance_weights_unchanged_policy_equal():
-    # spec 7.6: for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
+    # for an unchanged policy every weight is 1/n (l = 0 is clipped to 0.8)
     agent = EVOAgent(random_state=0, **FAST)
     agent._validate_params()
     agent._initialize(RiskyShortcutEnv())
@@ -107,7 +107,7 @@ def test_off_policy_buffer_weights_change_quantile():
 
 @pytest.mark.parametrize("cost_limit", [5.0, 20.0])
 def test_cpo_plumbing_quantile_equals_expectation_on_identical_costs(cost_limit):
-    # spec 7.7: identical episode costs -> q_hat = that cost, and EVO's update equals
+    # identical episode costs -> q_hat = that cost, and EVO's update equals
     # plain CPO's update on the same batch
     agents = [
         EVOAgent(cost_limit=cost_limit, constraint=c, max_iter=2, cost_buffer_size=10**6,
@@ -146,7 +146,7 @@ def test_cpo_recovery_branch_decreases_cost_surrogate():
 
 
 def test_oversample_batch_size():
-    # spec 7.8: oversample_factor 2 and 3 steps above tau -> n + 6
+    # oversample_factor 2 and 3 steps above tau -> n + 6
     n = 20
     adv = np.zeros(n)
     adv[[2, 7, 11]] = 5.0
@@ -231,7 +231,7 @@ def test_evo_avoids_shortcut_baseline_takes_it():
 def test_ppo_lag_multiplier_is_projected_plain_ascent():
     # lambda <- max(0, lambda + eta (c - d)) once per update (the default multiplier step)
     agent = EVOAgent(base="ppo_lag", cost_limit=10.0,
-                     lagrangian_lr=0.5, lagrangian_init=0.25, random_state=0, **FAST)
+                     lagrangian_learning_rate=0.5, lagrangian_init=0.25, random_state=0, **FAST)
     agent._validate_params()
     agent._initialize(RiskyShortcutEnv())
     batch, _ = agent._rollout(100)
@@ -283,3 +283,31 @@ def test_warm_start_continues_and_params_round_trip():
     assert clone(once).get_params() == once.get_params()
     runs = run_seeds(EVOAgent(base="ppo_lag", max_iter=1, **FAST), RiskyShortcutEnv(), [0, 1])
     assert [len(r.history_) for r in runs] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "old, new, value",
+    [
+        ("actor_hidden", "actor_hidden_layer_sizes", (6,)),
+        ("critic_hidden", "critic_hidden_layer_sizes", (6,)),
+        ("actor_lr", "actor_learning_rate", 1e-3),
+        ("critic_lr", "critic_learning_rate", 2e-3),
+        ("lagrangian_lr", "lagrangian_learning_rate", 0.5),
+        ("cg_iters", "cg_max_iter", 3),
+        ("critic_update_iters", "critic_max_epochs", 2),
+    ],
+)
+def test_renamed_parameters_warn_and_give_the_same_agent(old, new, value):
+    """scikit-learn's and the glossary's names; the old ones warn."""
+    params = {k: v for k, v in FAST.items() if k != new}
+    base = "cpo" if new == "cg_max_iter" else "ppo_lag"  # conjugate gradient: CPO only
+    kw = dict(base=base, max_iter=1, random_state=0, **params)
+    expected = EVOAgent(**kw, **{new: value}).run(RiskyShortcutEnv())
+    agent = EVOAgent(**kw, **{old: value})
+    assert agent.get_params()[old] == value
+    with pytest.warns(FutureWarning, match=f"`{old}` was renamed `{new}`"):
+        agent.run(RiskyShortcutEnv())
+    torch.testing.assert_close(_flat_params(agent.actor_), _flat_params(expected.actor_))
+    assert agent.history_ == expected.history_
+    with pytest.raises(ValueError, match=f"pass only {new}="):
+        EVOAgent(**kw, **{old: value, new: 2 * value}).run(RiskyShortcutEnv())

@@ -1,4 +1,4 @@
-"""Tests of GPDTailQuantile and weighted_quantile (spec sections 6 E1, 7 and 8)."""
+"""Tests of GPDTailQuantile and weighted_quantile: EVO's extreme-value cost-tail estimate."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from sklearn_icml.safe_rl._gpd import fit_gpd
 
 
 def test_exact_gpd_data_recovers_parameters():
-    # spec 7.1: xi = 0.3, sigma = 1, n = 50000, threshold at the 0th percentile (u = min)
+    # xi = 0.3, sigma = 1, n = 50000, threshold at the 0th percentile (u = min)
     y = stats.genpareto.rvs(0.3, scale=1.0, size=50000, random_state=np.random.default_rng(1))
     est = GPDTailQuantile(threshold_quantile=0.0, min_exceedances=5).fit(y)
     assert est.threshold_ == pytest.approx(y.min())
@@ -19,7 +19,7 @@ def test_exact_gpd_data_recovers_parameters():
 
 
 def test_quantile_formula_and_monotone():
-    # spec 7.2
+    # the POT quantile u + G^-1((alpha - p_u) / (1 - p_u)) of the fitted GPD
     C = stats.lomax.rvs(3, size=3000, random_state=np.random.default_rng(2))
     est = GPDTailQuantile(threshold_quantile=0.8, tail_quantile=0.9).fit(C)
     u, xi, sigma, p_u = est.threshold_, est.shape_, est.scale_, 0.8
@@ -32,14 +32,16 @@ def test_quantile_formula_and_monotone():
 
 
 def test_weighted_quantile_matches_replicated_sample():
-    # spec 7.3
+    # integer frequency weights count each sample that many times
     rng = np.random.default_rng(3)
     x = rng.normal(size=37)
     w = rng.integers(0, 5, size=37)
     w[0] = 1
     rep = np.repeat(x, w)
     for q in [0.0, 0.05, 0.3, 0.5, 0.77, 0.9, 0.99, 1.0]:
-        assert weighted_quantile(x, q, w) == pytest.approx(np.quantile(rep, q), abs=1e-9)
+        assert weighted_quantile(x, q, sample_weight=w) == pytest.approx(
+            np.quantile(rep, q), abs=1e-9
+        )
     # unit weights are np.quantile
     assert weighted_quantile(x, 0.9) == pytest.approx(np.quantile(x, 0.9), abs=1e-12)
 
@@ -56,7 +58,7 @@ def test_integer_weights_equal_replicated_fit():
 
 
 def test_fallbacks():
-    # spec 7.4: all zeros -> 0; constant k -> k with fallback_ set
+    # all zeros -> 0; constant k -> k with fallback_ set
     est = GPDTailQuantile().fit(np.zeros(50))
     assert est.predict() == 0.0 and est.fallback_ == "all_zero"
     est = GPDTailQuantile().fit(np.full(50, 7.5))
@@ -75,7 +77,7 @@ def test_fallbacks():
 
 
 def test_double_threshold_adds_u():
-    # spec 7.5
+    # the released code's 2u + G^-1: the threshold counted twice
     C = stats.lomax.rvs(4, size=5000, random_state=np.random.default_rng(5))
     a = GPDTailQuantile().fit(C)
     b = GPDTailQuantile(double_threshold=True).fit(C)
@@ -167,3 +169,16 @@ def test_bad_fit_input():
         GPDTailQuantile().fit(np.zeros((3, 3, 3)))
     with pytest.raises(ValueError, match="alpha"):
         GPDTailQuantile().fit(C).quantile(1.5)
+
+
+def test_sample_weight_by_position_warns_and_gives_the_same_result():
+    """``sample_weight`` is keyword-only in weighted_quantile and fit; by position it warns."""
+    rng = np.random.default_rng(0)
+    x, w = rng.pareto(3.0, 400), rng.uniform(0.5, 2.0, 400)
+    expected = weighted_quantile(x, 0.9, sample_weight=w)
+    with pytest.warns(FutureWarning, match="pass sample_weight as keyword arguments"):
+        assert weighted_quantile(x, 0.9, w) == expected
+    model = GPDTailQuantile().fit(x, sample_weight=w)
+    with pytest.warns(FutureWarning, match="pass sample_weight as keyword arguments"):
+        again = GPDTailQuantile().fit(x, None, w)
+    np.testing.assert_array_equal(again.predict(), model.predict())
