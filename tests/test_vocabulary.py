@@ -299,9 +299,12 @@ def glossary_name(param):
 
 
 def _is_deprecated_alias(func):
-    """``old = renamed(new, "old")``: an old name in its deprecation cycle."""
-    wrapped = getattr(func, "__wrapped__", None)
-    return wrapped is not None and getattr(wrapped, "__name__", None) != func.__name__
+    """An old name in its deprecation cycle: ``old = renamed(new, "old")`` or
+    ``@deprecated(...)`` (both set PEP 702's ``__deprecated__``), or a method that warns by
+    itself and says so on its docstring's first line ("Deprecated: use ...")."""
+    if getattr(func, "__deprecated__", None) is not None:
+        return True
+    return (func.__doc__ or "").lstrip().startswith("Deprecated")
 
 
 def _defined_here(func):

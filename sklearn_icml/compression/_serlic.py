@@ -2,7 +2,6 @@
 
 import numbers
 import time
-import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import (
@@ -14,7 +13,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator
 from ..utils import check_random_state, draw_seed, optional_import
-from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, REMOVED_IN, renamed_param
+from ..utils._deprecation import (
+    DEPRECATED,
+    DEPRECATED_PARAM,
+    REMOVED_IN,
+    deprecated,
+    renamed_param,
+)
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
@@ -298,20 +303,18 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.verbose = verbose
 
     @classmethod
+    @deprecated(
+        f"SerLiCCodec.paper_light is deprecated in 0.3 and will be removed in {REMOVED_IN}; "
+        "pass the sizes it set instead: SerLiCCodec("
+        + ", ".join(f"{k}={v}" for k, v in _ABOUT_111K_PARAMETERS.items())
+        + ", ...)."
+    )
     def paper_light(cls, **params):
         """Deprecated: pass ``d_model=64, n_layers=2, d_state=16, d_emb=32`` instead.
 
         The codec with the layer sizes of about 111K parameters (see Notes); removed in
         0.4. Other parameters are passed on.
         """
-        warnings.warn(
-            "SerLiCCodec.paper_light is deprecated in 0.3 and will be removed in "
-            f"{REMOVED_IN}; pass the sizes it set instead: SerLiCCodec("
-            + ", ".join(f"{k}={v}" for k, v in _ABOUT_111K_PARAMETERS.items())
-            + ", ...).",
-            FutureWarning,
-            stacklevel=2,
-        )
         return cls(**{**_ABOUT_111K_PARAMETERS, **params})
 
     # windows as tensors

@@ -11,13 +11,12 @@ must keep working from an installed package, where ``benchmarks/`` is absent).
 import numbers
 import statistics
 import time
-import warnings
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import draw_seed
-from ..utils._deprecation import REMOVED_IN
+from ..utils._deprecation import REMOVED_IN, deprecated
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT
 from ._serving import _torch, separate_lora_forward, shared_basis_forward
 
@@ -203,6 +202,12 @@ def time_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
     }
 
 
+@deprecated(
+    "sklearn_icml.lora.benchmark_multi_lora_forward is a benchmark harness and leaves "
+    f"the public API in {REMOVED_IN}; time shared_basis_forward and "
+    "separate_lora_forward directly (the benchmark's harness is "
+    "benchmarks/lora_joint_compression.py)."
+)
 def benchmark_multi_lora_forward(*args, **kwargs):
     """Deprecated: a benchmark harness, removed from the public API in 0.4.
 
@@ -210,12 +215,4 @@ def benchmark_multi_lora_forward(*args, **kwargs):
     benchmark does (same arguments and result as before); time the two paths with
     :func:`shared_basis_forward` and :func:`separate_lora_forward` instead.
     """
-    warnings.warn(
-        "sklearn_icml.lora.benchmark_multi_lora_forward is a benchmark harness and leaves "
-        f"the public API in {REMOVED_IN}; time shared_basis_forward and "
-        "separate_lora_forward directly (the benchmark's harness is "
-        "benchmarks/lora_joint_compression.py).",
-        FutureWarning,
-        stacklevel=2,
-    )
     return time_multi_lora_forward(*args, **kwargs)

@@ -6,7 +6,8 @@ with a :class:`FutureWarning` that names the new name; CHANGELOG.md lists every 
 * A renamed **parameter** of a class: keep the old one in ``__init__`` with the default
   ``"deprecated"`` and the constraint :data:`DEPRECATED_PARAM`, and read the value through
   :func:`renamed_param` where the new one is read.
-* A renamed **function or method**: ``old = renamed(new, "old")`` next to the new one.
+* A renamed **function or method**: ``old = renamed(new, "old")`` next to the new one; a
+  name that goes without a one-to-one replacement: ``@deprecated("... use ... instead")``.
 * Parameters that became **keyword-only**: decorate with :func:`keyword_only_after`.
 """
 
@@ -18,6 +19,7 @@ from sklearn.utils._param_validation import Hidden, StrOptions
 
 __all__ = [
     "DEPRECATED",
+    "deprecated",
     "DEPRECATED_PARAM",
     "REMOVED_IN",
     "keyword_only_after",
@@ -130,14 +132,14 @@ def renamed(func, old_name):
     (4, '`run` was renamed `execute` in 0.3 ')
     """
 
+    message = (
+        f"`{old_name}` was renamed `{func.__name__}` in 0.3 and `{old_name}` will be "
+        f"removed in {REMOVED_IN}; call `{func.__name__}` instead."
+    )
+
     @functools.wraps(func)
     def alias(*args, **kwargs):
-        warnings.warn(
-            f"`{old_name}` was renamed `{func.__name__}` in 0.3 and `{old_name}` will be "
-            f"removed in {REMOVED_IN}; call `{func.__name__}` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
+        warnings.warn(message, FutureWarning, stacklevel=2)
         return func(*args, **kwargs)
 
     alias.__name__ = old_name
@@ -149,7 +151,49 @@ def renamed(func, old_name):
         f"Calls ``{func.__name__}`` with the same arguments after a FutureWarning."
     )
     alias.__wrapped__ = func
+    alias.__deprecated__ = message
     return alias
+
+
+def deprecated(message):
+    """Decorator: calling the function warns ``FutureWarning(message)`` first.
+
+    For a name that is not simply renamed (a method that became a function, a harness that
+    leaves the public API); ``message`` says what to use instead and when the name goes. The
+    function is marked as PEP 702's decorator marks it (``__deprecated__`` holds the message).
+
+    Parameters
+    ----------
+    message : str
+        The warning's text.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @deprecated("old_score is removed in 0.4; use accuracy(model, env).")
+    ... def old_score():
+    ...     return 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old_score(), caught[0].category.__name__
+    (1.0, 'FutureWarning')
+    """
+
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            warnings.warn(message, FutureWarning, stacklevel=2)
+            return func(*args, **kwargs)
+
+        wrapper.__deprecated__ = message
+        return wrapper
+
+    return decorate
 
 
 def keyword_only_after(n_positional):
