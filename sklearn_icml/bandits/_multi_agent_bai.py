@@ -6,6 +6,7 @@ ICML 2025. Every algorithm works on sums of pulls drawn in one call (see
 with the number of pulls. The experimental BAI-Cl++ is in ``_bai_cl_plus_plus.py``.
 """
 
+import abc
 import math
 import numbers
 import warnings
@@ -131,8 +132,10 @@ class _BaseMultiAgentBAI(BaseRunner):
         for name, value in extra.items():
             setattr(self, name + "_", value)
 
+    @abc.abstractmethod
     def _identify(self, env, book, rng):
-        raise NotImplementedError
+        """Identify every agent's best arm on ``env``, recording messages in ``book``;
+        return ``(best, labels, n_found, extra)``."""
 
     def _check_run_params(self, env):
         if hasattr(self, "eta") and self.eta is None:

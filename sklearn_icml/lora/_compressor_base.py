@@ -7,6 +7,7 @@ per-adapter truncations), ``transform(collection)`` gives the codes of (possibly
 adapters and ``inverse_transform(codes)`` the LoRA factors they stand for.
 """
 
+import abc
 
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
@@ -18,7 +19,7 @@ from ._collection import check_collection, check_rank, relative_errors
 _NOT_FITTED = "This {name} instance is not fitted yet: call fit(collection) first."
 
 
-class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
+class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator, metaclass=abc.ABCMeta):
     """Template of the compressors: the subclass writes ``_fit(B, A, ranks, rank)``.
 
     ``fit`` validates the parameters and the collection, checks ``rank`` against the
@@ -51,8 +52,10 @@ class _BaseLoRACompressor(NonTabularInputMixin, BaseEstimator):
         self._fit(B, A, ranks, rank)
         return self
 
+    @abc.abstractmethod
     def _fit(self, B, A, ranks, rank):
-        raise NotImplementedError
+        """Learn the shared basis from the checked factors (``B``, ``A``, their ``ranks``)
+        at the compressed ``rank``; set the fitted attributes."""
 
     def _set_sizes(self, B, A, ranks, n_parameters):
         """The size attributes every compressor reports."""

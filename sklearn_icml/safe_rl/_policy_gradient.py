@@ -9,6 +9,7 @@ from its subclass (:class:`~sklearn_icml.safe_rl.EVOAgent` gives an extreme cost
 quantile).
 """
 
+import abc
 import math
 import numbers
 
@@ -215,8 +216,10 @@ class ConstrainedPolicyGradient(BaseRunner):
             for _ in range(self.max_iter):
                 self._iteration()
 
+    @abc.abstractmethod
     def _iteration(self):
-        raise NotImplementedError
+        """One iteration: collect on-policy data from the environment, then take the
+        constrained policy step."""
 
     def _update(self, t, c_stat):
         """The base algorithm's actor update; ``(cpo_case or None, kl)``."""
