@@ -132,26 +132,17 @@ def renamed(func, old_name):
     (4, '`run` was renamed `execute` in 0.3 ')
     """
 
-    message = (
+    alias = deprecated(
         f"`{old_name}` was renamed `{func.__name__}` in 0.3 and `{old_name}` will be "
         f"removed in {REMOVED_IN}; call `{func.__name__}` instead."
-    )
-
-    @functools.wraps(func)
-    def alias(*args, **kwargs):
-        warnings.warn(message, FutureWarning, stacklevel=2)
-        return func(*args, **kwargs)
-
+    )(func)
     alias.__name__ = old_name
-    alias.__qualname__ = func.__qualname__.rsplit(".", 1)[0] + "." + old_name if (
-        "." in func.__qualname__
-    ) else old_name
+    owner, _, _ = func.__qualname__.rpartition(".")
+    alias.__qualname__ = f"{owner}.{old_name}" if owner else old_name
     alias.__doc__ = (
         f"Deprecated alias of ``{func.__name__}`` (removed in {REMOVED_IN}).\n\n"
         f"Calls ``{func.__name__}`` with the same arguments after a FutureWarning."
     )
-    alias.__wrapped__ = func
-    alias.__deprecated__ = message
     return alias
 
 
