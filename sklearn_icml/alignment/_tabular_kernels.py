@@ -9,9 +9,8 @@ the whole loop compiled. Its plain-numpy reference is ``_Objective.value_and_gra
 import math
 
 import numpy as np
-from numba import njit
 
-from ..utils._numba import stable_sigmoid
+from ..utils._numba import njit_cached, stable_sigmoid
 
 LOSS_CODES = {
     "logistic": 0,
@@ -23,7 +22,7 @@ LOSS_CODES = {
 }
 
 
-@njit(cache=True)
+@njit_cached()
 def _hard(code, h, c):
     """Hard-label loss g(h) and g'(h) (same formulas as ``_losses._np_hard``)."""
     if code == 0:
@@ -48,7 +47,7 @@ def _hard(code, h, c):
     return s * s, -2.0 * c * s * s * stable_sigmoid(c * h)
 
 
-@njit(cache=True)
+@njit_cached()
 def gd_tabular(code, c, ia, ib, off, p, w, kl_coef, kl_w, log_ref, n_ctx, n_resp, x, lr,
                max_iter, tol):
     """Full-batch gradient descent on the tabular objective, in place on ``x``.

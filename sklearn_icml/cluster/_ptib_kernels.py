@@ -24,8 +24,9 @@ matrix instead, and the tests check that the two agree.
 """
 
 import numpy as np
-from numba import njit
 from scipy.special import xlogy
+
+from ..utils._numba import njit_cached
 
 # A sample moves to another cluster only if that lowers its cost by more than this (in units
 # of n * Delta, which are O(1)); smaller gains are rounding noise and would make a sweep
@@ -36,14 +37,14 @@ TIE_TOL = 1e-10
 # --------------------------------------------------------------------------------------
 # numba
 # --------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _xlogx(x):
     if x > 0.0:
         return x * np.log(x)
     return 0.0
 
 
-@njit(cache=True)
+@njit_cached()
 def _row_constant(i, plogp, weights):
     """``sum_v w_v sum_y p log p`` of row i and ``sum_v w_v``."""
     const = 0.0
@@ -54,7 +55,7 @@ def _row_constant(i, plogp, weights):
     return const, wsum
 
 
-@njit(cache=True)
+@njit_cached()
 def _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t, const, wsum):
     """n * Delta(i, t) for row ``i`` against cluster ``t`` (see the module docstring)."""
     n_t = counts[t]
@@ -68,7 +69,7 @@ def _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t, cons
     return total
 
 
-@njit(cache=True)
+@njit_cached()
 def _add_row(data, indices, indptr, i, S, SlogS, t, sign):
     """Add (``sign=1``) or take out (``sign=-1``) row i from cluster t's sums.
 
@@ -81,7 +82,7 @@ def _add_row(data, indices, indptr, i, S, SlogS, t, sign):
         SlogS[t, y] = _xlogx(S[t, y])
 
 
-@njit(cache=True)
+@njit_cached()
 def _cluster_state(data, indices, indptr, labels, n_clusters, n_columns):
     n = indptr.shape[0] - 1
     S = np.zeros((n_clusters, n_columns))
@@ -98,7 +99,7 @@ def _cluster_state(data, indices, indptr, labels, n_clusters, n_columns):
     return S, SlogS, counts
 
 
-@njit(cache=True)
+@njit_cached()
 def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, n_clusters):
     """Draw-and-merge sweeps of weighted sIB, in place on ``labels``.
 
@@ -164,7 +165,7 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     return n_sweeps, n_moves
 
 
-@njit(cache=True)
+@njit_cached()
 def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
     """``n * Delta(i, t)`` of every row of ``P`` against every cluster, shape (m, K)."""
     m = indptr.shape[0] - 1

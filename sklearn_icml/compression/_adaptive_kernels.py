@@ -9,13 +9,14 @@ probabilities.
 """
 
 import numpy as np
-from numba import njit
+
+from ..utils._numba import njit_cached
 
 N_SYMBOLS = 256
 N_CONTEXTS = 257  # 256 previous symbols + the start symbol
 
 
-@njit(cache=True)
+@njit_cached()
 def count_rows(symbols, starts, counts, prev, increment):
     """Count tables seen by each symbol; updates ``counts`` in place.
 
@@ -61,7 +62,7 @@ def count_rows_reference(symbols, starts, counts, prev, increment):
     return rows, prev
 
 
-@njit(cache=True)
+@njit_cached()
 def code_lengths(symbols, starts, init, increment):
     """Ideal code length (bits) of each symbol under the adaptive model."""
     n = symbols.shape[0]

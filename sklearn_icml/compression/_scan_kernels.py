@@ -17,10 +17,11 @@ The tests compare them with the numpy references below and with mambapy's own sc
 """
 
 import numpy as np
-from numba import njit
+
+from ..utils._numba import njit_cached
 
 
-@njit(cache=True, fastmath=True)
+@njit_cached(fastmath=True)
 def scan_forward(x, delta, A, B, C, D):
     """``y`` of the selective scan (float32 arrays, shapes as in the module docstring)."""
     n_batch, length, n_e = x.shape
@@ -42,7 +43,7 @@ def scan_forward(x, delta, A, B, C, D):
     return y
 
 
-@njit(cache=True, fastmath=True)
+@njit_cached(fastmath=True)
 def scan_backward(x, delta, A, B, C, D, gy):
     """Gradients of ``sum(gy * y)`` with respect to ``x, delta, A, B, C, D``."""
     n_batch, length, n_e = x.shape

@@ -17,6 +17,8 @@ free for missing values, all fit the type. At 10^6 rows x 20 features the binned
 import numpy as np
 from numba import njit, prange
 
+from ..utils._numba import njit_cached
+
 # bin quantiles are computed on at most this many rows (as HistGradientBoosting does)
 BINNING_SUBSAMPLE = 200_000
 
@@ -105,7 +107,7 @@ def _search_step(t, v, lo, step, width):
     return lo + step * (t[lo + step - 1] < v)
 
 
-@njit(cache=True, boundscheck=False)
+@njit_cached(boundscheck=False)
 def _bin_rows(X, table, n_edges, start, stop, out):
     # out[j, i] = number of edges of feature j below X[i, j], as np.searchsorted(edges, x,
     # side="left"): a branch-free binary search over the padded table (the +inf padding is
@@ -143,7 +145,7 @@ def _bin_rows(X, table, n_edges, start, stop, out):
 _BIN_BLOCK = 16384  # rows per parallel task of the binning
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _bin_all(X, table, n_edges, out):
     n_blocks = (X.shape[0] + _BIN_BLOCK - 1) // _BIN_BLOCK
     for b in prange(n_blocks):

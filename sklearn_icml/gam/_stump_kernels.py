@@ -13,9 +13,9 @@ import os
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from ..utils._numba import stable_sigmoid
+from ..utils._numba import njit_cached, stable_sigmoid
 
 
 @contextlib.contextmanager
@@ -51,14 +51,14 @@ def _compile_drivers(driver):
     ``parallel=True``). ``loop`` is a closure cell of the returned function, so numba's
     cache keeps the two compilations apart.
     """
-    return njit(cache=True)(driver(range)), njit(parallel=True, cache=True)(driver(prange))
+    return njit_cached()(driver(range)), njit_cached(parallel=True)(driver(prange))
 
 
 # ---------------------------------------------------------------------------------------
 # (i) per-feature histograms of per-row values over bins
 
 
-@njit(cache=True, boundscheck=False)
+@njit_cached(boundscheck=False)
 def _histogram_one(xb_j, values, out_j):
     n_values = values.shape[1]
     if n_values == 1:  # the common case (one score): a flat loop the compiler keeps tight
@@ -121,7 +121,7 @@ def pair_index(a, b, n_features):
     return a * n_features - a * (a + 1) // 2 + (b - a - 1)
 
 
-@njit(cache=True, boundscheck=False)
+@njit_cached(boundscheck=False)
 def _pair_counts_one(xa, xb_, out_p):
     for i in range(xa.shape[0]):
         out_p[np.intp(xa[i]), np.intp(xb_[i])] += 1
@@ -162,7 +162,7 @@ def pair_counts_reference(xb, n_bins):
     return np.array(out).reshape(-1, n_bins, n_bins)
 
 
-@njit(cache=True, boundscheck=False)
+@njit_cached(boundscheck=False)
 def _pair_update_one(hist, pairs, counts, j, goes_left, low, jp, left_value, right_value):
     # left[b'] = #{i : xb[jp, i] = b', goes_left[xb[j, i]]}, summing the smaller side of the
     # split (the bins of j that go left if ``low``, else the others; the other side is
@@ -242,7 +242,7 @@ def pair_update_reference(hist, xb, j, goes_left, left_value, right_value):
 # go with the missing bin.
 
 
-@njit(cache=True)
+@njit_cached()
 def _half_gain(g, h, l2_reg):
     denom = h + l2_reg
     if denom <= 0.0:
@@ -250,7 +250,7 @@ def _half_gain(g, h, l2_reg):
     return g * g / denom
 
 
-@njit(cache=True)
+@njit_cached()
 def _leaf_value(g, h, l2_reg):
     denom = h + l2_reg
     if denom <= 0.0:
@@ -258,7 +258,7 @@ def _leaf_value(g, h, l2_reg):
     return -g / denom
 
 
-@njit(cache=True)
+@njit_cached()
 def _split_gain(left_g, left_h, total_g, total_h, l2_reg):
     gain = 0.0
     for c in range(left_g.shape[0]):
@@ -267,7 +267,7 @@ def _split_gain(left_g, left_h, total_g, total_h, l2_reg):
     return gain
 
 
-@njit(cache=True)
+@njit_cached()
 def _keeps_monotone(left_g, left_h, total_g, total_h, l2_reg, monotone):
     # the right leaf minus the left leaf must have the sign of the constraint
     if monotone == 0:
@@ -277,7 +277,7 @@ def _keeps_monotone(left_g, left_h, total_g, total_h, l2_reg, monotone):
     return monotone * (c - a) >= 0.0
 
 
-@njit(cache=True)
+@njit_cached()
 def _best_numeric(hist_g, hist_h, counts, n_edges, monotone, missing_bin, l2_reg,
                   min_samples_leaf, left_out):
     n_values = hist_g.shape[1]
@@ -339,7 +339,7 @@ def _best_numeric(hist_g, hist_h, counts, n_edges, monotone, missing_bin, l2_reg
     return best_gain
 
 
-@njit(cache=True)
+@njit_cached()
 def _best_categorical(hist_g, hist_h, counts, n_edges, missing_bin, l2_reg, min_samples_leaf,
                       left_out):
     # Categories (and the missing bin, when it holds rows) sorted by G/H; for the squared
@@ -532,7 +532,7 @@ def best_splits_reference(xb, g, h, n_edges, l2_reg, min_samples_leaf, *, catego
 # the q-th used feature ``features[q]``.
 
 
-@njit(cache=True)
+@njit_cached()
 def _segment_sums_one(xb_j, lut_q, values, out):
     n_values = values.shape[1]
     for i in range(xb_j.shape[0]):
@@ -560,7 +560,7 @@ def segment_sums(xb, features, lut, values, n_segments, parallel=False):
     return kernel(xb, features, lut, _f64(values), n_segments)
 
 
-@njit(cache=True)
+@njit_cached()
 def _gram_block(xb, features, lut, seg_start, seg_count, qa, qb, weights, out):
     ja = features[qa]
     jb = features[qb]
@@ -607,7 +607,7 @@ def segment_gram(xb, features, lut, seg_start, seg_count, pair_a, pair_b, weight
     return kernel(xb, features, lut, seg_start, seg_count, pair_a, pair_b, _f64(weights))
 
 
-@njit(cache=True)
+@njit_cached()
 def _predict_rows(xb, features, lut, segment_values, base, start, stop, out):
     n_values = segment_values.shape[1]
     for i in range(start, stop):
@@ -618,7 +618,7 @@ def _predict_rows(xb, features, lut, segment_values, base, start, stop, out):
             out[i, c] = acc
 
 
-@njit(parallel=True, cache=True)
+@njit_cached(parallel=True)
 def _segment_predict_parallel(xb, features, lut, segment_values, base):
     n_samples = xb.shape[1]
     out = np.empty((n_samples, segment_values.shape[1]))
@@ -629,7 +629,7 @@ def _segment_predict_parallel(xb, features, lut, segment_values, base):
     return out
 
 
-@njit(cache=True)
+@njit_cached()
 def _segment_predict_serial(xb, features, lut, segment_values, base):
     out = np.empty((xb.shape[1], segment_values.shape[1]))
     _predict_rows(xb, features, lut, segment_values, base, 0, xb.shape[1], out)
@@ -642,7 +642,7 @@ def segment_predict(xb, features, lut, segment_values, base, parallel=False):
     return kernel(xb, features, lut, _f64(segment_values), _f64(base))
 
 
-@njit(cache=True)
+@njit_cached()
 def add_stump(F, xb_j, goes_left, left, right, scale):
     """In place: ``F[i] += scale * (left if goes_left[xb_j[i]] else right)``."""
     for i in range(xb_j.shape[0]):
@@ -659,14 +659,14 @@ def add_stump_reference(F, xb_j, goes_left, left, right, scale):
 # (iv) binary logistic loss: objective and the exact 1-D leaf problem of a stump
 
 
-@njit(cache=True)
+@njit_cached()
 def _log1pexp(f):
     if f > 0.0:
         return f + np.log1p(np.exp(-f))
     return np.log1p(np.exp(f))
 
 
-@njit(cache=True)
+@njit_cached()
 def logistic_loss(F, y, w):
     """``sum_i w_i (log(1 + exp(F_i)) - y_i F_i)`` for ``F`` of shape (n, 1)."""
     total = 0.0
@@ -676,7 +676,7 @@ def logistic_loss(F, y, w):
     return total
 
 
-@njit(cache=True)
+@njit_cached()
 def logistic_leaf_newton(F, y, w, xb_j, goes_left, left, a, l2_reg, max_iter, tol):
     """Minimise ``sum_{i in leaf} w_i l(y_i, F_i + a) + l2_reg / 2 a^2`` over ``a``.
 
@@ -731,7 +731,7 @@ def logistic_leaf_newton(F, y, w, xb_j, goes_left, left, a, l2_reg, max_iter, to
 # (v) softmax cross-entropy, for K > 2 classes (``y`` holds class indices)
 
 
-@njit(cache=True)
+@njit_cached()
 def softmax_terms(F, y, w, order):
     """Loss ``sum_i w_i (logsumexp(F_i) - F_i[y_i])``; with ``order >= 1`` also the gradient
     ``w_i (p_i - e_{y_i})`` and with ``order >= 2`` the diagonal Hessian ``w_i p_i (1 - p_i)``.
@@ -758,7 +758,7 @@ def softmax_terms(F, y, w, order):
     return loss, G, H
 
 
-@njit(cache=True)
+@njit_cached()
 def softmax_leaf_grad_hess(F, y, w, rows, a, l2_reg):
     """Gradient and full Hessian in ``a`` of ``sum_{rows} w_i CE(y_i, F_i + a) + l2/2 |a|^2``."""
     n_classes = F.shape[1]

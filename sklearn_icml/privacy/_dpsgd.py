@@ -165,12 +165,19 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
     (Dong, Chen & Ozgur 2025): the accountant needs the exact number of steps of each
     epoch, so it is a length, not an upper bound like ``max_iter``.
 
-    The guarantee covers the trained parameters. The per-batch losses in skorch's history
-    (and printed with ``verbose``) are computed on the private data without noise: do not
-    release them. With ``sampler="bis"`` and ``num_parts > 1`` the random part is accounted
-    for only when ``num_selected == 1`` (then one of ``T * num_parts`` cells is chosen
-    uniformly, which is model splitting with ``T * num_parts`` parts). The Poisson
-    accountant needs ``dp_accounting``.
+    The guarantee covers the trained parameters. When ``fit`` ends, the fitted model forgets
+    the batch allocation (the sampler, each step's batch size and loss, the split of the
+    parameters into parts), whose secrecy the amplification needs, so a pickled model carries
+    none of it and its size does not grow with the number of rows. Two things stay with you:
+    an integer ``random_state`` reproduces the allocation (keep it secret, or fit with
+    ``random_state=None``, before sharing a model), and the per-epoch ``train_loss`` in
+    ``history_`` (also printed with ``verbose``) is computed on the private data without
+    noise: do not release it.
+
+    With ``sampler="bis"`` and ``num_parts > 1`` the random part is accounted for only when
+    ``num_selected == 1`` (then one of ``T * num_parts`` cells is chosen uniformly, which is
+    model splitting with ``T * num_parts`` parts). The Poisson accountant needs
+    ``dp_accounting``.
 
     References
     ----------
@@ -343,6 +350,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
             **module_kwargs,
         )
         self._check_finite_parameters(learning_rate)
+        self.net_.drop_private_state()
         return self
 
     def _check_finite_parameters(self, learning_rate):

@@ -92,9 +92,31 @@ class DPSGDNet(skorch.NeuralNet):
     def get_iterator(self, dataset, training=False):
         if not training:
             return super().get_iterator(dataset, training=False)
+        if self.dp_sampler is None:
+            raise ValueError(
+                "This DPSGDNet forgot its batch allocation when its fit ended (a released "
+                "model must not carry it): fit the DPSGDClassifier again to train more. Got "
+                "dp_sampler=None instead."
+            )
         X = torch.as_tensor(dataset.X, device=self.device)
         y = torch.as_tensor(dataset.y, device=self.device)
         return _OnePass(self.dp_sampler, X, y)
+
+    def drop_private_state(self):
+        """Forget what training drew that a released model must not carry; return ``self``.
+
+        The amplification by partitioning holds only while the batch allocation stays
+        secret: which rows joined which step (the sampler, its random generator and seed)
+        and each step's batch size and loss (skorch's per-batch history records). The split
+        of the parameters into parts (``parts_``) goes too. None of them is needed to
+        predict. The per-epoch records (``train_loss``, ``dur``, ``train_batch_count``)
+        stay.
+        """
+        self.dp_sampler = None
+        self.parts_ = None
+        for record in self.history_:
+            record["batches"] = []
+        return self
 
     def _per_sample_grads(self, Xi, yi):
         module = self.module_

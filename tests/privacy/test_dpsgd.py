@@ -1,5 +1,8 @@
 """Tests of DPSGDClassifier (DP-SGD on skorch with partition samplers)."""
 
+import io
+import pickle
+
 import numpy as np
 import pytest
 
@@ -61,14 +64,31 @@ def test_epsilon_reported_matches_accountant(toy):
     assert [h["train_batch_count"] for h in clf.history_] == [20, 20]
 
 
-def test_empty_batches_take_noise_only_steps():
+def _keep_training_state(monkeypatch):
+    """Record the per-batch history and the parameter parts just before fit forgets them."""
+    from sklearn_icml.privacy._dpsgd_net import DPSGDNet
+
+    seen = {}
+    forget = DPSGDNet.drop_private_state
+
+    def record_then_forget(net):
+        seen["batches"] = [list(h["batches"]) for h in net.history_]
+        seen["parts"] = dict(net.parts_)
+        return forget(net)
+
+    monkeypatch.setattr(DPSGDNet, "drop_private_state", record_then_forget)
+    return seen
+
+
+def test_empty_batches_take_noise_only_steps(monkeypatch):
     # 2 samples, 40 steps, each sample in 1 step: at least 38 empty batches
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([0, 1])
-    clf = DPSGDClassifier(
+    seen = _keep_training_state(monkeypatch)
+    DPSGDClassifier(
         noise_multiplier=1.0, steps_per_epoch=40, num_selected=1, learning_rate=0.1, random_state=0
     ).fit(X, y)
-    sizes = [b["train_batch_size"] for b in clf.history_[-1]["batches"]]
+    sizes = [b["train_batch_size"] for b in seen["batches"][-1]]
     assert len(sizes) == 40 and sizes.count(0) >= 38
 
 
@@ -113,9 +133,10 @@ def test_reproducible(toy):
     assert not np.array_equal(a, c.predict_proba(X))
 
 
-def test_model_splitting_accounting(toy):
+def test_model_splitting_accounting(toy, monkeypatch):
     X, y = toy
     orders = default_orders("exact")
+    seen = _keep_training_state(monkeypatch)
     clf = DPSGDClassifier(
         noise_multiplier=2.0,
         steps_per_epoch=10,
@@ -131,7 +152,7 @@ def test_model_splitting_accounting(toy):
     assert clf.epsilon_ < plain
     # every parameter coordinate belongs to one of the 3 parts
     assert set(
-        np.unique(np.concatenate([p.numpy().ravel() for p in clf.net_.parts_.values()]))
+        np.unique(np.concatenate([p.numpy().ravel() for p in seen["parts"].values()]))
     ) == {0, 1, 2}
 
 
@@ -205,3 +226,43 @@ def test_bad_input(toy):
         DPSGDClassifier(hidden_layer_sizes=(0,), noise_multiplier=1.0).fit(X, y)
     with pytest.raises(ValueError, match="unreachable"):
         DPSGDClassifier(target_epsilon=1e-6, steps_per_epoch=10, num_selected=10).fit(X, y)
+
+
+class _RecordingUnpickler(pickle.Unpickler):
+    """Unpickles while noting every class or function the bytes name."""
+
+    def __init__(self, data):
+        super().__init__(io.BytesIO(data))
+        self.names = set()
+
+    def find_class(self, module, name):
+        self.names.add(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+@pytest.mark.parametrize("sampler", ["bis", "poisson"])
+def test_a_pickled_model_carries_no_batch_allocation(sampler):
+    # The amplification by partitioning needs the allocation (which rows joined which step)
+    # to stay secret; a shared model must not carry it, and its size must not grow with n.
+    if sampler == "poisson":
+        pytest.importorskip("dp_accounting")
+    sizes, models = {}, {}
+    for n in (300, 3000):
+        X, y = make_classification(n_samples=n, n_features=3, n_informative=2,
+                                   n_redundant=0, random_state=0)
+        clf = DPSGDClassifier(noise_multiplier=1.0, steps_per_epoch=10, num_selected=2,
+                              max_epochs=1, sampler=sampler, random_state=0).fit(X, y)
+        data = pickle.dumps(clf)
+        sizes[n], models[n] = len(data), (clf, data, X)
+    assert sizes[3000] - sizes[300] < 2_000, sizes  # no O(n) state: 10x the rows, same size
+    clf, data, X = models[3000]
+    unpickler = _RecordingUnpickler(data)
+    loaded = unpickler.load()
+    assert not any("_partition_samplers" in name or "numpy.random" in name
+                   for name in unpickler.names), sorted(unpickler.names)
+    assert loaded.net_.dp_sampler is None and loaded.net_.parts_ is None
+    assert all(record["batches"] == [] for record in loaded.net_.history_)
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    # training more needs a new fit (the allocation is gone), with a clear message
+    with pytest.raises(ValueError, match="forgot its batch allocation"):
+        loaded.net_.partial_fit(X.astype(np.float32), np.zeros(len(X), dtype=np.float32))
