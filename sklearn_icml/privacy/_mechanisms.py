@@ -292,13 +292,9 @@ def discrete_laplace_mechanism(
     sensitivity : int, default=1
         Integer L1 sensitivity.
     random_state : int, RandomState instance, Generator or None, default=None
-        Source of the noise for the numpy sampler (see ``noise_backend``).
+        Source of the noise for the numpy sampler.
     noise_backend : {"auto", "opendp", "numpy"}, default="auto"
-        Sampler of the noise. ``"opendp"``: OpenDP's, hardened against floating point
-        attacks (needs the ``privacy`` extra; ``random_state`` must then be None, as
-        OpenDP cannot be seeded). ``"numpy"``: numpy's generator driven by
-        ``random_state``, for research. ``"auto"``: numpy if ``random_state`` is not None,
-        otherwise OpenDP if installed, otherwise numpy with a warning.
+        Sampler of the noise, as in :func:`laplace_mechanism`.
 
     Returns
     -------
@@ -356,13 +352,9 @@ def tulap_mechanism(value, epsilon, *, random_state=None, noise_backend="auto"):
     epsilon : float or array-like
         Privacy budget(s) > 0.
     random_state : int, RandomState instance, Generator or None, default=None
-        Source of the noise for the numpy sampler (see ``noise_backend``).
+        Source of the noise for the numpy sampler.
     noise_backend : {"auto", "opendp", "numpy"}, default="auto"
-        Sampler of the noise. ``"opendp"``: OpenDP's, hardened against floating point
-        attacks (needs the ``privacy`` extra; ``random_state`` must then be None, as
-        OpenDP cannot be seeded). ``"numpy"``: numpy's generator driven by
-        ``random_state``, for research. ``"auto"``: numpy if ``random_state`` is not None,
-        otherwise OpenDP if installed, otherwise numpy with a warning.
+        Sampler of the noise, as in :func:`laplace_mechanism`.
 
     Returns
     -------
