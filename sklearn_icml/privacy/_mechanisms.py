@@ -160,7 +160,8 @@ def opendp_release(values, epsilon, sensitivity, mechanism):
     ``"laplace"`` and ``"dlap"`` are OpenDP's measurements. ``"tulap"`` is OpenDP's discrete
     Laplace release of the count, ``epsilon``-DP by itself, plus an independent secure
     uniform in (-1/2, 1/2): data-independent post-processing, so the float addition cannot
-    leak (OpenDP's own Tulap, ``make_canonical_noise``, is built for ``delta > 0``).
+    leak. (OpenDP's own Tulap, ``make_canonical_noise``, is built for ``delta > 0``; with
+    ``delta = 0``, OpenDP 0.16 crashes the Python process when it draws.)
     """
     values = np.asarray(values, dtype=np.float64)
     epsilon = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), values.shape)
