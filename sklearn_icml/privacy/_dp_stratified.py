@@ -33,7 +33,13 @@ from ._allocation import (
     solve,
 )
 from ._amplification import nominal_budgets
-from ._mechanisms import _discrete_laplace_draw
+from ._mechanisms import (
+    NOISE_BACKEND,
+    _discrete_laplace_draw,
+    opendp_release,
+    resolve_noise_backend,
+    warn_numpy_fallback,
+)
 from ._validation import MECHANISM, range_bounds, range_width
 
 
@@ -75,8 +81,17 @@ class DPStratifiedSampler(BaseEstimator):
         ``"neyman"`` is ``"proportional"`` and ``"optimal"`` still trades the sampling
         variance against the noise; pass real priors for a better design.
     random_state : int, RandomState instance or None, default=None
-        Drives the samples and the noise. The generator is created in ``fit``/``allocate``
-        and then advances, so two releases never reuse a noise draw; refit to replay.
+        Drives the samples, and the noise when it is drawn with numpy. The generator is
+        created in ``fit``/``allocate`` and then advances, so two releases never reuse a
+        noise draw; refit to replay.
+    noise_backend : {"auto", "opendp", "numpy"}, default="auto"
+        Sampler of the noise. ``"opendp"``: OpenDP's measurements, hardened against
+        floating point attacks (needs the ``privacy`` extra); OpenDP draws from the
+        operating system's CSPRNG, so ``random_state`` then drives the samples only and
+        the noise never replays. ``"numpy"``: numpy's samplers driven by ``random_state``,
+        reproducible, for research and simulation. ``"auto"``: numpy if ``random_state``
+        is not None (a seed asks for a replayable release), otherwise OpenDP if installed,
+        otherwise numpy with a warning at every release.
 
     Attributes
     ----------
@@ -106,6 +121,8 @@ class DPStratifiedSampler(BaseEstimator):
         Design variance of the estimate (None without ``stratum_stds``).
     variance_components_ : ndarray of shape (n_strata, 2) or None
         Per stratum, the sampling and the noise parts of ``expected_variance_``.
+    noise_backend_ : {"opendp", "numpy"}
+        The sampler the releases draw their noise with (``noise_backend`` resolved).
     last_sample_indices_ : ndarray of int64
         Row indices drawn by the last ``sample`` or ``estimate_mean`` call.
     n_features_in_ : int
@@ -122,9 +139,14 @@ class DPStratifiedSampler(BaseEstimator):
     -----
     Each call of :meth:`estimate_mean` is one ``epsilon``-DP release; ``k`` releases on
     the same population cost ``k * epsilon`` (sequential composition). The sample must
-    stay secret: amplification relies on nobody knowing who was drawn. The noise comes
-    from numpy's floating point samplers, which are not side-channel safe (Mironov 2012);
-    use ``opendp`` samplers for production releases.
+    stay secret: amplification relies on nobody knowing who was drawn, so a production
+    release leaves ``random_state`` None. The noise is drawn by OpenDP
+    (``noise_backend="opendp"``, the default without a seed when OpenDP is installed),
+    whose samplers resist the floating point attack on numpy's (Mironov 2012): each
+    stratum's sum goes through OpenDP's Laplace measurement at scale ``noise_scales_``
+    (``Delta / eps_h``; its privacy map must give back ``nominal_epsilons_``), discrete
+    Laplace on integers, and Tulap as that discrete Laplace release plus a uniform from the
+    operating system's CSPRNG. The sample itself is drawn with numpy's generator either way.
 
     References
     ----------
@@ -157,6 +179,7 @@ class DPStratifiedSampler(BaseEstimator):
         "min_per_stratum": [POSITIVE_INT],
         "stratum_stds": ["array-like", dict, None],
         "random_state": ["random_state"],
+        "noise_backend": NOISE_BACKEND,
     }
 
     def __init__(
@@ -170,6 +193,7 @@ class DPStratifiedSampler(BaseEstimator):
         min_per_stratum=1,
         stratum_stds=None,
         random_state=None,
+        noise_backend="auto",
     ):
         self.epsilon = epsilon
         self.mechanism = mechanism
@@ -179,6 +203,7 @@ class DPStratifiedSampler(BaseEstimator):
         self.min_per_stratum = min_per_stratum
         self.stratum_stds = stratum_stds
         self.random_state = random_state
+        self.noise_backend = noise_backend
 
     # ------------------------------------------------------------------ design
 
@@ -326,6 +351,8 @@ class DPStratifiedSampler(BaseEstimator):
             sampling, noise = design.components(x)
             self.variance_components_ = np.column_stack([sampling, noise])
             self.expected_variance_ = float(sampling.sum() + noise.sum())
+        # ImportError now (not at the first release) if OpenDP is asked for and missing
+        self.noise_backend_ = resolve_noise_backend(self.noise_backend, self.random_state)
         # one generator per fit, seeded from random_state, then advanced by every draw
         seed = check_random_state(self.random_state).randint(MAX_SEED, size=4)
         self._generator = np.random.default_rng(seed)
@@ -507,8 +534,20 @@ class DPStratifiedSampler(BaseEstimator):
             )
         values = np.clip(values, lo, hi)
         sums = np.bincount(index[rows], weights=values, minlength=self.n_strata_)
-        noise = self._noise()
-        means = (sums + noise) / self.sample_sizes_
+        if self.noise_backend_ == "opendp":
+            # the sums themselves go through OpenDP: adding its noise to them here would
+            # bring the floating point attack back
+            released = opendp_release(
+                sums, self.nominal_epsilons_, self._width, self.mechanism
+            ).astype(np.float64)
+            noise = released - sums  # for the details only
+        else:
+            warn_numpy_fallback(
+                self.noise_backend, self.random_state, self.noise_backend_, stacklevel=3
+            )
+            noise = self._noise()
+            released = sums + noise
+        means = released / self.sample_sizes_
         estimate = float(np.dot(self.weights_, means))
         if not return_details:
             return estimate
@@ -521,7 +560,7 @@ class DPStratifiedSampler(BaseEstimator):
         }
 
     def _noise(self):
-        """One noise draw per stratum, on the sum scale, at the nominal budgets."""
+        """One numpy noise draw per stratum, on the sum scale, at the nominal budgets."""
         shape = (self.n_strata_,)
         if self.mechanism == "laplace":
             return self._generator.laplace(0.0, self.noise_scales_, size=shape)

