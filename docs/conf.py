@@ -191,8 +191,14 @@ def _data_docstring(app, what, name, obj, options, lines):
 
 
 def _skip_metadata_routing(app, what, name, obj, skip, options):
-    """Leave out scikit-learn's generated ``set_*_request`` methods (documented there)."""
+    """Leave out scikit-learn's generated ``set_*_request`` methods (documented there) and
+    the old names in their deprecation cycle (CHANGELOG.md lists them with their new ones)."""
     if re.fullmatch(r"set_\w+_request|get_metadata_routing", name):
+        return True
+    function = getattr(obj, "__func__", obj)
+    if getattr(function, "__deprecated__", None) is not None:
+        return True
+    if (getattr(function, "__doc__", None) or "").lstrip().startswith("Deprecated"):
         return True
     return None
 
