@@ -192,7 +192,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; NaN marks a missing value. A DataFrame sets
+            Training data; NaN marks a missing value. float32 and float64 arrays are
+            binned as they are, without a copy (float32 gives the model of its values
+            cast to float64); other dtypes are converted to float64. A DataFrame sets
             ``feature_names_in_``, and its ``category`` columns are categorical features
             by default (see ``categorical_features``). A dask array or DataFrame (``dask``
             extra) is fitted where its partitions are: only sums over rows reach the
