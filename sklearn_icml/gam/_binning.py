@@ -12,6 +12,12 @@ order in which every kernel streams it), as ``uint8`` when ``max_bins <= 255`` a
 otherwise: the codes ``0 .. max_bins - 1`` of the values and one more code, ``max_bins``, left
 free for missing values, all fit the type. At 10^6 rows x 20 features the binned data is
 20 MB, an eighth of the float64 input.
+
+float32 and float64 input are binned as they are, never converted: the edges are float64,
+computed one column of the sampled rows at a time (a float32 column is cast exactly), and the
+binning kernel compares each float32 value with them as the float64 it equals. So float32
+input gets the bins, the forest and the predictions of the same values cast to float64,
+without a float64 copy of X.
 """
 
 import numpy as np
@@ -40,8 +46,9 @@ def edges_from_sample(X, max_bins):
     edges = []
     percentiles = np.linspace(0, 100, max_bins + 1)[1:-1]
     for j in range(X.shape[1]):
-        # one sort gives the distinct values, and makes the percentiles' selection cheap
-        column = np.sort(X[:, j])
+        # one sort gives the distinct values, and makes the percentiles' selection cheap;
+        # a float32 column is cast (exactly) here, one column at a time, never X whole
+        column = np.sort(np.asarray(X[:, j], dtype=np.float64))
         keep = np.empty(column.shape[0], dtype=bool)
         keep[:1] = True
         np.not_equal(column[1:], column[:-1], out=keep[1:])
@@ -108,18 +115,19 @@ def _search_step(t, v, lo, step, width):
 
 
 @njit_cached(boundscheck=False)
-def _bin_rows(X, table, n_edges, start, stop, out):
+def _bin_rows(X, table, nan_codes, start, stop, out):
     # out[j, i] = number of edges of feature j below X[i, j], as np.searchsorted(edges, x,
     # side="left"): a branch-free binary search over the padded table (the +inf padding is
-    # never below a value), unrolled for up to 2^16 edges; NaN sorts after every edge there,
-    # so it gets n_edges[j] here too. Rows are read whole (X is row-major), each feature's
-    # code written to its own row of out.
+    # never below a value), unrolled for up to 2^16 edges; NaN gets nan_codes[j]. X is
+    # float64 or float32 (one compiled version each): a float32 value is compared with the
+    # float64 edges as the float64 it equals. Rows are read whole (X is row-major), each
+    # feature's code written to its own row of out.
     width = table.shape[1]
     for i in range(start, stop):
         for j in range(X.shape[1]):
             v = X[i, j]
             if v != v:
-                out[j, i] = n_edges[j]
+                out[j, i] = nan_codes[j]
                 continue
             t = table[j]
             lo = 0
@@ -146,24 +154,36 @@ _BIN_BLOCK = 16384  # rows per parallel task of the binning
 
 
 @njit_cached(parallel=True)
-def _bin_all(X, table, n_edges, out):
+def _bin_all(X, table, nan_codes, out):
     n_blocks = (X.shape[0] + _BIN_BLOCK - 1) // _BIN_BLOCK
     for b in prange(n_blocks):
-        _bin_rows(X, table, n_edges, b * _BIN_BLOCK, min(X.shape[0], (b + 1) * _BIN_BLOCK), out)
+        _bin_rows(X, table, nan_codes, b * _BIN_BLOCK, min(X.shape[0], (b + 1) * _BIN_BLOCK), out)
 
 
-def bin_data(X, edges, max_bins=None):
+def as_binnable(X):
+    """``X`` as the binning kernel reads it: float32 and float64 kept (no copy when
+    C-contiguous), any other dtype converted to float64."""
+    X = np.asarray(X)
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def bin_data(X, edges, max_bins=None, missing_code=None):
     """``xb[j, i]`` = number of edges of feature j below ``X[i, j]`` (x <= edge[k] iff xb <= k).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
-        Data to bin (float64; any memory order).
+        Data to bin: float32 or float64, binned without a copy when C-contiguous (any
+        other dtype or memory order is copied, see :func:`as_binnable`).
     edges : list of ndarray
         Sorted thresholds of each feature (:func:`bin_edges`).
     max_bins : int, default=None
         The estimator's ``max_bins``: codes up to ``max_bins`` (the missing-value code) must
         fit the dtype (:func:`bin_dtype`). None: the largest code the edges give, plus one.
+    missing_code : int, default=None
+        The code of NaN. None: the number of edges of its feature (where
+        ``np.searchsorted`` puts NaN).
 
     Returns
     -------
@@ -173,9 +193,10 @@ def bin_data(X, edges, max_bins=None):
     table, n_edges = _edge_table(edges)
     if max_bins is None:
         max_bins = int(n_edges.max(initial=0)) + 1
+    nan_codes = n_edges if missing_code is None else np.full_like(n_edges, missing_code)
     xb = np.empty((X.shape[1], X.shape[0]), dtype=bin_dtype(max_bins))
     if X.shape[0]:
-        _bin_all(np.ascontiguousarray(X, dtype=np.float64), table, n_edges, xb)
+        _bin_all(as_binnable(X), table, nan_codes, xb)
     return xb
 
 

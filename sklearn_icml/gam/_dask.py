@@ -49,8 +49,8 @@ import numpy as np
 
 from ..utils._optional import optional_import
 from . import _stump_kernels as K
-from ._binning import bin_data, sample_rows
-from ._encoding import encode_categories, is_dataframe, mark_missing, sorted_categories
+from ._binning import as_binnable, sample_rows
+from ._encoding import bin_features, encode_categories, is_dataframe, sorted_categories
 from ._row_source import RowSource
 from ._rows import (
     Rows,
@@ -118,7 +118,7 @@ def _on_rows(part, function, args):
 def _bin_partition(X, y, w, edges, max_bins, classes, split):
     """Bin one partition; with ``split = (fraction, seed, stratify)`` also split it into
     training and validation rows. Returns the binned parts and the non-finite counts."""
-    X = np.asarray(X, dtype=np.float64)
+    X = as_binnable(X)  # float32 and float64 partitions are binned as they are
     n_bad = int(np.count_nonzero(np.isinf(X)))
     if classes is None:  # regression: NaN and infinity refused in y
         y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
@@ -129,7 +129,7 @@ def _bin_partition(X, y, w, edges, max_bins, classes, split):
         n_bad_y = 0
     if w is not None and np.ndim(w):
         w = np.ascontiguousarray(w, dtype=np.float64).reshape(-1)
-    xb = mark_missing(bin_data(X, edges, max_bins), X, max_bins)
+    xb = bin_features(X, edges, max_bins)
     counts = np.array([n_bad, n_bad_y])
     if split is None or y.shape[0] < 2:
         return (xb, y, w), None, counts

@@ -156,16 +156,29 @@ def encode_categories(X, categories):
     return out
 
 
+_NAN_BLOCK = 65536  # rows per block of the NaN scan (a small boolean temporary)
+
+
+def missing_columns(X):
+    """Whether each column of ``X`` holds a NaN, scanned by blocks of rows, so that no
+    boolean array of ``X``'s size is made."""
+    found = np.zeros(X.shape[1], dtype=bool)
+    for start in range(0, X.shape[0], _NAN_BLOCK):
+        found |= np.isnan(X[start:start + _NAN_BLOCK]).any(axis=0)
+    return found
+
+
 def feature_bin_edges(X, categories, max_bins, rng, feature_names):
     """Candidate thresholds of every feature, computed on its non-missing values.
 
     A categorical feature's edges are the midpoints between its codes, so that
     :func:`._binning.bin_data` returns the codes unchanged. An all-missing column gets no
-    edges (no stump can split it) and a warning.
+    edges (no stump can split it) and a warning. ``X`` (float32 or float64) is read as it
+    is: the copies made are of the sampled rows, or of one column at a time.
     """
-    missing = np.isnan(X)
+    has_missing = missing_columns(X)
     edges = [None] * X.shape[1]
-    complete = [j for j in range(X.shape[1]) if categories[j] is None and not missing[:, j].any()]
+    complete = [j for j in range(X.shape[1]) if categories[j] is None and not has_missing[j]]
     if complete:  # one pass for the columns without missing values
         # the rows are sampled before the columns are gathered (as bin_edges would, with the
         # same draw), so that no full copy of X is made
@@ -179,8 +192,9 @@ def feature_bin_edges(X, categories, max_bins, rng, feature_names):
         if categories[j] is not None:
             edges[j] = np.arange(categories[j].size - 1, dtype=np.float64) + 0.5
         elif edges[j] is None:
-            rows = ~missing[:, j]
-            if not rows.any():
+            column = X[:, j]
+            present = column[~np.isnan(column)]
+            if not present.size:
                 warnings.warn(
                     f"feature {feature_names[j]!r} has only missing values in fit; it is "
                     "ignored (no stump splits it).",
@@ -189,21 +203,14 @@ def feature_bin_edges(X, categories, max_bins, rng, feature_names):
                 )
                 edges[j] = np.empty(0)
             else:
-                edges[j] = bin_edges(X[rows][:, [j]], max_bins, rng)[0]
+                edges[j] = bin_edges(present[:, None], max_bins, rng)[0]
     return edges
 
 
-def mark_missing(xb, X, missing_code):
-    """In place: the bin code of every NaN of ``X`` becomes ``missing_code``."""
-    missing = np.isnan(X)
-    for j in np.flatnonzero(missing.any(axis=0)):
-        xb[j, missing[:, j]] = missing_code
-    return xb
-
-
 def bin_features(X, edges, missing_code):
-    """Bin codes of ``X`` (shape (n_features, n_samples)), NaN -> ``missing_code``."""
-    return mark_missing(bin_data(X, edges, missing_code), X, missing_code)
+    """Bin codes of ``X`` (shape (n_features, n_samples)), NaN -> ``missing_code``; float32
+    and float64 ``X`` are binned without a copy (:func:`._binning.bin_data`)."""
+    return bin_data(X, edges, missing_code, missing_code=missing_code)
 
 
 def check_monotonic_cst(monotonic_cst, n_features, categorical, feature_names, n_values):

@@ -47,6 +47,10 @@ from ._plotting import plot_shape_functions
 from ._row_source import InMemoryRows
 from ._rows import validation_split
 
+# X is validated as float64, or kept as float32: the binning reads both without a copy
+# (:mod:`._binning`), and float32 input fits and predicts as the same values in float64
+_BINNED_DTYPES = [np.float64, np.float32]
+
 
 def _chunkwise_on_dask(method):
     """``method(X)`` that, for a dask array or DataFrame ``X``, gives a dask array computed
@@ -176,7 +180,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         """Validated bin codes of ``X`` (shape (n_features, n_samples))."""
         check_is_fitted(self)
         X = validate_input(
-            self, self._code_categories(X), reset=False, dtype=np.float64,
+            self, self._code_categories(X), reset=False, dtype=_BINNED_DTYPES,
             ensure_all_finite="allow-nan",
         )
         return bin_features(X, self.bin_edges_, self.max_bins)
@@ -188,7 +192,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; NaN marks a missing value. A DataFrame sets
+            Training data; NaN marks a missing value. float32 and float64 arrays are
+            binned as they are, without a copy (float32 gives the model of its values
+            cast to float64); other dtypes are converted to float64. A DataFrame sets
             ``feature_names_in_``, and its ``category`` columns are categorical features
             by default (see ``categorical_features``). A dask array or DataFrame (``dask``
             extra) is fitted where its partitions are: only sums over rows reach the
@@ -757,7 +763,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
                     f"{np.ravel(values)[:3].tolist()!r} instead."
                 )
         X, y = validate_input(
-            self, X, y, dtype=np.float64, y_numeric=True, ensure_all_finite="allow-nan"
+            self, X, y, dtype=_BINNED_DTYPES, y_numeric=True, ensure_all_finite="allow-nan"
         )
         return X, np.asarray(y, dtype=np.float64), self._loss_for_target(None)
 
@@ -963,7 +969,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     """
 
     def _encode_target(self, X, y):
-        X, y = validate_input(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan")
+        X, y = validate_input(
+            self, X, y, dtype=_BINNED_DTYPES, ensure_all_finite="allow-nan"
+        )
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         loss = self._loss_for_target(encoder.classes_)

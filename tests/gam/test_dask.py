@@ -287,3 +287,46 @@ def test_missing_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(ImportError, match=r"sklearn-icml\[dask\]"):
         StumpForestGAMRegressor().fit(FakeArray(), None)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_fit_gives_the_same_model(data, monkeypatch):
+    # a worker process is killed (SIGKILL) between two sums of the fit, once the binned
+    # partitions are persisted: the partitions it held are recomputed from their graph on
+    # the worker its nanny starts (or the other one), and since the client adds the
+    # partitions' sums in partition order wherever they were computed, the fit gives the
+    # model of the fit in memory. The kill is made from the fit's own thread, at a fixed
+    # sum, so that the test does not depend on timing. Its own cluster: the module's
+    # cluster is left as it was.
+    import os
+    import signal
+    import time
+
+    from sklearn_icml.gam import _dask
+
+    X, y = data
+    memory = StumpForestGAMRegressor(**PARAMS).fit(X, y)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        killed = []
+        row_sum = _dask.DaskPartitions.row_sum
+
+        def kill_then_sum(partitions, function, *args):
+            if not killed and partitions._groups and len(partitions._groups) == 2:
+                victim = partitions._groups[0][0]  # holds some of the partitions
+                pid = client.run(os.getpid, workers=[victim])[victim]
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 15
+                while victim in client.scheduler_info()["workers"]:
+                    assert time.monotonic() < deadline, "the scheduler kept the dead worker"
+                    time.sleep(0.05)
+                killed.append(victim)
+            return row_sum(partitions, function, *args)
+
+        monkeypatch.setattr(_dask.DaskPartitions, "row_sum", kill_then_sum)
+        Xd = da.from_array(X, chunks=(250, 5))
+        yd = da.from_array(y, chunks=250)
+        model = StumpForestGAMRegressor(**PARAMS).fit(Xd, yd)
+        assert killed and killed[0] not in client.scheduler_info()["workers"]
+    _assert_same_forest(model, memory, X)
