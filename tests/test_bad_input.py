@@ -547,3 +547,85 @@ def test_strings_in_prompts_and_videos_of_the_torch_models():
             with pytest.raises((ValueError, TypeError)) as info:
                 call(bad)
             _check_clean_error(info.value)
+
+
+# ------------------------------------------------ this round's new entry points and input kinds
+
+
+@pytest.mark.parametrize("layout", ["readonly", "fortran", "strided", "frame"])
+def test_gam_float32_input_of_every_layout(layout):
+    # float32 X is binned as it is (no float64 copy): every layout gives the model of the
+    # same values in float64, and the caller's array is not modified
+    pd = pytest.importorskip("pandas")
+    from sklearn_icml.gam import StumpForestGAMRegressor
+
+    rng = np.random.RandomState(0)
+    base = rng.normal(size=(120, 6)).astype(np.float32)
+    base[::7, 1] = np.nan
+    y = base[:, 0] * 2 + np.nan_to_num(base[:, 1])
+    X = {"readonly": base.copy(), "fortran": np.asfortranarray(base),
+         "strided": np.repeat(base, 2, axis=1)[:, ::2], "frame": pd.DataFrame(base)}[layout]
+    if layout == "readonly":
+        X.setflags(write=False)
+    before = np.array(X, copy=True)
+    params = {"n_stumps": 8, "random_state": 0}
+    model = StumpForestGAMRegressor(**params).fit(X, y)
+    twin = StumpForestGAMRegressor(**params).fit(base.astype(np.float64), y)
+    np.testing.assert_array_equal(model.predict(X), twin.predict(base.astype(np.float64)))
+    np.testing.assert_array_equal(np.asarray(X), before)
+    bad = base.copy()
+    bad[3, 2] = np.inf
+    with pytest.raises(ValueError) as info:
+        StumpForestGAMRegressor(**params).fit(bad, y)
+    _check_clean_error(info.value)
+
+
+def test_frechet_transport_score_bad_input():
+    from sklearn_icml.generative import CellFlux, frechet_transport_score
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(40, 3))
+    y = np.r_[np.zeros(20), np.ones(20)].astype(int)
+    params = TEST_PARAMS["CellFlux"]
+    with pytest.raises(ValueError) as info:  # not fitted
+        frechet_transport_score(CellFlux(**params), X[:20], X[20:])
+    assert "fit" in str(info.value)
+    model = CellFlux(**params).fit(X, y)
+    assert np.isfinite(frechet_transport_score(model, X[:20], X[20:], perturbation=1))
+    for name, args in {
+        "X_treated": (X[:20], np.full((20, 3), np.nan)),
+        "X_control": (np.array([["a", "b", "c"]] * 5, dtype=object), X[20:]),
+    }.items():
+        with pytest.raises((ValueError, TypeError)) as info:
+            frechet_transport_score(model, *args, perturbation=1)
+        _check_clean_error(info.value, name)
+    with pytest.raises((ValueError, TypeError)) as info:
+        frechet_transport_score(model, X[:20, :2], X[20:], perturbation=1)
+    _check_clean_error(info.value, "X_control")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "opendp"])
+def test_mechanisms_bad_input_on_each_noise_backend(backend):
+    from sklearn_icml.privacy import DPStratifiedSampler, laplace_mechanism
+
+    if backend == "opendp":
+        pytest.importorskip("opendp")
+    seed = 0 if backend == "numpy" else None
+    for value, argument in ((np.nan, "value"), ("a", "value"), (np.inf, "value")):
+        with pytest.raises((ValueError, TypeError)) as info:
+            laplace_mechanism(value, 1.0, noise_backend=backend, random_state=seed)
+        _check_clean_error(info.value, argument)
+    for epsilon in (0.0, -1.0, np.nan, "1"):
+        with pytest.raises((ValueError, TypeError)) as info:
+            laplace_mechanism(1.0, epsilon, noise_backend=backend, random_state=seed)
+        _check_clean_error(info.value, "epsilon")
+    out = laplace_mechanism(np.array([1e300, -1e300, 0.0]), 1.0, noise_backend=backend,
+                            random_state=seed)
+    assert out.shape == (3,) and not np.any(np.isnan(out))
+    for bad in ("OpenDP", 1, None):
+        with pytest.raises((ValueError, TypeError)) as info:
+            laplace_mechanism(1.0, 1.0, noise_backend=bad)
+        _check_clean_error(info.value, "noise_backend")
+        with pytest.raises((ValueError, TypeError)) as info:
+            DPStratifiedSampler(noise_backend=bad).fit(np.repeat([0, 1], 50))
+        _check_clean_error(info.value, "noise_backend")

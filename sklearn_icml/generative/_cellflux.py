@@ -785,15 +785,18 @@ class CellFlux(BaseEstimator):
         return self._score_pair(X, y, perturbation if given else None)
 
     def _score_pair(self, X_control, X_treated, perturbation):
-        generated = self.predict(X_control, perturbation=perturbation)
-        X_treated = check_input_array(X_treated, allow_nd=True, dtype=np.float64,
-                                input_name="X_treated")
-        check_fits_dtype(X_treated, "X_treated", np.float32, estimator=self)
-        if tuple(X_treated.shape[1:]) != self.feature_shape_:
-            raise ValueError(
-                f"X_treated must have samples of shape {self.feature_shape_}. Got "
-                f"{tuple(X_treated.shape[1:])} instead."
-            )
+        checked = {}
+        for name, data in (("X_control", X_control), ("X_treated", X_treated)):
+            data = check_input_array(data, allow_nd=True, dtype=np.float64, input_name=name)
+            check_fits_dtype(data, name, np.float32, estimator=self)
+            if tuple(data.shape[1:]) != self.feature_shape_:
+                raise ValueError(
+                    f"{name} must have samples of shape {self.feature_shape_}. Got "
+                    f"{tuple(data.shape[1:])} instead."
+                )
+            checked[name] = data
+        X_treated = checked["X_treated"]
+        generated = self.predict(checked["X_control"], perturbation=perturbation)
         for name, rows in (("X_control", generated.shape[0]), ("X_treated", X_treated.shape[0])):
             if rows < 2:
                 raise ValueError(
