@@ -371,7 +371,7 @@ def e3(report, quick, runs, curves, budget, feasibility=True):
     report.add_table(
         f"E3: HeavyTailPointEnv, d = 5, {epochs} epochs x {steps} steps, seed 0, "
         f"{n_eval} stochastic evaluation episodes after training",
-        ["quantity", "target (INFERRED)", "measured, ppo_lag", "measured, cpo",
+        ["quantity", "target (not the paper's)", "measured, ppo_lag", "measured, cpo",
          "reachable by any policy (Monte Carlo of the env)"], rows,
         note=("E3's calibration gives no budget beyond 'about 5 minutes'. Last column: a "
               "vectorised Monte Carlo of the environment's cost law "
@@ -432,7 +432,7 @@ NOTES = (
     "(q_hat = 50 > d: 25 of 30 epochs are CPO's KL-limited infeasible-recovery step) "
     "EVO moves more slowly and misses P(safe), the violation rate and the ratio at this "
     "budget. "
-    "E3's INFERRED targets are not reachable in this environment by any policy: the base "
+    "E3's targets (not the paper's) are not reachable in this environment by any policy: the base "
     "cost rate 0.002 per step is paid whatever the action, so P(C > 5) >= 0.036 and the "
     "0.99-quantile of the episode cost >= 15.5 > d = 5 (feasibility table). EVO's "
     "quantile constraint is infeasible there, so the PPO-Lag multiplier grows without "

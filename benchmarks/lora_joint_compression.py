@@ -234,7 +234,7 @@ def clustering(report, quick):
          adjusted_rand_score(groups, comp.labels_)],
         ["squared error, k = 2, rank 16", "< 1e-10", f"{sq_error(comp, (B, A)):.1e}"],
         ["squared error, k = 1, rank 16", ">= 0.45", sq_error(single, (B, A))],
-        ["adjusted Rand index, k = 2, cosine affinity (an inferred signature)", "-",
+        ["adjusted Rand index, k = 2, cosine affinity (a signature the paper does not give)", "-",
          adjusted_rand_score(groups, cos.labels_)],
         ["Lloyd iterations / fit s (k = 2)", "-", f"{comp.n_iter_} / {t2:.2f}"],
         ["fit s (k = 1)", "-", t1],

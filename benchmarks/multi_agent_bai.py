@@ -336,7 +336,7 @@ def main(argv=None):
         "Gaussian rewards sigma = 1; instance make_clustered_bandit(N, M, K, "
         "random_state=s); eta given to the algorithms = the instance's true margin (>= 0.4); "
         "a fresh environment seeded with s for each algorithm. Targets are those of a "
-        "reference implementation of the method (inferred constants, not paper numbers). "
+        "reference implementation of the method (constants chosen for this library, not the paper's numbers). "
         "Seeds run in "
         f"parallel with joblib (n_jobs={N_JOBS}).",
     )

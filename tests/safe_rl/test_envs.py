@@ -68,8 +68,8 @@ def test_heavy_tail_costs():
 def test_heavy_tail_base_rate_floor_makes_e3_constraint_infeasible():
     # The base rate 0.002 is paid whatever the action (a <= 0 included), so every policy
     # has P(C > 5) >= P(N >= 1) P(10 Lomax(2.5) > 5) = (1 - 0.998**50) 1.5**-2.5 = 0.0346
-    # (0.036 with sums of events): the benchmark's inferred E3 target "EVO violation <= 0.02"
-    # at d = 5 is below what any policy reaches, and the 0.99-quantile of C exceeds d.
+    # (0.036 with sums of events): the benchmark's E3 target (not the paper's) "EVO violation
+    # <= 0.02" at d = 5 is below what any policy reaches, and the 0.99-quantile of C exceeds d.
     lower = (1 - 0.998**50) * 1.5**-2.5
     assert lower == pytest.approx(0.0346, abs=5e-4)
     env = HeavyTailPointEnv()
