@@ -31,7 +31,9 @@ This module imports nothing from torch (nor does the skorch layer it re-exports)
 
 import abc
 import numbers
+import time
 
+import joblib
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context, clone
@@ -157,6 +159,20 @@ def _run_one_seed(algorithm, env, seed):
     return algorithm.run(env)
 
 
+#: Seconds of work below which ``run_seeds`` keeps the seeds in this process: starting
+#: joblib's worker processes (loky) and importing the library in them costs about 1-3 s.
+_PROCESS_START_S = 2.0
+
+
+def _backend_context_in_force():
+    """Whether a ``joblib.parallel_config`` / ``parallel_backend`` context names a backend."""
+    config = getattr(joblib.parallel._backend, "config", None)
+    if config is None:
+        return False
+    default = joblib.parallel.default_parallel_config["backend"]
+    return config.get("backend", default) is not default
+
+
 @validate_params(
     {
         "algorithm": [HasMethods(["run", "get_params"])],
@@ -175,6 +191,14 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
     The runs are independent, so any joblib backend can take them
     (``with joblib.parallel_backend("dask"): run_seeds(...)``).
 
+    Worker processes are started only for work that pays for them. Inside a joblib
+    backend context (``joblib.parallel_config(backend=...)`` or ``parallel_backend``), the
+    seeds go to that backend as ``n_jobs`` says. Otherwise, with ``n_jobs`` above 1, the
+    first seed runs in this process and is timed: when the seeds left would take less than
+    about 2 s here (``_PROCESS_START_S``, what starting joblib's processes costs), they run
+    here too; only longer work goes to joblib's default backend (processes). The results
+    are the same either way: each run depends on its seed only.
+
     Parameters
     ----------
     algorithm : BaseRunner
@@ -185,7 +209,8 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
         One run per seed, in this order.
     n_jobs : int, default=None
         Parallel jobs (joblib; ``None`` means 1 unless inside a ``parallel_backend``
-        context, -1 means all cores).
+        context, -1 means all cores). Without a backend context, short work runs in this
+        process whatever ``n_jobs`` says (see above).
 
     Returns
     -------
@@ -216,7 +241,20 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
     seeds = [int(s) for s in np.asarray(seeds).ravel()]
     if not seeds:
         raise ValueError("seeds must name at least one seed. Got an empty sequence instead.")
-    return Parallel(n_jobs=n_jobs)(delayed(_run_one_seed)(algorithm, env, s) for s in seeds)
+    if _backend_context_in_force():  # the user's backend (dask, threads, ...) wins
+        return Parallel(n_jobs=n_jobs)(
+            delayed(_run_one_seed)(algorithm, env, s) for s in seeds
+        )
+    if len(seeds) == 1 or joblib.effective_n_jobs(n_jobs) == 1:
+        return [_run_one_seed(algorithm, env, s) for s in seeds]
+    start = time.perf_counter()
+    runs = [_run_one_seed(algorithm, env, seeds[0])]
+    left = seeds[1:]
+    if (time.perf_counter() - start) * len(left) < _PROCESS_START_S:
+        return runs + [_run_one_seed(algorithm, env, s) for s in left]
+    return runs + Parallel(n_jobs=n_jobs)(
+        delayed(_run_one_seed)(algorithm, env, s) for s in left
+    )
 
 
 # --------------------------------------------------------------------------------------

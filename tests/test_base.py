@@ -1,5 +1,6 @@
 """The template bases of sklearn_icml.base, on toy subclasses."""
 
+import os
 import pickle
 from numbers import Integral, Real
 
@@ -53,6 +54,7 @@ class Flipper(BaseRunner):
     def _run(self, env):
         self.heads_ = sum(env.flip() for _ in range(self.n_flips))
         self.seed_seen_ = self.random_state
+        self.pid_ = os.getpid()  # the process the run ran in
 
 
 def test_runner_validates_checks_env_and_returns_self():
@@ -139,6 +141,23 @@ def test_routed_params_are_parameters_and_unknown_keywords_fail_at_fit():
         typo._fit_net(object, None, None)
 
 
+def test_run_seeds_starts_no_process_for_millisecond_runs():
+    # eight runs of well under 1 ms: starting worker processes would cost 1-3 s
+    runs = run_seeds(Flipper(), Coin(), seeds=range(8), n_jobs=2)
+    assert {r.pid_ for r in runs} == {os.getpid()}
+    assert [r.heads_ for r in runs] == [r.heads_ for r in run_seeds(Flipper(), Coin(), range(8))]
+
+
+def test_run_seeds_sends_long_work_to_worker_processes(monkeypatch):
+    import sklearn_icml.base
+
+    monkeypatch.setattr(sklearn_icml.base, "_PROCESS_START_S", 0.0)  # any work is long
+    runs = run_seeds(Flipper(), Coin(), seeds=range(4), n_jobs=2)
+    assert runs[0].pid_ == os.getpid()  # the first seed, timed here
+    assert all(r.pid_ != os.getpid() for r in runs[1:])
+    assert [r.heads_ for r in runs] == [r.heads_ for r in run_seeds(Flipper(), Coin(), range(4))]
+
+
 def test_run_seeds_follows_the_joblib_backend_in_force():
     # any joblib backend takes the runs (dask's too: joblib.parallel_backend("dask"))
     from joblib import parallel_backend
@@ -147,6 +166,13 @@ def test_run_seeds_follows_the_joblib_backend_in_force():
     with parallel_backend("threading", n_jobs=2):
         threaded = [r.heads_ for r in run_seeds(Flipper(), Coin(), seeds=range(4))]
     assert threaded == sequential
+    # a backend context wins over the in-process choice, however short the runs
+    from joblib import parallel_config
+
+    with parallel_config(backend="loky", n_jobs=2):
+        runs = run_seeds(Flipper(), Coin(), seeds=range(4), n_jobs=2)
+    assert [r.heads_ for r in runs] == sequential
+    assert any(r.pid_ != os.getpid() for r in runs)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ are imported on first access (they are listed in ``_TORCH_NAMES``), so
 ``from sklearn_icml.alignment import TabularPreferencePolicy`` does not import torch.
 """
 
-from ..utils._lazy import lazy_getattr
+from ..utils._lazy import lazy_module
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES.
 _TORCH_NAMES = set()
@@ -50,9 +50,10 @@ __all__ += [
 # Deprecated names (removed in 0.4): importable, out of __all__ and of the API reference.
 from ._closed_form import benchmark_policy  # noqa: E402, F401
 
-# torch-based names are imported on first access only
-__getattr__ = lazy_getattr(__name__, _LAZY)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+# torch-based names are imported on first access only; ``__all__`` is answered by
+# __getattr__ (see utils._lazy.lazy_module), without the names whose dependencies are not
+# installed, so that `from sklearn_icml.alignment import *` works without torch
+__getattr__, __dir__ = lazy_module(
+    __name__, __all__, _LAZY, {"._losses": ("torch",), "._lm_trainer": ("torch", "skorch")}
+)
+del __all__

@@ -2,6 +2,9 @@
 
 A collection of n LoRA adapters for one weight matrix (d_out x d_in) is held as two zero-padded
 stacks ``B`` (n, d_out, r_max) and ``A`` (n, r_max, d_in), so that ``Delta_i = B[i] @ A[i]``.
+Pairs are given in the order ``(B, A)``, as peft's ``lora_B`` (d_out x r) and ``lora_A``
+(r x d_in); ``check_collection`` refuses a pair whose shapes say it is ``(A, B)``, or whose
+shapes fit both orders equally (square r x r factors of a d x d layer with r = d).
 Padding a rank-r_i adapter with zero columns of B and zero rows of A leaves ``Delta_i`` as it
 is. Nothing here ever forms a d_out x d_in matrix.
 """
@@ -57,12 +60,43 @@ def _is_stack_pair(collection):
     )
 
 
-def _check_inner_rank(B, A, where, b_shape, a_shape):
-    if B.shape[-1] != A.shape[-2]:
+_CONVENTION = (
+    "the convention is (B, A) with B of shape (d_out, r) and A of shape (r, d_in), so that "
+    "Delta = B @ A (peft's lora_B.weight and lora_A.weight, in that order)"
+)
+
+
+def _check_factor_order(B, A, where, kind):
+    """Refuse a pair whose shapes say ``(A, B)``, or fit both orders equally.
+
+    With ``B`` (..., p, q) and ``A`` (..., s, t), the order (B, A) needs ``q == s`` and
+    (A, B) needs ``t == p``. When both hold, the shapes are (x, y) and (y, x): read as
+    (B, A) the rank is y and the layer x by x; read as (A, B) the rank is x and the layer
+    y by y. A LoRA rank is below the layer's size, so y < x is (B, A), y > x is (A, B), and
+    y == x (square r x r factors of a d x d layer with r = d) cannot be told apart.
+    """
+    p, q = B.shape[-2:]
+    s, t = A.shape[-2:]
+    fits_ba, fits_ab = q == s, t == p
+    seen = f"Got a first {kind} of shape {B.shape} and a second of shape {A.shape}"
+    if fits_ba and (not fits_ab or q < p):
+        return
+    if fits_ba and q == p:
         raise ValueError(
-            f"{where}: the inner ranks r of B {b_shape} and A {a_shape} must match. Got B of "
-            f"shape {B.shape} and A of shape {A.shape} instead."
+            f"{where}: the factors are square ({p} x {p}), so their shapes fit both the "
+            f"(B, A) and the (A, B) order and B @ A cannot be told from A @ B; "
+            f"{_CONVENTION}. A rank-{p} adapter of a {p} x {p} layer is not low-rank: give "
+            f"its factors a rank r < {p} (e.g. the truncated SVD of B @ A). {seen} instead."
         )
+    if fits_ab:
+        raise ValueError(
+            f"{where} looks like an (A, B) pair: its first {kind} reads as (r, d_in) and "
+            f"its second as (d_out, r), with r = {p}; {_CONVENTION}. Swap the two. {seen} "
+            "instead."
+        )
+    raise ValueError(
+        f"{where}: the inner ranks r of B and A must match; {_CONVENTION}. {seen} instead."
+    )
 
 
 def check_collection(collection, name="collection"):
@@ -72,7 +106,10 @@ def check_collection(collection, name="collection"):
     ----------
     collection : list of (B, A) pairs, or pair (B, A) of 3-D arrays
         ``B_i`` of shape (d_out, r_i) and ``A_i`` of shape (r_i, d_in) (numpy arrays, array
-        likes or torch tensors), or two stacks ``B`` (n, d_out, r) and ``A`` (n, r, d_in).
+        likes or torch tensors), or two stacks ``B`` (n, d_out, r) and ``A`` (n, r, d_in):
+        B first, as peft's ``lora_B``, then A (``lora_A``). A pair whose shapes say it is
+        ``(A, B)`` raises a ValueError, and so does one whose shapes fit both orders
+        (square r x r factors of an r x r layer).
     name : str
         Name used in error messages.
 
@@ -97,7 +134,7 @@ def check_collection(collection, name="collection"):
                 f"{A.shape[0]}; they must hold the same number. Got shapes {B.shape} and "
                 f"{A.shape} instead."
             )
-        _check_inner_rank(B, A, name, "(n, d_out, r)", "(n, r, d_in)")
+        _check_factor_order(B, A, name, "stack")
         return B, A, np.full(B.shape[0], B.shape[2], dtype=np.int64)
 
     if isinstance(collection, dict) or not isinstance(collection, list | tuple):
@@ -117,7 +154,7 @@ def check_collection(collection, name="collection"):
             )
         B = _check_factor(pair[0], f"B of adapter {i}", 2)
         A = _check_factor(pair[1], f"A of adapter {i}", 2)
-        _check_inner_rank(B, A, f"adapter {i}", "(d_out, r)", "(r, d_in)")
+        _check_factor_order(B, A, f"{name}[{i}]", "factor")
         if Bs and (B.shape[0], A.shape[1]) != (Bs[0].shape[0], As[0].shape[1]):
             raise ValueError(
                 f"every adapter of {name} must change a matrix of the same shape (d_out, "

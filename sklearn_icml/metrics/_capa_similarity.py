@@ -6,13 +6,24 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from ..utils._deprecation import keyword_only_after
-from ..utils.validation import validate_input
+from ..utils.validation import _string_error, check_not_complex, validate_input
 from ._capa import capa_matrix
+
+
+def _refit_was_done(self):
+    if self.refit or self.cv == "prefit":
+        return True
+    raise AttributeError(
+        "similarity(X, y) needs the estimators fitted on all of fit's rows, which "
+        "CAPASimilarity(refit=False) does not fit. Set refit=True (the default) to use it."
+    )
 
 
 class CAPASimilarity(BaseEstimator):
@@ -23,6 +34,11 @@ class CAPASimilarity(BaseEstimator):
     pairwise CAPA (chance adjusted probabilistic agreement) in ``similarity_``. Two models
     score high when they put probability on the same options, and in particular make the
     same mistakes; two independent models of any accuracies score 0.
+
+    ``X`` is handed to the estimators as it is (a pandas frame with text or NaN columns
+    works when every estimator handles it, e.g. a Pipeline that encodes its columns);
+    CAPASimilarity itself only checks that ``X`` and ``y`` have the same number of rows and
+    records ``n_features_in_`` (and ``feature_names_in_`` for a frame).
 
     Parameters
     ----------
@@ -36,11 +52,19 @@ class CAPASimilarity(BaseEstimator):
         ``(X, y)``.
     n_jobs : int, default=None
         Jobs for the cross-validation fits (joblib).
+    refit : bool, default=True
+        After cross-validation, also fit every estimator on all of ``(X, y)`` and keep it in
+        ``estimators_``, as :class:`~sklearn.model_selection.GridSearchCV` refits its best
+        estimator: :meth:`similarity` compares those fitted estimators on new data.
+        ``refit=False`` skips these fits when only ``similarity_`` and ``accuracy_`` are
+        wanted (``similarity`` and ``estimators_`` are then not available). Ignored with
+        ``cv="prefit"``, whose estimators are already fitted.
 
     Attributes
     ----------
     estimators_ : list of estimators
-        The estimators fitted on all of ``(X, y)`` (the given ones with ``cv="prefit"``).
+        The estimators fitted on all of ``(X, y)`` (the given ones with ``cv="prefit"``);
+        not set with ``refit=False``.
     names_ : list of str
         Names of the estimators, in order.
     classes_ : ndarray of shape (n_classes,)
@@ -50,7 +74,10 @@ class CAPASimilarity(BaseEstimator):
     accuracy_ : ndarray of shape (n_estimators,)
         Each estimator's out-of-fold accuracy.
     n_features_in_ : int
-        Number of features seen in ``fit``.
+        Number of features seen in ``fit`` (not set when ``X`` is not a table, e.g. a list
+        of documents for text pipelines).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen in ``fit``; only when ``X`` has string column names.
 
     See Also
     --------
@@ -88,14 +115,16 @@ class CAPASimilarity(BaseEstimator):
         "discrete": ["boolean"],
         "cv": ["cv_object", StrOptions({"prefit"})],
         "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
+        "refit": ["boolean"],
     }
 
     @keyword_only_after(1)
-    def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None):
+    def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None, refit=True):
         self.estimators = estimators
         self.discrete = discrete
         self.cv = cv
         self.n_jobs = n_jobs
+        self.refit = refit
 
     def _validate_estimators(self):
         if len(self.estimators) < 1:
@@ -126,8 +155,9 @@ class CAPASimilarity(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows the estimators are cross-validated (or, with ``cv="prefit"``, scored) on.
+        X : array-like of shape (n_samples, n_features), or any input the estimators take
+            Rows the estimators are cross-validated (or, with ``cv="prefit"``, scored) on;
+            handed to them as it is.
         y : array-like of shape (n_samples,)
             Class labels; at least two classes.
 
@@ -138,8 +168,7 @@ class CAPASimilarity(BaseEstimator):
         """
         self._validate_params()
         self.names_ = self._validate_estimators()
-        X, y = validate_input(self, X, y)
-        check_classification_targets(y)
+        X, y = self._check_X_y(X, y, reset=True)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         if self.classes_.shape[0] < 2:
@@ -150,23 +179,67 @@ class CAPASimilarity(BaseEstimator):
         y_index = encoder.transform(y)
 
         if self.cv == "prefit":
-            self.estimators_ = [est for _, est in self.estimators]
-            for est in self.estimators_:
+            estimators = [est for _, est in self.estimators]
+            for est in estimators:
                 check_is_fitted(est)
-            probas = [self._aligned_proba(est, X) for est in self.estimators_]
+            probas = [
+                self._run(name, X, self._aligned_proba, est, X)
+                for name, est in zip(self.names_, estimators)
+            ]
+            self.estimators_ = estimators
         else:
             cv = check_cv(self.cv, y, classifier=True)
             probas = [
-                cross_val_predict(
-                    clone(est), X, y_index, cv=cv, method="predict_proba", n_jobs=self.n_jobs
-                )
-                for _, est in self.estimators
+                self._run(name, X, cross_val_predict, clone(est), X, y_index, cv=cv,
+                          method="predict_proba", n_jobs=self.n_jobs)
+                for name, est in self.estimators
             ]
-            self.estimators_ = [clone(est).fit(X, y) for _, est in self.estimators]
+            if self.refit:
+                self.estimators_ = [
+                    self._run(name, X, clone(est).fit, X, y) for name, est in self.estimators
+                ]
+            elif hasattr(self, "estimators_"):
+                del self.estimators_
         self._check_probas(probas, X)
         self.similarity_ = capa_matrix(y_index, probas, discrete=self.discrete)
         self.accuracy_ = np.array([np.mean(p.argmax(axis=1) == y_index) for p in probas])
         return self
+
+    def _check_X_y(self, X, y, *, reset):
+        """Check what CAPASimilarity itself needs, leaving ``X`` as it is: as many rows as
+        ``y``, class labels in ``y``; record (or, after fit, compare) the features of X."""
+        check_consistent_length(X, y)
+        check_not_complex(y, "y", self)
+        y = column_or_1d(y, warn=True)
+        if y.shape[0] == 0:
+            raise ValueError(
+                "X and y hold no rows; CAPA compares the estimators on at least one row. "
+                "Got 0 sample(s) instead."
+            )
+        if reset:
+            check_classification_targets(y)
+        X = validate_input(self, X, reset=reset, skip_check_array=True)
+        return X, y
+
+    def _run(self, name, X, function, *args, **kwargs):
+        """Call ``function`` for estimator ``name``; when it fails on X, say which
+        estimator, and what in X it may not take (complex numbers, strings)."""
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, TypeError) as exc:
+            who = f"estimator {name!r} ({type(dict(self.estimators)[name]).__name__})"
+            check_not_complex(X, "X", who)  # raises the clear error when X is complex
+            # a Pipeline (or ColumnTransformer) is where text gets encoded: its own error
+            # says more than "X holds strings" would
+            encodes = hasattr(dict(self.estimators)[name], "steps")
+            clear = None if encodes else _string_error("X", X, who)
+            if clear is not None:
+                raise type(clear)(
+                    f"{clear} CAPASimilarity hands X to every estimator as it is, so each "
+                    f"must take it; {who} raised {type(exc).__name__} on it (see above)."
+                ) from exc
+            exc.add_note(f"Raised by {who} of CAPASimilarity, which hands X to it as it is.")
+            raise
 
     def _aligned_proba(self, est, X):
         """predict_proba of ``est`` with columns in the order of ``self.classes_``."""
@@ -184,13 +257,17 @@ class CAPASimilarity(BaseEstimator):
         aligned[:, position] = proba
         return aligned
 
+    @available_if(_refit_was_done)
     def similarity(self, X, y):
         """CAPA between the fitted estimators on held-out data.
 
+        Needs the estimators fitted on all of fit's rows: not available with
+        ``refit=False``.
+
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Evaluation data.
+        X : array-like of shape (n_samples, n_features), or any input the estimators take
+            Evaluation data, handed to the estimators as it is.
         y : array-like of shape (n_samples,)
             True labels, among ``classes_``.
 
@@ -200,12 +277,7 @@ class CAPASimilarity(BaseEstimator):
             Pairwise CAPA.
         """
         check_is_fitted(self)
-        X = validate_input(self, X, reset=False)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(
-                f"y must have shape ({X.shape[0]},) to match X. Got {y.shape} instead."
-            )
+        X, y = self._check_X_y(X, y, reset=False)
         unseen = np.setdiff1d(y, self.classes_)
         if unseen.size:
             raise ValueError(
@@ -213,7 +285,10 @@ class CAPASimilarity(BaseEstimator):
                 f"Got {unseen!r} instead."
             )
         y_index = np.searchsorted(self.classes_, y)
-        probas = [self._aligned_proba(est, X) for est in self.estimators_]
+        probas = [
+            self._run(name, X, self._aligned_proba, est, X)
+            for name, est in zip(self.names_, self.estimators_)
+        ]
         self._check_probas(probas, X)
         return capa_matrix(y_index, probas, discrete=self.discrete)
 
@@ -223,11 +298,15 @@ class CAPASimilarity(BaseEstimator):
             bad = ~np.all(np.isfinite(proba), axis=1)
             if np.any(bad):
                 row = int(np.flatnonzero(bad)[0])
-                big = float(np.max(np.abs(X[row]))) if X.shape[1] else 0.0
+                try:  # X as the estimators got it: a table of numbers, or anything else
+                    values = np.abs(np.asarray(_safe_indexing(X, row), dtype=np.float64))
+                    largest = f", whose largest value has magnitude {float(np.max(values)):.3g}"
+                except (TypeError, ValueError, IndexError):
+                    largest = ""
                 raise ValueError(
                     f"estimator {name!r} returned NaN or infinite probabilities on "
-                    f"{int(bad.sum())} of the {bad.shape[0]} rows of X (first row {row}, whose "
-                    f"largest value has magnitude {big:.3g}); CAPA needs finite "
+                    f"{int(bad.sum())} of the {bad.shape[0]} rows of X (first row {row}"
+                    f"{largest}); CAPA needs finite "
                     "probabilities. Rescale X (e.g. StandardScaler in each estimator's "
                     "Pipeline) or check that estimator. Got non-finite probabilities instead."
                 )
@@ -235,4 +314,11 @@ class CAPASimilarity(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        # X goes to the estimators untouched: it may hold NaN where they all take NaN
+        try:
+            tags.input_tags.allow_nan = all(
+                get_tags(est).input_tags.allow_nan for _, est in self.estimators
+            )
+        except (TypeError, ValueError, AttributeError):  # estimators not valid yet
+            pass
         return tags

@@ -7,7 +7,7 @@ samplers, the closed forms, the automaton extraction, the effective theory) work
 torch.
 """
 
-from ..utils._lazy import lazy_getattr
+from ..utils._lazy import lazy_module
 
 # Names that need torch: public name -> private module, imported on first access.
 _LAZY = {}
@@ -91,5 +91,10 @@ __all__ += [
 
 _TORCH_NAMES = set(_LAZY)
 
-# torch-based names are imported on first access only
-__getattr__ = lazy_getattr(__name__, _LAZY)
+# torch-based names are imported on first access only; ``__all__`` is answered by
+# __getattr__ (see utils._lazy.lazy_module), without the names whose dependencies are not
+# installed, so that `from sklearn_icml.neural import *` works without torch
+__getattr__, __dir__ = lazy_module(
+    __name__, __all__, _LAZY, dict.fromkeys(set(_LAZY.values()), ("torch", "skorch"))
+)
+del __all__

@@ -19,7 +19,7 @@ Two methods, one module per concept:
 
 # Names that need torch are imported lazily (see __getattr__) and listed in _TORCH_NAMES,
 # so that `import sklearn_icml.privacy` stays numpy-only.
-from ..utils._lazy import lazy_getattr
+from ..utils._lazy import lazy_module
 
 _TORCH_NAMES = set()
 
@@ -90,5 +90,10 @@ __all__ += [
     "rdp_to_epsilon",
 ]
 
-# torch-based names are imported on first access only
-__getattr__ = lazy_getattr(__name__, {"DPSGDClassifier": "._dpsgd"})
+# torch-based names are imported on first access only; ``__all__`` is answered by
+# __getattr__ (see utils._lazy.lazy_module), without the names whose dependencies are not
+# installed, so that `from sklearn_icml.privacy import *` works without torch
+__getattr__, __dir__ = lazy_module(
+    __name__, __all__, {"DPSGDClassifier": "._dpsgd"}, {"._dpsgd": ("torch", "skorch")}
+)
+del __all__

@@ -7,7 +7,7 @@ the environments (gymnasium) are imported lazily (see ``__getattr__``) and liste
 """
 
 from ..base import run_seeds
-from ..utils._lazy import lazy_getattr
+from ..utils._lazy import lazy_module
 from ._gpd import GPDTailQuantile, weighted_quantile
 
 _TORCH_NAMES = {"EVOAgent", "RiskyShortcutEnv", "HeavyTailPointEnv"}
@@ -26,5 +26,10 @@ _LAZY = {
     "HeavyTailPointEnv": "._envs",
 }
 
-# torch/gymnasium-based names are imported on first access only
-__getattr__ = lazy_getattr(__name__, _LAZY)
+# torch/gymnasium-based names are imported on first access only; ``__all__`` is answered
+# by __getattr__ (see utils._lazy.lazy_module), without the names whose dependencies are
+# not installed, so that `from sklearn_icml.safe_rl import *` works without them
+__getattr__, __dir__ = lazy_module(
+    __name__, __all__, _LAZY, {"._evo": ("torch", "gymnasium"), "._envs": ("gymnasium",)}
+)
+del __all__

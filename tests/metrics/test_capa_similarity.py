@@ -76,3 +76,91 @@ def test_estimators_by_position_warns_and_gives_the_same_result():
     with pytest.warns(FutureWarning, match="keyword arguments"):
         got = CAPASimilarity(ESTIMATORS, cv=2).fit(X, Y).similarity_
     np.testing.assert_array_equal(got, expected)
+
+
+# --------------------------------------------------------------------------- raw frames
+
+
+def _frame(n=120, seed=0):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    city = rng.choice(["Paris", "Lyon", "Nice"], size=n)
+    age = rng.normal(40, 10, size=n)
+    y = np.where((city == "Paris") ^ (age > 40), "churn", "stay")
+    flip = rng.random(n) < 0.2  # label noise: no model is sure of every row
+    y[flip] = np.where(y[flip] == "churn", "stay", "churn")
+    return pd.DataFrame({"city": city, "age": age}), y
+
+
+def _pipelines():
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    def encode():
+        return make_column_transformer(
+            (OneHotEncoder(handle_unknown="ignore"), ["city"]), (StandardScaler(), ["age"])
+        )
+
+    return [
+        ("lr", make_pipeline(encode(), LogisticRegression())),
+        ("tree", make_pipeline(encode(), DecisionTreeClassifier(max_depth=3, random_state=0))),
+    ]
+
+
+def test_a_raw_frame_goes_to_the_estimators_untouched():
+    X, y = _frame()
+    sim = CAPASimilarity(estimators=_pipelines(), cv=3).fit(X, y)
+    assert sim.similarity_.shape == (2, 2) and np.all(np.isfinite(sim.similarity_))
+    assert sim.accuracy_[1] > 0.7  # the tree finds the interaction of city and age
+    assert sim.n_features_in_ == 2
+    assert list(sim.feature_names_in_) == ["city", "age"]
+    np.testing.assert_allclose(sim.similarity(X, y), sim.similarity(X, y))
+    # one pipeline of OneHotEncoder and LogisticRegression on a text column alone
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    text_only = [("ohe", make_pipeline(OneHotEncoder(), LogisticRegression()))]
+    assert CAPASimilarity(estimators=text_only, cv=2).fit(X[["city"]], y).accuracy_.shape == (1,)
+
+
+def test_prefit_takes_a_raw_frame():
+    X, y = _frame()
+    fitted = [(name, est.fit(X, y)) for name, est in _pipelines()]
+    sim = CAPASimilarity(estimators=fitted, cv="prefit").fit(X, y)
+    direct = capa_matrix(
+        (y == "stay").astype(int), [est.predict_proba(X) for _, est in fitted]
+    )
+    assert np.all(np.isfinite(direct))
+    np.testing.assert_allclose(sim.similarity_, direct, atol=1e-12)
+    np.testing.assert_allclose(sim.similarity(X, y), direct, atol=1e-12)
+
+
+def test_an_estimator_that_cannot_take_the_frame_is_named():
+    X, y = _frame()
+    with pytest.raises(ValueError, match="column 'city'.*estimator 'lr'.*as it is"):
+        CAPASimilarity(estimators=[("lr", LogisticRegression())], cv=2).fit(X, y)
+    with pytest.raises(ValueError, match="same number|inconsistent"):
+        CAPASimilarity(estimators=_pipelines(), cv=2).fit(X, y[:-1])
+
+
+def test_refit_false_skips_the_fits_on_all_rows():
+    calls = []
+
+    class CountingNB(GaussianNB):
+        def fit(self, X, y, sample_weight=None):
+            calls.append(len(X))
+            return super().fit(X, y, sample_weight=sample_weight)
+
+    CAPASimilarity(estimators=[("nb", CountingNB())], cv=3).fit(X, Y)
+    assert calls.count(len(X)) == 1  # the default refits on all rows, as GridSearchCV
+    calls.clear()
+    sim = CAPASimilarity(estimators=[("nb", CountingNB())], cv=3, refit=False).fit(X, Y)
+    assert len(calls) == 3 and len(X) not in calls  # the three folds only
+    assert not hasattr(sim, "estimators_")
+    expected = CAPASimilarity(estimators=[("nb", GaussianNB())], cv=3).fit(X, Y)
+    np.testing.assert_array_equal(sim.similarity_, expected.similarity_)
+    assert not hasattr(sim, "similarity")
+    with pytest.raises(AttributeError, match="no attribute 'similarity'") as info:
+        sim.similarity(X, Y)
+    assert "refit=True" in str(info.value.__cause__)
