@@ -38,7 +38,7 @@ def _installed(module):
         return sys.modules[module] is not None
     try:
         return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a blocked module, or one with no spec
+    except (ImportError, ValueError):  # a blocked module, or one importlib cannot locate
         return False
 
 
