@@ -30,10 +30,10 @@ DELTA = 1e-5
 def opacus_rdp_module():
     """opacus' RDP analysis module (numpy/scipy only), loaded without importing opacus and
     torch."""
-    spec = importlib.util.find_spec("opacus")
-    if spec is None:
+    found = importlib.util.find_spec("opacus")
+    if found is None:
         pytest.skip("opacus is not installed")
-    path = Path(spec.origin).parent / "accountants" / "analysis" / "rdp.py"
+    path = Path(found.origin).parent / "accountants" / "analysis" / "rdp.py"
     mod_spec = importlib.util.spec_from_file_location("_opacus_rdp_for_tests", path)
     module = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(module)
