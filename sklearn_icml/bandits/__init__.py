@@ -22,6 +22,7 @@ from ._interference_env import InterferenceGridEnv
 from ._multi_agent_bai import BAICl, ClBAI, NaiveBAI, best_arm_accuracy
 from ._partitions import exposure_probability
 from ._random_reward_env import RandomRewardGridEnv
+from ._ratings_env import RatingsBanditEnv
 from ._successive_elimination import SEResult, successive_elimination
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "InterferenceGridEnv",
     "NaiveBAI",
     "RandomRewardGridEnv",
+    "RatingsBanditEnv",
     "SEResult",
     "SwitchbackEXP3IX",
     "best_arm_accuracy",

@@ -1,6 +1,7 @@
 """Data generators used by tests, benchmarks, examples and the demo tour.
 
-Nothing here downloads anything: every set is generated from a seed. One import line per
+Nothing here downloads anything: every set is generated from a seed or read from an
+installed package. One import line per
 method, tagged with the method's slug (a trailing comment survives import sorting).
 """
 
@@ -18,6 +19,7 @@ from ._gam import make_additive_classification, make_additive_regression  # stum
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._mas import make_arithmetic_queries  # mas-gpt
+from ._movielens import load_movielens_bandit  # multi-agent-bai
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
@@ -25,6 +27,7 @@ from ._video import make_rotating_dot_videos  # f16-high-frame-rate-video
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
+    "load_movielens_bandit",
     "load_permuted_digits",
     "load_rotated_digits",
     "load_split_digits",
