@@ -7,7 +7,8 @@ what the run found; :func:`run_seeds` runs clones over many seeds. The environme
 
 Two papers: multi-agent best arm identification for clustered bandits (Yash,
 Karamchandani and Ghosh, ICML 2025: :class:`ClBAI`, :class:`BAICl`, :class:`NaiveBAI` on a
-:class:`ClusteredBanditEnv`) and bandits with interference (Jia, Frazier and Kallus,
+:class:`ClusteredBanditEnv`, or on real ratings with :class:`RatingsBanditEnv`) and bandits
+with interference (Jia, Frazier and Kallus,
 ICML 2025: :class:`SwitchbackEXP3IX` and :class:`ClusterRandomizedEXP3IX` on an
 :class:`InterferenceGridEnv` or a :class:`RandomRewardGridEnv`).
 

