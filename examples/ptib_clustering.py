@@ -38,7 +38,8 @@ Xs, y = make_multiview_counts(n_samples_per_cluster=100, n_clusters=5, random_st
 print("views:", [X.shape for X in Xs])
 
 # word counts: the relevant variable of the information bottleneck is the word
-# (relevance="features"); the default, relevance="neighbors", is for real-valued views
+# (relevance="features", what the default relevance="auto" picks for integer counts;
+# "neighbors", a random walk on each view's k-NN graph, is for real-valued views)
 model = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit(Xs)
 print(f"PTIB: ACC {accuracy(y, model.labels_):.3f}, "
       f"NMI {normalized_mutual_info_score(y, model.labels_):.3f}, "

@@ -43,6 +43,11 @@ TEST_PARAMS = {
     "BAICl": {"n_clusters": 2, "eta": 0.2},
     "BAIClPlusPlus": {"n_clusters": 2, "eta": 0.2, "eta1": 0.2},
     "ClusteredBanditEnv": {"means": [[0.9, 0.1], [0.1, 0.9]], "assignment": [0, 1, 1]},
+    "RatingsBanditEnv": {
+        "rating_probs": [[[0.2, 0.8], [0.9, 0.1]], [[0.9, 0.1], [0.2, 0.8]]],
+        "rating_values": [0.0, 1.0],
+        "assignment": [0, 1, 1],
+    },
     # Bandits with interference
     "InterferenceGridEnv": {"grid_side": 4, "n_arms": 3, "horizon": 10},
     "SwitchbackEXP3IX": {"n_arms": 3, "horizon": 10},

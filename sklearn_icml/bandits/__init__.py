@@ -7,7 +7,8 @@ what the run found; :func:`run_seeds` runs clones over many seeds. The environme
 
 Two papers: multi-agent best arm identification for clustered bandits (Yash,
 Karamchandani and Ghosh, ICML 2025: :class:`ClBAI`, :class:`BAICl`, :class:`NaiveBAI` on a
-:class:`ClusteredBanditEnv`) and bandits with interference (Jia, Frazier and Kallus,
+:class:`ClusteredBanditEnv`, or on real ratings with :class:`RatingsBanditEnv`) and bandits
+with interference (Jia, Frazier and Kallus,
 ICML 2025: :class:`SwitchbackEXP3IX` and :class:`ClusterRandomizedEXP3IX` on an
 :class:`InterferenceGridEnv` or a :class:`RandomRewardGridEnv`).
 
@@ -22,6 +23,7 @@ from ._interference_env import InterferenceGridEnv
 from ._multi_agent_bai import BAICl, ClBAI, NaiveBAI, best_arm_accuracy
 from ._partitions import exposure_probability
 from ._random_reward_env import RandomRewardGridEnv
+from ._ratings_env import RatingsBanditEnv
 from ._successive_elimination import SEResult, successive_elimination
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "InterferenceGridEnv",
     "NaiveBAI",
     "RandomRewardGridEnv",
+    "RatingsBanditEnv",
     "SEResult",
     "SwitchbackEXP3IX",
     "best_arm_accuracy",

@@ -163,6 +163,10 @@ class ClusteredBanditEnv(BaseEnvironment):
         means = _check_means(self.means, self.noise)
         if not np.isfinite(self.sigma):
             raise ValueError(f"sigma must be a positive finite float. Got {self.sigma!r} instead.")
+        self._install(means)
+
+    def _install(self, means):
+        """Check ``assignment`` against the checked ``means`` and set the instance up."""
         assignment = check_int_vector(self.assignment, "assignment")
         if assignment.shape[0] == 0:
             raise ValueError(
@@ -340,7 +344,7 @@ def _warn_if_not_separable(means, eta):
             f"bandit {int(tied[0])} has several arms tied for the best mean; the best arm "
             "is not unique and no delta-PC guarantee holds on this instance.",
             UserWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
     elif eta <= 0:
         warnings.warn(
@@ -348,7 +352,7 @@ def _warn_if_not_separable(means, eta):
             "share a best arm, or a bandit's best arm is not worse on another bandit); "
             "the clustered algorithms' delta-PC guarantee is void.",
             UserWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
 
 

@@ -2,6 +2,7 @@
 
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -17,9 +18,6 @@ from ..utils.validation import check_input_array, validate_input
 from ._ptib_kernels import merge_costs, sib_sweeps
 from ._ptib_neighbors import NeighborRelevance
 
-# added to every entry before row normalisation, so that no row is all-zero
-_ROW_EPS = 1e-10
-
 
 # --------------------------------------------------------------------------------------
 # data as distributions
@@ -31,6 +29,11 @@ class _Views:
     P: sparse.csr_matrix  # (n, D), each view's block of a row sums to 1
     offsets: np.ndarray  # (V + 1,) int64, start column of each view, then D
     plogp: np.ndarray  # (n, V), sum_y p log p per sample and view
+
+    @cached_property
+    def marginal(self):
+        """``p_v(y)`` of every view, the column means of ``P``, shape (D,)."""
+        return np.asarray(self.P.mean(axis=0)).ravel()
 
     @property
     def n_views(self):
@@ -66,9 +69,16 @@ def _as_views(distributions):
 
 
 def _row_distributions(Z):
-    """Row-normalise a non-negative matrix after adding ``_ROW_EPS`` to every entry."""
-    Z = Z + _ROW_EPS
-    return Z / Z.sum(axis=1, keepdims=True)
+    """Row-normalise a non-negative matrix; a row of zeros becomes the uniform distribution.
+
+    Zeros stay zeros, so a count view keeps its sparsity and the sweeps visit only its
+    non-zero entries (a zero entry adds nothing to the merge cost).
+    """
+    total = Z.sum(axis=1, keepdims=True)
+    empty = total[:, 0] <= 0
+    out = Z / np.where(total > 0, total, 1.0)
+    out[empty] = 1.0 / Z.shape[1]
+    return out
 
 
 def _minmax(X, low, high):
@@ -98,6 +108,44 @@ def _check_counts_like(X, name):
         )
 
 
+_RELEVANCE_MODELS = ("neighbors", "features")
+
+
+def _is_count_view(X, was_sparse):
+    """True for a view of counts: non-negative and integer-valued, or given sparse.
+
+    The rule of ``relevance="auto"``: bags of words and histograms (the information
+    bottleneck's classical data) are non-negative integers or sparse matrices;
+    real-valued measurements are neither.
+    """
+    if X.size == 0 or np.any(X < 0):
+        return False
+    return bool(was_sparse or np.all(X == np.floor(X)))
+
+
+def _resolve_relevance(relevance, views, sparse_views):
+    """The relevance model of each view: ``relevance`` itself or, for "auto", by the data."""
+    V = len(views)
+    if isinstance(relevance, str):
+        relevance = [relevance] * V
+    elif len(relevance) != V:
+        raise ValueError(
+            f"relevance must be a string or a list with one entry per view ({V} views). "
+            f"Got a list of {len(relevance)} entries instead: {list(relevance)!r}."
+        )
+    chosen = []
+    for v, (item, X) in enumerate(zip(relevance, views)):
+        if item == "auto":
+            item = "features" if _is_count_view(X, sparse_views[v]) else "neighbors"
+        elif item not in _RELEVANCE_MODELS:
+            raise ValueError(
+                f"relevance[{v}] must be 'auto', 'neighbors' or 'features'. Got {item!r} "
+                "instead."
+            )
+        chosen.append(item)
+    return chosen
+
+
 # --------------------------------------------------------------------------------------
 # information quantities
 # --------------------------------------------------------------------------------------
@@ -123,14 +171,10 @@ def _information_from_sums(views, S, counts, marginal):
     return info
 
 
-def _marginal(views):
-    return np.asarray(views.P.mean(axis=0)).ravel()
-
-
 def _relevant_information(views, labels, n_clusters):
     """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` for every view, shape (V,)."""
     S, counts = _cluster_sums(views.P, labels, n_clusters)
-    return _information_from_sums(views, S, counts, _marginal(views))
+    return _information_from_sums(views, S, counts, views.marginal)
 
 
 def _objective(views, labels, weights, n_clusters):
@@ -235,23 +279,29 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
     pair (a, b) and split a third cluster c in two (scored by the objective gained by the
     split minus that lost by the merge), and re-split the union of a pair (scored by the
     change of the objective). Splits are two-cluster sIB runs on the samples concerned.
+    A split is computed once per set of samples and reused while the set is unchanged.
     The ``n_candidates`` best moves are tried in turn, each followed by sweeps over all
     samples; the first that raises the objective is kept and a new round starts. Every
     accepted step raises the objective, so the result is at least as good as ``labels``.
     """
     K = n_clusters
     weights = np.asarray(weights, dtype=np.float64)
-    marginal = _marginal(views)
+    marginal = views.marginal
     labels = np.array(labels, dtype=np.int64, copy=True)
     value = _objective(views, labels, weights, K)
     if K < 3:
         return labels, value
 
+    splits = {}  # the split of a set of samples, reused while the set is unchanged
+
     def split(rows):
         # the best of n_split two-cluster runs: a split is itself prone to local optima
-        half, _ = _sib_best_of(_subset(views, rows), weights, 2, n_split, max_sweeps, rng,
-                               sweep, refine=False)
-        return rows[half == 1]
+        key = rows.tobytes()
+        if key not in splits:
+            half, _ = _sib_best_of(_subset(views, rows), weights, 2, n_split, max_sweeps, rng,
+                                   sweep, refine=False)
+            splits[key] = rows[half == 1]
+        return splits[key]
 
     for _ in range(2 * K):
         S, counts = _cluster_sums(views.P, labels, K)
@@ -434,6 +484,11 @@ def _ptib(
 # --------------------------------------------------------------------------------------
 # input handling
 # --------------------------------------------------------------------------------------
+def _densified(X):
+    """A sparse view as a dense array (the distributions are built densely)."""
+    return X.toarray() if sparse.issparse(X) else X
+
+
 def _ndim(obj):
     try:
         return np.ndim(obj)
@@ -501,13 +556,15 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     review score times its trust.
 
     Each view is turned into per-sample distributions ``p_v(y|x_i)`` of a relevant
-    variable Y. By default (``relevance="neighbors"``) Y is the training sample that a short
-    random walk on the view's k-nearest-neighbour graph reaches, with Gaussian-kernel steps
-    whose bandwidth is each sample's distance to its k-th neighbour (read from the data);
-    with ``relevance="features"`` Y is the feature itself (``p_v(y|x_i)`` is the row of
-    min-max scaled features, or of counts, normalised to sum to 1), the classical IB of
-    words given documents. Clusters maximise ``L(T; w) = sum_v w_v I_v(T)``, with
-    ``I_v(T)`` the information that the clustering keeps about view v's Y, by sequential
+    variable Y, chosen per view from the data by default (``relevance="auto"``). For a
+    view of counts (non-negative integers, or any non-negative sparse matrix: bags of
+    words, histograms) Y is the feature itself (``p_v(y|x_i)`` is the row of min-max
+    scaled features, or of counts, normalised to sum to 1), the classical IB of words
+    given documents (``"features"``). For a real-valued view Y is the training sample that
+    a short random walk on the view's k-nearest-neighbour graph reaches, with
+    Gaussian-kernel steps whose bandwidth is each sample's distance to its k-th neighbour
+    (``"neighbors"``). Clusters maximise ``L(T; w) = sum_v w_v I_v(T)``, with ``I_v(T)``
+    the information that the clustering keeps about view v's Y, by sequential
     draw-and-merge sweeps (a numba kernel) and cluster-level split-merge moves.
 
     Parameters
@@ -535,14 +592,27 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         min-max scaling reweights the vocabulary (on the default data of
         :func:`~sklearn_icml.datasets.make_multiview_counts` it lifts single-view sIB
         accuracy from 0.89/0.79/0.39 to 0.94/0.90/0.71).
-    relevance : {"neighbors", "features"}, default="neighbors"
-        What each view's distribution ``p_v(y|x)`` is about. ``"neighbors"``: the training
-        sample reached by an ``n_steps`` random walk on the view's ``n_neighbors``-nearest-
-        neighbour graph (Euclidean distances after ``input_transform``), for real-valued
-        features. ``"features"``: the features themselves (each row normalised to sum to
-        1), for counts and histograms (bag-of-words), where it is the better model (on the
-        default data of :func:`~sklearn_icml.datasets.make_multiview_counts`, ACC 0.994 vs
-        0.886 for ``"neighbors"``).
+    relevance : {"auto", "neighbors", "features"} or list of them, default="auto"
+        What each view's distribution ``p_v(y|x)`` is about. ``"features"``: the features
+        themselves (each row normalised to sum to 1), for counts and histograms
+        (bag-of-words). ``"neighbors"``: the training sample reached by an ``n_steps``
+        random walk on the view's ``n_neighbors``-nearest-neighbour graph (Euclidean
+        distances after ``input_transform``), for real-valued features. ``"auto"``
+        chooses per view, from the training data: ``"features"`` for a view of counts
+        (every entry a non-negative integer, or a non-negative view given as a scipy
+        sparse matrix), ``"neighbors"`` otherwise; ``relevance_`` records the choice. A
+        list gives one entry per view. On five count views (two informative, three of
+        pure noise; 400 samples, 4 clusters) the features model reaches ACC >= 0.96 with
+        every noise weight below 0.002 where the neighbourhood model reaches 0.64-0.92
+        and gives noise views weight; on UCI mfeat's real-valued views the neighbourhood
+        model is the better one. Integer-coded measurements (mfeat's ``fac`` and
+        ``pix`` views) count as counts under this rule: pass ``"neighbors"`` (or a list)
+        when a non-negative integer view is not a count (the benchmark's mfeat table
+        gives both).
+
+        .. versionchanged:: 0.3
+           The default changed from ``"neighbors"`` to ``"auto"``, which gives count
+           views the features model; real-valued views are clustered as before.
     n_neighbors : int, default=10
         Neighbours of each sample in a view's graph (``relevance="neighbors"`` only);
         capped at ``n_samples - 1``.
@@ -581,10 +651,13 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         is NaN.
     view_labels_ : list of ndarray of shape (n_samples,)
         Each view's own ("author") partition of the last round.
+    relevance_ : list of str
+        The relevance model of each view, ``"features"`` or ``"neighbors"``: the
+        ``relevance`` parameter, with every ``"auto"`` resolved from the training data.
     cluster_distributions_ : list of ndarray of shape (n_clusters, n_y)
         Cluster centroids ``p_v(y|t)`` per view: over the training samples (``n_y =
-        n_samples``) with ``relevance="neighbors"``, over the features (``n_y =
-        n_features_v``) with ``relevance="features"``.
+        n_samples``) for a ``"neighbors"`` view, over the features (``n_y =
+        n_features_v``) for a ``"features"`` view.
     cluster_sizes_ : ndarray of shape (n_clusters,)
         Number of training samples in each cluster.
     objective_ : float
@@ -646,6 +719,11 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     implementation; the learnt weights matter there, since they can make a partition the
     better one that was not under equal weights.
 
+    Views may be numpy arrays, DataFrames or scipy sparse matrices (densified: the
+    features model builds its distributions densely, keeping only the non-zero entries
+    for the sweeps). A row of zeros in a ``"features"`` view (with
+    ``input_transform="minmax"``) becomes the uniform distribution.
+
     ``relevance="neighbors"`` follows the IB clustering of a Markov random walk over the
     data [3]_, with the local-scale bandwidth of [4]_: one step goes from sample i to
     neighbour j with probability ∝ ``exp(-d_ij^2 / (sigma_i sigma_j))``, ``sigma_i`` the
@@ -673,9 +751,10 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     ...                               random_state=0)
     >>> [X.shape for X in Xs]
     [(90, 50), (90, 40), (90, 30), (90, 50)]
-    >>> # word counts: the relevant variable is the word
-    >>> model = PTIBClustering(n_clusters=3, n_init=2, relevance="features",
-    ...                        random_state=0).fit(Xs)
+    >>> # word counts: the relevant variable is the word ("auto" sees the counts)
+    >>> model = PTIBClustering(n_clusters=3, n_init=2, random_state=0).fit(Xs)
+    >>> model.relevance_
+    ['features', 'features', 'features', 'features']
     >>> model.labels_.shape
     (90,)
     >>> float(model.view_weights_.sum())
@@ -691,7 +770,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         "max_sweeps": [POSITIVE_INT],
         "tol": [NON_NEGATIVE_REAL],
         "input_transform": [StrOptions({"minmax", "none"})],
-        "relevance": [StrOptions({"neighbors", "features"})],
+        "relevance": [StrOptions({"auto", "neighbors", "features"}), list, tuple],
         "n_neighbors": [POSITIVE_INT],
         "n_steps": [POSITIVE_INT],
         "view_slices": [list, tuple, None],
@@ -710,7 +789,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         max_sweeps=30,
         tol=1e-3,
         input_transform="minmax",
-        relevance="neighbors",
+        relevance="auto",
         n_neighbors=10,
         n_steps=2,
         view_slices=None,
@@ -742,10 +821,14 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                     f"{len(X)} views, so view_slices must be None. Got {self.view_slices!r} "
                     "instead."
                 )
+            sparse_views = [sparse.issparse(view) for view in X]
             views = [
-                check_input_array(view, dtype=np.float64, input_name=f"X[{v}]", estimator=self)
+                _densified(check_input_array(view, dtype=np.float64, input_name=f"X[{v}]",
+                                             estimator=self, accept_sparse="csr"))
                 for v, view in enumerate(X)
             ]
+            if reset:
+                self._sparse_views = sparse_views
             sizes = [view.shape[0] for view in views]
             if len(set(sizes)) > 1:
                 raise ValueError(
@@ -781,7 +864,10 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
             self.n_features_per_view_ = [int(c.size) for c in self._view_columns]
         if self._multiview_input:
             return [X]
-        return [X[:, cols] for cols in self._view_columns]
+        views = [X[:, cols] for cols in self._view_columns]
+        if reset:
+            self._sparse_views = [False] * len(views)
+        return views
 
     def _check_fitted_views(self, dims):
         if not self._multiview_input and self.n_views_ == 1 and len(dims) == 1:
@@ -808,8 +894,8 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     def _distributions(self, views, *, fitting):
         """Per-view conditional distributions of the validated ``views``.
 
-        With ``relevance="neighbors"`` and ``fitting``, the per-view random walks are fitted
-        and stored; otherwise the stored ones are used.
+        With ``fitting``, the random walks of the views whose relevance model is
+        ``"neighbors"`` are fitted and stored; otherwise the stored ones are used.
         """
         dists = []
         if fitting:
@@ -829,10 +915,12 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                         )
                 Z = _minmax(X, self.feature_min_[v], self.feature_max_[v])
             else:
-                if self.relevance == "features":
+                if self.relevance_[v] == "features":
                     _check_counts_like(X, name)
                 Z = X
-            if self.relevance == "features":
+            if self.relevance_[v] == "features":
+                if fitting:
+                    self._relevance_models.append(None)
                 dists.append(_row_distributions(Z))
             elif fitting:
                 model = NeighborRelevance.fit(Z, self.n_neighbors, self.n_steps)
@@ -851,8 +939,9 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         ----------
         X : list of array-like of shape (n_samples, n_features_v), or array-like of shape \
 (n_samples, n_features)
-            The views (numpy arrays or DataFrames with the same samples in the same
-            order), or one 2-D array split by ``view_slices`` (one view without it).
+            The views (numpy arrays, DataFrames or scipy sparse matrices with the same
+            samples in the same order), or one 2-D array split by ``view_slices`` (one
+            view without it).
         y : None
             Ignored.
 
@@ -875,6 +964,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
+        self.relevance_ = _resolve_relevance(self.relevance, views, self._sparse_views)
         if self.input_transform == "minmax":
             self.feature_min_ = [view.min(axis=0) for view in views]
             self.feature_max_ = [view.max(axis=0) for view in views]

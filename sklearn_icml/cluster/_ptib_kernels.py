@@ -17,10 +17,20 @@ common factor, n changes no decision. The numba kernel uses the expansion, view 
 
 (with ``pi = (1/(1 + n_t), n_t/(1 + n_t))``, centroid ``q = S / n_t`` and
 ``m = (p + S) / (1 + n_t)``). A column where ``p_y = 0`` adds ``S log S - S log S = 0``, so
-only the stored entries of row i are visited: a (sample, cluster) pair costs one log per
-stored entry, with ``S log S`` cached per cluster and column and updated on each move. The
-numpy reference computes the Jensen-Shannon divergence from its definition on the dense
-matrix instead, and the tests check that the two agree.
+only the stored entries of row i are visited. Summed over the stored entries, the
+``p log p`` terms are the row's constant ``sum_v w_v sum_y p log p``, so the cost is
+
+    sum_v w_v [ sum_{y: S_ty > 0} (p log p + S log S - (p + S) log (p + S))
+                - n_t log n_t + (1 + n_t) log (1 + n_t) ]
+
+where an entry whose column the cluster holds no mass in (``S_ty = 0``) adds exactly 0 and
+is skipped without a log: on neighbourhood views (``relevance="neighbors"``) a sample's
+neighbours lie in few clusters, so most (entry, cluster) pairs are skipped. Views of
+weight 0 are skipped whole (each row's entries are sorted by column, so a view's entries
+are one contiguous run). ``S log S`` is cached per cluster and column and updated on each
+move, ``p log p`` per stored entry once per call. The numpy reference computes the
+Jensen-Shannon divergence from its definition on the dense matrix instead, and the tests
+check that the two agree.
 """
 
 import numpy as np
@@ -45,27 +55,47 @@ def _xlogx(x):
 
 
 @njit_cached()
-def _row_constant(i, plogp, weights):
-    """``sum_v w_v sum_y p log p`` of row i and ``sum_v w_v``."""
-    const = 0.0
-    wsum = 0.0
-    for v in range(weights.shape[0]):
-        const += weights[v] * plogp[i, v]
-        wsum += weights[v]
-    return const, wsum
+def _row_view_starts(indices, indptr, col_view, n_views):
+    """Start of each view's run of entries in each row, shape (n, V + 1).
+
+    Rows hold their entries sorted by column and the views are contiguous column blocks.
+    """
+    n = indptr.shape[0] - 1
+    starts = np.empty((n, n_views + 1), dtype=np.int64)
+    for i in range(n):
+        e = indptr[i]
+        for v in range(n_views):
+            while e < indptr[i + 1] and col_view[indices[e]] < v:
+                e += 1
+            starts[i, v] = e
+        starts[i, n_views] = indptr[i + 1]
+    return starts
 
 
 @njit_cached()
-def _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t, const, wsum):
+def _entry_xlogx(data):
+    out = np.empty_like(data)
+    for e in range(data.shape[0]):
+        out[e] = _xlogx(data[e])
+    return out
+
+
+@njit_cached()
+def _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t):
     """n * Delta(i, t) for row ``i`` against cluster ``t`` (see the module docstring)."""
     n_t = counts[t]
-    total = const + wsum * (_xlogx(n_t + 1.0) - _xlogx(float(n_t)))
-    for e in range(indptr[i], indptr[i + 1]):
-        y = indices[e]
-        w = weights[col_view[y]]
+    size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
+    total = 0.0
+    for v in range(weights.shape[0]):
+        w = weights[v]
         if w == 0.0:
             continue
-        total += w * (SlogS[t, y] - _xlogx(data[e] + S[t, y]))
+        part = size_term
+        for e in range(starts[i, v], starts[i, v + 1]):
+            s = S[t, indices[e]]
+            if s > 0.0:
+                part += elogp[e] + SlogS[t, indices[e]] - _xlogx(data[e] + s)
+        total += w * part
     return total
 
 
@@ -110,7 +140,8 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     col_view : int64 ndarray of shape (D,)
         View of each column.
     plogp : ndarray of shape (n, V)
-        ``sum_y p log p`` of each sample in each view.
+        ``sum_y p log p`` of each sample in each view (the numpy reference's signature; the
+        kernel computes ``p log p`` per stored entry itself).
     weights : ndarray of shape (V,)
         View weights; views of weight 0 are skipped.
     labels : int64 ndarray of shape (n,)
@@ -130,6 +161,8 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     n = indptr.shape[0] - 1
     K = n_clusters
     S, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
+    starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
+    elogp = _entry_xlogx(data)
     n_sweeps = 0
     n_moves = 0
     for s in range(orders.shape[0]):
@@ -142,15 +175,12 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
                 continue  # never empty a cluster
             _add_row(data, indices, indptr, i, S, SlogS, c, -1.0)
             counts[c] -= 1
-            const, wsum = _row_constant(i, plogp, weights)
             best_t = c
-            best = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, c,
-                         const, wsum)
+            best = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, c)
             for t in range(K):
                 if t == c:
                     continue
-                cost = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t,
-                             const, wsum)
+                cost = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t)
                 if cost < best - TIE_TOL:
                     best = cost
                     best_t = t
@@ -174,12 +204,12 @@ def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
     for t in range(K):
         for y in range(S.shape[1]):
             SlogS[t, y] = _xlogx(S[t, y])
+    starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
+    elogp = _entry_xlogx(data)
     out = np.empty((m, K))
     for i in range(m):
-        const, wsum = _row_constant(i, plogp, weights)
         for t in range(K):
-            out[i, t] = _cost(data, indices, indptr, col_view, i, weights, S, SlogS, counts, t,
-                              const, wsum)
+            out[i, t] = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t)
     return out
 
 

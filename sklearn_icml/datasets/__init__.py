@@ -23,6 +23,7 @@ from ._language_models import load_smollm2, make_tiny_causal_lm, smollm2_cache_f
 from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._mas import make_arithmetic_queries  # mas-gpt
+from ._movielens import load_movielens_bandit  # multi-agent-bai
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
@@ -36,6 +37,7 @@ __all__ = [
     "load_smollm2",
     "make_tiny_causal_lm",
     "smollm2_cache_folder",
+    "load_movielens_bandit",
     "load_permuted_digits",
     "load_rotated_digits",
     "load_split_digits",

@@ -316,7 +316,8 @@ def test_single_array_is_one_view_and_view_slices_split_it():
 # ------------------------------------------------------------------ view weights and history
 def test_weights_on_simplex_and_history_shapes():
     Xs, _ = _easy_views()
-    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=3, random_state=0).fit(Xs)
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=3, relevance="neighbors",
+                           random_state=0).fit(Xs)
     w = model.view_weights_
     assert np.all(w >= 0) and w.sum() == pytest.approx(1.0, abs=1e-12)
     assert 1 <= model.n_iter_ <= 3
@@ -653,3 +654,89 @@ def test_n_outer_iter_is_max_iter_and_n_clusters_by_position_warns():
     with pytest.warns(FutureWarning, match="keyword arguments"):
         got = PTIBClustering(2, n_init=1, max_iter=2, random_state=0).fit(X)
     np.testing.assert_array_equal(got.labels_, expected.labels_)
+
+
+# ------------------------------------------------------------------ relevance="auto"
+def test_auto_relevance_takes_the_features_model_for_count_views():
+    Xs, _ = _easy_views()
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, random_state=0).fit(Xs)
+    assert model.relevance_ == ["features"] * 3
+    # the relevant variable of a count view is the word: centroids over the features
+    assert [c.shape for c in model.cluster_distributions_] == [(3, 30), (3, 20), (3, 25)]
+    same = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, relevance="features",
+                          random_state=0).fit(Xs)
+    np.testing.assert_array_equal(model.labels_, same.labels_)
+    np.testing.assert_array_equal(model.view_weights_, same.view_weights_)
+
+
+def test_auto_relevance_takes_neighbors_for_real_valued_views():
+    Xs, _ = _blob_views(10)
+    model = PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0).fit(Xs)
+    assert model.relevance_ == ["neighbors"] * 3
+    assert [c.shape for c in model.cluster_distributions_] == [(3, 30)] * 3
+    # non-negative but not integer-valued, and integer-valued but negative: neighbours too
+    nonneg = np.abs(Xs[0])
+    negative_ints = np.round(Xs[1] * 10)
+    assert negative_ints.min() < 0
+    model.fit([nonneg, negative_ints])
+    assert model.relevance_ == ["neighbors", "neighbors"]
+
+
+def test_auto_relevance_takes_the_features_model_for_sparse_views():
+    from scipy import sparse
+
+    Xs, _ = _easy_views()
+    # sparse, non-negative and not integer-valued (say tf-idf): still the features model
+    scaled = [X / np.arange(1, X.shape[1] + 1) for X in Xs]
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, random_state=0)
+    model.fit([sparse.csr_matrix(X) for X in scaled])
+    assert model.relevance_ == ["features"] * 3
+    dense = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, relevance="features",
+                           random_state=0).fit(scaled)
+    np.testing.assert_array_equal(model.labels_, dense.labels_)
+    assert PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0).fit(
+        scaled).relevance_ == ["neighbors"] * 3  # the same values dense are real-valued
+    np.testing.assert_array_equal(
+        model.predict([sparse.csr_matrix(X[:5]) for X in scaled]), model.labels_[:5])
+
+
+def test_auto_relevance_is_chosen_per_view_and_predict_uses_each_model():
+    counts, _ = _easy_views()
+    real, _ = _blob_views(40)  # 120 samples, as the count views
+    Xs = [counts[0], real[0], counts[1]]
+    model = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, random_state=0).fit(Xs)
+    assert model.relevance_ == ["features", "neighbors", "features"]
+    assert [c.shape for c in model.cluster_distributions_] == [(3, 30), (3, 120), (3, 20)]
+    np.testing.assert_array_equal(model.predict(Xs)[:20], model.predict([X[:20] for X in Xs]))
+    listed = PTIBClustering(n_clusters=3, n_init=2, max_iter=2, random_state=0,
+                            relevance=["features", "neighbors", "features"]).fit(Xs)
+    np.testing.assert_array_equal(model.labels_, listed.labels_)
+    forced = PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0,
+                            relevance=("auto", "auto", "neighbors")).fit(Xs)
+    assert forced.relevance_ == ["features", "neighbors", "neighbors"]
+
+
+@pytest.mark.parametrize(
+    "relevance, match",
+    [
+        (["features"], r"one entry per view \(2 views\). Got a list of 1 entries"),
+        (["features", "words"], r"relevance\[1\] must be 'auto', 'neighbors' or 'features'"),
+        ("words", "'relevance' parameter"),
+    ],
+)
+def test_bad_relevance_raises(relevance, match):
+    with pytest.raises(ValueError, match=match):
+        PTIBClustering(n_clusters=2, relevance=relevance).fit(_small())
+
+
+def test_default_finds_the_informative_count_views_among_noise_views():
+    # five count views, two informative and three pure noise: the information bottleneck's
+    # own data, where the neighbourhood model gave a noise view a weight up to 0.30
+    Xs, y = make_multiview_counts(
+        100, n_clusters=4, views=[(50, 0.55), (40, 0.6), (50, 1.0), (40, 1.0), (30, 1.0)],
+        random_state=0,
+    )
+    model = PTIBClustering(n_clusters=4, random_state=0).fit(Xs)
+    assert model.relevance_ == ["features"] * 5
+    assert clustering_accuracy(y, model.labels_) >= 0.95
+    assert np.all(model.view_weights_[2:] < 0.01)
