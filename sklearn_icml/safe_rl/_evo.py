@@ -71,7 +71,9 @@ class EVOAgent(ConstrainedPolicyGradient):
     Parameters
     ----------
     cost_limit : float, default=25.0
-        The limit ``d`` on the episode-cost statistic.
+        The limit ``d`` on the episode-cost statistic, ``>= 0``. ``float("inf")`` sets no
+        constraint: the CPO base then takes TRPO's step (the reward step alone), the
+        PPO-Lagrangian base keeps its multiplier at 0 (plain PPO).
     base : {"cpo", "ppo_lag"}, default="cpo"
         Base algorithm: CPO (the paper) or PPO-Lagrangian (cheaper, see Notes).
     constraint : {"quantile", "expectation"}, default="quantile"
