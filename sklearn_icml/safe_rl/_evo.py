@@ -66,7 +66,8 @@ class EVOAgent(ConstrainedPolicyGradient):
 
     :meth:`run` takes the environment: a ``gymnasium.Env`` (or a gymnasium id) giving the
     per-step cost in ``info["cost"]`` or as the third item of a Safety-Gymnasium 6-tuple
-    ``(obs, r, c, term, trunc, info)``.
+    ``(obs, r, c, term, trunc, info)``. The id of a bullet-safety-gym task
+    (``"SafetyBallCircle-v0"``, ...) is wrapped in :class:`BulletSafetyEnv`, which seeds it.
 
     Parameters
     ----------
@@ -186,6 +187,7 @@ class EVOAgent(ConstrainedPolicyGradient):
     --------
     GPDTailQuantile : The extreme-quantile estimator of the constraint.
     RiskyShortcutEnv, HeavyTailPointEnv : Test environments with black-swan costs.
+    BulletSafetyEnv : bullet-safety-gym's PyBullet tasks, seeded.
 
     Notes
     -----
