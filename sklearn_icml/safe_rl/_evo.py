@@ -66,12 +66,15 @@ class EVOAgent(ConstrainedPolicyGradient):
 
     :meth:`run` takes the environment: a ``gymnasium.Env`` (or a gymnasium id) giving the
     per-step cost in ``info["cost"]`` or as the third item of a Safety-Gymnasium 6-tuple
-    ``(obs, r, c, term, trunc, info)``.
+    ``(obs, r, c, term, trunc, info)``. The id of a bullet-safety-gym task
+    (``"SafetyBallCircle-v0"``, ...) is wrapped in :class:`BulletSafetyEnv`, which seeds it.
 
     Parameters
     ----------
     cost_limit : float, default=25.0
-        The limit ``d`` on the episode-cost statistic.
+        The limit ``d`` on the episode-cost statistic, ``>= 0``. ``float("inf")`` sets no
+        constraint: the CPO base then takes TRPO's step (the reward step alone), the
+        PPO-Lagrangian base keeps its multiplier at 0 (plain PPO).
     base : {"cpo", "ppo_lag"}, default="cpo"
         Base algorithm: CPO (the paper) or PPO-Lagrangian (cheaper, see Notes).
     constraint : {"quantile", "expectation"}, default="quantile"
@@ -184,6 +187,7 @@ class EVOAgent(ConstrainedPolicyGradient):
     --------
     GPDTailQuantile : The extreme-quantile estimator of the constraint.
     RiskyShortcutEnv, HeavyTailPointEnv : Test environments with black-swan costs.
+    BulletSafetyEnv : bullet-safety-gym's PyBullet tasks, seeded.
 
     Notes
     -----

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 from scipy.signal import lfilter
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BaseRunner
 from ..utils import check_random_state, draw_seed, optional_import
@@ -116,7 +116,8 @@ class ConstrainedPolicyGradient(BaseRunner):
     """
 
     _parameter_constraints: dict = {
-        "cost_limit": [NON_NEGATIVE_REAL],
+        # infinity is no constraint: CPO takes TRPO's step, the multiplier stays 0
+        "cost_limit": [Interval(numbers.Real, 0, np.inf, closed="both")],
         "base": [StrOptions({"cpo", "ppo_lag"})],
         "max_iter": [POSITIVE_INT],
         "steps_per_iter": [POSITIVE_INT],
@@ -232,7 +233,10 @@ class ConstrainedPolicyGradient(BaseRunner):
     def _make_env(env):
         given = env
         if isinstance(env, str):
-            env = gym.make(env)
+            from ._bullet import BULLET_ID, BulletSafetyEnv
+
+            # bullet-safety-gym's tasks ignore reset seeds: the wrapper seeds them
+            env = BulletSafetyEnv(env_id=env) if BULLET_ID.fullmatch(env) else gym.make(env)
         if not (hasattr(env, "reset") and hasattr(env, "step")
                 and hasattr(env, "action_space") and hasattr(env, "observation_space")):
             raise ValueError(
@@ -474,7 +478,9 @@ class ConstrainedPolicyGradient(BaseRunner):
         return case, kl_val
 
     def _ppo_lag_update(self, t, c_stat):
-        if self._lambda_opt is None:  # plain projected ascent
+        if math.isinf(self.cost_limit):  # no constraint: plain PPO
+            self.lagrange_ = 0.0
+        elif self._lambda_opt is None:  # plain projected ascent
             step = self._params["lagrangian_learning_rate"]
             self.lagrange_ = max(0.0, self.lagrange_ + step * (c_stat - self.cost_limit))
         else:  # OmniSafe's Lagrange: Adam on -lambda (c - d), clamped at 0

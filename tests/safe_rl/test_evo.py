@@ -264,6 +264,19 @@ def test_ppo_lag_adam_multiplier_steps_by_its_learning_rate():
         EVOAgent(lagrangian_optimizer="rmsprop", max_iter=1, **FAST).run(RiskyShortcutEnv())
 
 
+def test_infinite_cost_limit_is_no_constraint():
+    # CPO takes only the reward step (cases 3-4: TRPO); the PPO multiplier stays 0
+    trpo = EVOAgent(cost_limit=np.inf, constraint="expectation", prioritize=False,
+                    max_iter=3, random_state=0, **FAST).run(ConstantCostEnv())
+    assert {h["case"] for h in trpo.history_} <= {3, 4}
+    for optimizer in ("sgd", "adam"):
+        ppo = EVOAgent(cost_limit=np.inf, base="ppo_lag", lagrangian_optimizer=optimizer,
+                       lagrangian_init=0.5, max_iter=2, random_state=0,
+                       **FAST).run(ConstantCostEnv())
+        assert [h["lagrange"] for h in ppo.history_] == [0.0, 0.0]
+        assert np.isfinite(ppo.history_[-1]["kl"])
+
+
 def test_warm_start_continues_and_params_round_trip():
     from sklearn.base import clone
 
