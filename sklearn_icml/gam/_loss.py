@@ -19,6 +19,9 @@ optimiser never asks which loss it runs:
   with the splits fixed (ridge by Cholesky, Newton, or L-BFGS).
 
 * ``inverse_link(raw)``: the prediction (mean or class probabilities) from raw scores.
+* ``hessian_scale(intercept)``: the loss's Hessian per unit of sample weight at the best
+  constant score (1 for the squared loss), the unit in which ``l2_reg`` is given: the
+  objective's penalty is ``l2_reg * hessian_scale`` (see :class:`._optimizer.StumpForestProblem`).
 
 Every pass over the rows of a leaf step is a sum over rows, asked of the problem as
 ``problem.row_sum(function, *args)`` with ``function(rows, *args)`` (``rows``: the binned
@@ -170,6 +173,9 @@ class _SquaredLoss(_Loss):
     def grad_hess(self, y, F, w):
         return (w * (F[:, 0] - y))[:, None], None
 
+    def hessian_scale(self, intercept):
+        return 1.0
+
     def fit_leaves(self, problem, seg, D=None):
         """Ridge regression on the segment indicators, unpenalised intercept (Cholesky).
 
@@ -209,6 +215,11 @@ class _LogisticLoss(_Loss):
     def grad_hess(self, y, F, w):
         p = expit(F[:, 0])
         return (w * (p - y))[:, None], (w * p * (1 - p))[:, None]
+
+    def hessian_scale(self, intercept):
+        """``p (1 - p)`` at the base rate ``p``."""
+        p = float(expit(intercept[0]))
+        return p * (1.0 - p)
 
     def side_terms(self, sides, points, active, terms="all"):
         """Data term ("value"), its gradient and Hessian ("derivatives") or both ("all") of
@@ -368,6 +379,11 @@ class _SoftmaxLoss(_Loss):
     def grad_hess(self, y, F, w):
         _, G, H = K.softmax_terms(F, y, w, 2)
         return G, H
+
+    def hessian_scale(self, intercept):
+        """The mean over classes of ``p_k (1 - p_k)`` at the class frequencies ``p``."""
+        p = softmax(intercept)
+        return float(np.mean(p * (1.0 - p)))
 
     def grad_hess_reference(self, y, F, w):
         P = softmax(F, axis=1)

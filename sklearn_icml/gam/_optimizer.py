@@ -103,7 +103,7 @@ class StumpForestProblem:
         self.categorical = np.asarray(categorical, dtype=bool)
         self.monotone = np.asarray(monotone, dtype=np.int64)
         self.missing_bin = int(missing_bin)
-        self.l2_reg = float(l2_reg)
+        self.l2_reg_rows = float(l2_reg)
         self.msl = int(min_samples_leaf)
         self.n_bins = self.missing_bin + 1
         m = loss.n_values
@@ -127,6 +127,9 @@ class StumpForestProblem:
         self.total_weight = self.sw = sw
         self.swy = swy
         self.base_intercept = loss.intercept_from_sums(sw, target)  # the best constant
+        # l2_reg is given in units of sample weight; the penalty is in the loss's Hessian
+        # units, so that it shrinks a leaf as l2_reg rows at the base rate would
+        self.l2_reg = self.l2_reg_rows * loss.hessian_scale(self.base_intercept)
         self.intercept = self.base_intercept.copy()
         self.scores = rows.scores(self.forest(self.intercept, self.leaves))
 
@@ -428,8 +431,16 @@ class StumpForestProblem:
         return float(total) / float(weight)
 
 
-# stumps added per sweep when n_stumps="auto"
-STUMPS_PER_SWEEP = 10
+# the size path of n_stumps="auto": each round grows the forest by this factor (by at least
+# MIN_GROWTH stumps), so the stump steps of the whole path add up to a few times the size it
+# reaches, instead of growing with its square
+GROWTH = 1.25
+MIN_GROWTH = 5
+# sweeps over the whole forest in each round of the path (after the new stumps are added)
+PATH_SWEEPS = 1
+# the path ends once the forest is this many times the best round's size (and
+# path_patience rounds past it)
+PATH_OVERSHOOT = 2.0
 
 
 def _should_stop(scores, n_iter_no_change, tol):
@@ -441,10 +452,23 @@ def _should_stop(scores, n_iter_no_change, tol):
     return not any(score > reference for score in scores[-n_iter_no_change:])
 
 
+def next_size(n_stumps):
+    """The size of the next round of the path of ``n_stumps="auto"``."""
+    return max(n_stumps + MIN_GROWTH, int(np.ceil(GROWTH * n_stumps)))
+
+
+def path_patience(n_iter_no_change):
+    """Rounds without improvement that end the path: ``n_iter_no_change``, or the rounds
+    that double the forest if fewer (so that the path overshoots the best size at most
+    about twice)."""
+    doubling = int(np.ceil(np.log(2.0) / np.log(GROWTH)))
+    return max(1, min(n_iter_no_change, doubling))
+
+
 def fit_stump_forest(
     rows, n_edges, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
     n_jobs, rng, verbose=0, name="StumpForestGAM", categorical=None, monotone=None,
-    missing_bin=None, validation=None, n_iter_no_change=10,
+    missing_bin=None, validation=None, n_iter_no_change=10, warm_start=None,
 ):
     """Initialise the stumps, then sweep (stump steps, then a leaf step) until it stops.
 
@@ -457,10 +481,14 @@ def fit_stump_forest(
         Number of candidate thresholds of each feature (value bins are ``0..n_edges``).
     loss : loss object of :mod:`._loss`
     n_stumps : int or "auto"
-        A fixed forest size, or ``"auto"``: start empty and add ``STUMPS_PER_SWEEP``
-        greedy stumps at the start of every sweep.
+        A fixed forest size, or ``"auto"``: a path of growing forests, started empty; each
+        round grows the forest to :func:`next_size` (the new stumps greedy, each the best
+        stump on the current residual), then runs ``PATH_SWEEPS`` sweeps over all stumps.
+        With ``validation`` the path stops after :func:`path_patience` rounds without
+        improvement and returns the forest of the best round.
     max_iter, l2_reg, min_samples_leaf, tol, init, n_jobs, verbose, n_iter_no_change
-        As the estimators' parameters.
+        As the estimators' parameters (``l2_reg`` in the loss's Hessian units, see
+        :meth:`StumpForestProblem`).
     rng : numpy.random.RandomState
         Draws the random init and the order in which stumps are visited.
     name : str
@@ -474,6 +502,9 @@ def fit_stump_forest(
         improved by more than ``tol`` in ``n_iter_no_change`` sweeps, and returns the forest
         of the best sweep. Without them, the fit stops at the first sweep that lowers the
         objective per unit weight by at most ``tol``.
+    warm_start : tuple or None
+        ``(features, left, leaves)`` of a forest (of ``n_stumps`` stumps) to start from
+        instead of the initialisation; its leaves are first refitted by a leaf step.
 
     Returns
     -------
@@ -483,7 +514,7 @@ def fit_stump_forest(
         ``history`` (objective after the initialisation and after each kept sweep;
         non-increasing), ``n_iter`` (sweeps run), ``validation_score`` (negative mean
         validation loss per sweep, or None), ``converged`` (False when ``max_iter`` ended
-        the fit).
+        the fit), ``sizes`` (forest size after each sweep).
     """
     n_features = rows.shape[0]
     categorical = np.zeros(n_features, bool) if categorical is None else categorical
@@ -500,7 +531,14 @@ def fit_stump_forest(
             parallel=n_jobs != 1 and rows.size >= PARALLEL_MIN_CELLS,
             categorical=categorical, monotone=monotone, missing_bin=missing_bin,
         )
-        problem.initialise(range(problem.n_stumps), init, rng)
+        if warm_start is None:
+            problem.initialise(range(problem.n_stumps), init, rng)
+        else:
+            features, left, leaves = warm_start
+            problem.restore(
+                (features.copy(), left.copy(), leaves.copy(), problem.intercept.copy())
+            )
+            problem.leaf_step()
         weight = problem.total_weight
 
         def score():
@@ -510,18 +548,23 @@ def fit_stump_forest(
 
         history = [problem.objective()]
         scores = [score()]
+        sizes = [problem.n_stumps]
         best, best_sweep = problem.state(), 0
+        patience = path_patience(n_iter_no_change) if auto else n_iter_no_change
         if verbose:
             print(f"[{name}] init: objective {history[0]:.6g}")
         converged = False
         n_iter = 0
         for n_iter in range(1, max_iter + 1):
             if auto:
-                problem.initialise(problem.grow(STUMPS_PER_SWEEP), init, rng)
-            for t in rng.permutation(problem.n_stumps):
-                problem.stump_step(t)
+                grown = next_size(problem.n_stumps)
+                problem.initialise(problem.grow(grown - problem.n_stumps), init, rng)
+            for _ in range(PATH_SWEEPS if auto else 1):
+                for t in rng.permutation(problem.n_stumps):
+                    problem.stump_step(t)
             history.append(problem.leaf_step())
             scores.append(score())
+            sizes.append(problem.n_stumps)
             if validation is None or scores[-1] > scores[best_sweep]:
                 best, best_sweep = problem.state(), n_iter
             if verbose:
@@ -531,7 +574,9 @@ def fit_stump_forest(
                     line += f", validation loss {-scores[-1]:.6g}"
                 print(f"{line}, {used} stumps used, {time.perf_counter() - start:.2f} s")
             if validation is not None:
-                if _should_stop(scores, n_iter_no_change, tol):
+                if auto and problem.n_stumps < PATH_OVERSHOOT * sizes[best_sweep] + MIN_GROWTH:
+                    continue
+                if _should_stop(scores, patience, tol):
                     converged = True
                     break
             elif scores[-1] - scores[-2] <= tol:
@@ -543,5 +588,6 @@ def fit_stump_forest(
         "n_iter": n_iter,
         "validation_score": None if validation is None else np.asarray(scores),
         "converged": converged,
+        "sizes": sizes,
     }
     return problem, info

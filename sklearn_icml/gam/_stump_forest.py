@@ -29,6 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..utils import check_random_state, draw_seed
+from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ..utils.validation import validate_input
 from . import _dask
@@ -45,11 +46,72 @@ from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._plotting import plot_shape_functions
 from ._row_source import InMemoryRows
-from ._rows import validation_split
+from ._rows import cross_validation_folds, validation_split
 
 # X is validated as float64, or kept as float32: the binning reads both without a copy
 # (:mod:`._binning`), and float32 input fits and predicts as the same values in float64
 _BINNED_DTYPES = [np.float64, np.float32]
+
+# n_stumps="auto" on fewer rows than this (in memory) chooses the size by CV_FOLDS-fold
+# cross-validation of the size path instead of one validation split: on small data one
+# split's validation loss is too noisy to choose the size, and the paths are cheap there
+CV_MAX_ROWS = 20_000
+CV_FOLDS = 5
+
+
+# parameters the regressor and the classifier share, filled into both docstrings
+_PIECES = {
+    "size_and_penalty": """\
+n_stumps : int or "auto", default="auto"
+    Number of stumps T. ``"auto"`` chooses T on a path of growing forests: each
+    round grows the forest by a quarter (at least 5 stumps; the new stumps each the
+    best on the current residual), then runs one sweep over all its stumps, warm
+    started from the previous round, and scores the validation rows. The path stops
+    once the forest is twice the best round's size and ``n_iter_no_change`` rounds
+    (at most the 4 rounds that double the forest) have not improved the validation
+    loss by more than ``tol``. Its stump steps add up to a few sweeps of the largest
+    forest, not to the square of its size. The forest of the best round's size is
+    then fitted on all rows (the validation rows too), warm started from the path's
+    forest. With fewer than 20,000 rows (in memory) the size is instead chosen by
+    5-fold cross-validation: the path runs on each fold, T is the size of the best
+    mean validation loss, and the final forest starts from the greedy
+    initialisation. An integer fixes T. The model has at most ``3 T + 1``
+    parameters (a threshold or category set and two leaf values per stump, plus the
+    intercept).
+max_iter : int, default=100
+    Most sweeps (a stump step on every stump, then one leaf step), and most rounds of
+    the size path of ``n_stumps="auto"``. A ``ConvergenceWarning`` says
+    when the fit ends here with the objective (or the validation loss) still falling.
+l2_reg : float, default=100.0
+    L2 penalty on the leaf values, in units of sample weight: the objective adds
+    ``l2_reg * h0 / 2 * sum_t (a_t^2 + c_t^2)``, where ``h0`` is the loss's Hessian per
+    unit weight at the best constant (1 for the squared loss, ``p (1 - p)`` for the
+    logistic loss at the base rate ``p``, the mean of ``p_k (1 - p_k)`` over classes
+    for the softmax loss), so that a leaf is shrunk as by ``l2_reg`` extra rows of
+    zero residual whatever the loss. The intercept is not penalised. 0 is allowed;
+    larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
+    stumps (as a smaller learning rate does in boosting).""",
+    "early_stopping": """\
+early_stopping : "auto" or bool, default="auto"
+    Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+    when their mean loss has not improved by more than ``tol`` in
+    ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size (see
+    ``n_stumps``; on fewer than 20,000 rows by cross-validation instead), and the
+    final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
+    forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
+    search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
+    fit stops at the first sweep that lowers the objective per unit of sample weight
+    by at most ``tol``.
+validation_fraction : float, default=0.1
+    Share of the rows held out for early stopping.
+n_iter_no_change : int, default=10
+    Sweeps (rounds of the size path, at most 4 there) without improvement of the
+    validation loss before stopping.""",
+}
+
+
+def fill_doc_pieces(cls):
+    return fill_doc(cls, _PIECES)
 
 
 def _chunkwise_on_dask(method):
@@ -323,6 +385,15 @@ class _BaseStumpForestGAM(BaseEstimator):
         xb = bin_features(X, self.bin_edges_, self.max_bins)
         if not self.do_early_stopping_:
             return InMemoryRows(xb, y, w), None, None
+        if self.n_stumps == "auto" and CV_FOLDS <= X.shape[0] < CV_MAX_ROWS:
+            folds = cross_validation_folds(
+                X.shape[0], CV_FOLDS, draw_seed(rng), y if is_classifier(self) else None
+            )
+            train = [InMemoryRows(np.ascontiguousarray(xb[:, tr]), y[tr], w[tr])
+                     for tr, _ in folds]
+            validation = [InMemoryRows(np.ascontiguousarray(xb[:, va]), y[va], w[va])
+                          for _, va in folds]
+            return train, validation, InMemoryRows(xb, y, w)
         train, val = validation_split(
             X.shape[0], self.validation_fraction, draw_seed(rng),
             y if is_classifier(self) else None,
@@ -369,6 +440,8 @@ class _BaseStumpForestGAM(BaseEstimator):
             name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
         )
+        if isinstance(train, list):
+            return self._fit_cross_validated(train, validation, all_rows, n_edges, loss, common)
         problem, info = fit_stump_forest(
             train, n_edges, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
@@ -378,8 +451,12 @@ class _BaseStumpForestGAM(BaseEstimator):
             if info["converged"]:
                 # the size of the best sweep, fitted afresh on all rows (the validation
                 # rows too) until the objective settles
+                warm = None
+                if self.n_stumps == "auto" and problem.n_stumps:
+                    warm = (problem.features, problem.left, problem.leaves)
                 problem, info = fit_stump_forest(
-                    all_rows, n_edges, loss, n_stumps=max(problem.n_stumps, 1), **common,
+                    all_rows, n_edges, loss, n_stumps=max(problem.n_stumps, 1),
+                    warm_start=warm, **common,
                 )
                 self.n_iter_ += info["n_iter"]
         if not info["converged"]:
@@ -391,6 +468,35 @@ class _BaseStumpForestGAM(BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        self.objective_history_ = info["history"]
+        self._store_forest(problem, loss, problem.bin_weight())
+        return self
+
+    def _fit_cross_validated(self, trains, validations, all_rows, n_edges, loss, common):
+        """``n_stumps="auto"`` on small data: the size path on each fold, the size of the
+        best mean validation loss over the rounds that every fold ran, then the forest of
+        that size fitted on all rows."""
+        curves, sizes, self.n_iter_, converged = [], [], 0, True
+        for train, validation in zip(trains, validations):
+            _, info = fit_stump_forest(
+                train, n_edges, loss, n_stumps="auto", validation=validation, **common
+            )
+            curves.append(info["validation_score"])
+            sizes = max(sizes, info["sizes"], key=len)
+            self.n_iter_ += info["n_iter"]
+            converged = converged and info["converged"]
+        common_rounds = min(len(c) for c in curves)
+        self.validation_score_ = np.mean([c[:common_rounds] for c in curves], axis=0)
+        size = sizes[int(np.argmax(self.validation_score_))]
+        problem, info = fit_stump_forest(all_rows, n_edges, loss, n_stumps=max(size, 1), **common)
+        self.n_iter_ += info["n_iter"]
+        if not (converged and info["converged"]):
+            warnings.warn(
+                f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
+                "the validation loss was still improving; increase max_iter.",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -567,6 +673,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         return plot_shape_functions(self, features, ncols, figsize)
 
 
+@fill_doc_pieces
 class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     """Additive regression model: a forest of stumps optimised jointly.
 
@@ -579,22 +686,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
 
     Parameters
     ----------
-    n_stumps : int or "auto", default="auto"
-        Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
-        adds 10 stumps (each the best stump on the current residual), early stopping on a
-        validation split ends the growth, and a forest of the size of the best sweep is
-        then fitted on all rows (the validation rows too). An integer fixes T. The model
-        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
-        values per stump, plus the intercept).
-    max_iter : int, default=100
-        Most sweeps (a stump step on every stump, then one leaf step; with
-        ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
-        when the fit ends here with the objective (or the validation loss) still falling.
-    l2_reg : float, default=100.0
-        L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
-        is not penalised). 0 is allowed; larger values shrink each stump, so that
-        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
-        boosting).
+    %(size_and_penalty)s
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
@@ -618,19 +710,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
         Not for categorical features nor multiclass models. The missing value of a
         constrained feature is not constrained.
-    early_stopping : "auto" or bool, default="auto"
-        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
-        when their mean loss has not improved by more than ``tol`` in
-        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
-        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
-        forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
-        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
-        fit stops at the first sweep that lowers the objective per unit of sample weight
-        by at most ``tol``.
-    validation_fraction : float, default=0.1
-        Share of the rows held out for early stopping.
-    n_iter_no_change : int, default=10
-        Sweeps without improvement of the validation loss before stopping.
+    %(early_stopping)s
     tol : float, default=1e-7
         Smallest improvement that counts, of the mean validation loss (early stopping) or
         of the objective per unit of sample weight.
@@ -680,12 +760,13 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         each sweep up to the one kept; non-increasing.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit (only with early stopping).
+        early-stopped fit, or each round of the size path (the mean over the folds when
+        the size is cross-validated); only with early stopping.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
-        Sweeps run (those of the size search and of the final fit, with
-        ``n_stumps="auto"``).
+        Sweeps run (with ``n_stumps="auto"``: the rounds of the size paths, of every fold
+        when cross-validated, and the sweeps of the final fit).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -717,7 +798,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     splits the category set, the best split among the prefixes of the categories sorted
     by gradient/Hessian ratio, which is the exact best split of the stump gain (Fisher's
     ordering; for multiclass models the best over one ordering per class, a heuristic);
-    the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
+    the forest size comes from a warm-started path of growing forests scored on held-out
+    rows (``n_stumps="auto"``); ``l2_reg`` is in units of rows (the penalty is scaled by
+    the loss's Hessian at the base rate); monotone constraints
     are held by ordering the two leaves of every constrained stump, which allows every
     monotone shape on the chosen thresholds. A feature without missing values in ``fit``
     sends missing values at predict time to the leaf with more training rows, stump by
@@ -789,6 +872,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         return self._loss.inverse_link(raw)
 
 
+@fill_doc_pieces
 class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     """Additive classification model: a forest of stumps optimised jointly.
 
@@ -801,22 +885,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
 
     Parameters
     ----------
-    n_stumps : int or "auto", default="auto"
-        Number of stumps T. ``"auto"`` grows the forest from the data: every sweep first
-        adds 10 stumps (each the best stump on the current residual), early stopping on a
-        validation split ends the growth, and a forest of the size of the best sweep is
-        then fitted on all rows (the validation rows too). An integer fixes T. The model
-        has at most ``3 T + 1`` parameters (a threshold or category set and two leaf
-        values per stump, plus the intercept).
-    max_iter : int, default=100
-        Most sweeps (a stump step on every stump, then one leaf step; with
-        ``n_stumps="auto"`` each sweep also adds stumps). A ``ConvergenceWarning`` says
-        when the fit ends here with the objective (or the validation loss) still falling.
-    l2_reg : float, default=100.0
-        L2 penalty ``l2_reg / 2 * sum_t (a_t^2 + c_t^2)`` on the leaf values (the intercept
-        is not penalised). 0 is allowed; larger values shrink each stump, so that
-        ``n_stumps="auto"`` grows more, smaller stumps (as a smaller learning rate does in
-        boosting).
+    %(size_and_penalty)s
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
@@ -840,19 +909,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
         Not for categorical features nor multiclass models. The missing value of a
         constrained feature is not constrained.
-    early_stopping : "auto" or bool, default="auto"
-        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
-        when their mean loss has not improved by more than ``tol`` in
-        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size, and
-        the final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
-        forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
-        search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
-        fit stops at the first sweep that lowers the objective per unit of sample weight
-        by at most ``tol``.
-    validation_fraction : float, default=0.1
-        Share of the rows held out for early stopping.
-    n_iter_no_change : int, default=10
-        Sweeps without improvement of the validation loss before stopping.
+    %(early_stopping)s
     tol : float, default=1e-7
         Smallest improvement that counts, of the mean validation loss (early stopping) or
         of the objective per unit of sample weight.
@@ -904,12 +961,13 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         each sweep up to the one kept; non-increasing.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit (only with early stopping).
+        early-stopped fit, or each round of the size path (the mean over the folds when
+        the size is cross-validated); only with early stopping.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
-        Sweeps run (those of the size search and of the final fit, with
-        ``n_stumps="auto"``).
+        Sweeps run (with ``n_stumps="auto"``: the rounds of the size paths, of every fold
+        when cross-validated, and the sweeps of the final fit).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -938,7 +996,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     splits the category set, the best split among the prefixes of the categories sorted
     by gradient/Hessian ratio, which is the exact best split of the stump gain (Fisher's
     ordering; for multiclass models the best over one ordering per class, a heuristic);
-    the forest size comes from early stopping (``n_stumps="auto"``); monotone constraints
+    the forest size comes from a warm-started path of growing forests scored on held-out
+    rows (``n_stumps="auto"``); ``l2_reg`` is in units of rows (the penalty is scaled by
+    the loss's Hessian at the base rate); monotone constraints
     are held by ordering the two leaves of every constrained stump, which allows every
     monotone shape on the chosen thresholds. A feature without missing values in ``fit``
     sends missing values at predict time to the leaf with more training rows, stump by

@@ -45,6 +45,14 @@ def _stump_sum(model, X):
     return out
 
 
+def _hessian_units(y):
+    """The penalty per unit of ``l2_reg`` of a classifier fitted on labels ``y`` (codes
+    0..K-1, unit weights): ``l2_reg`` counts rows at the class frequencies ``p``, so it is
+    multiplied by ``p (1 - p)`` (binary) or the mean of ``p_k (1 - p_k)`` (K classes)."""
+    p = np.bincount(y) / y.shape[0]
+    return p[1] * (1 - p[1]) if p.shape[0] == 2 else float(np.mean(p * (1 - p)))
+
+
 def _design(model, X):
     """Indicator matrix [1[x<=theta_t], 1[x>theta_t]] of the non-zero stumps."""
     cols, used = [], np.flatnonzero(model.features_ >= 0)
@@ -93,7 +101,8 @@ def test_logistic_leaf_step_equals_cvxpy(clf_data):
     Phi, used = _design(model, X)
     b, v = cp.Variable(), cp.Variable(Phi.shape[1])
     F = b + Phi @ v
-    objective = cp.sum(cp.logistic(F) - cp.multiply(y, F)) + lam / 2 * cp.sum_squares(v)
+    penalty = lam * _hessian_units(y)
+    objective = cp.sum(cp.logistic(F) - cp.multiply(y, F)) + penalty / 2 * cp.sum_squares(v)
     # Clarabel's default tolerances leave ~1e-5 errors in the leaves; tighten them
     tight = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11, "tol_ktratio": 1e-10}
     cp.Problem(cp.Minimize(objective)).solve(solver=cp.CLARABEL, **tight)
@@ -111,7 +120,8 @@ def test_softmax_leaf_step_is_a_stationary_point():
     F = model.intercept_ + Phi @ V
     P = np.exp(F - logsumexp(F, axis=1, keepdims=True))
     P[np.arange(y.shape[0]), y] -= 1.0
-    grad = Phi.T @ P + lam * V  # gradient of E in the leaves; zero at the leaf-step optimum
+    # gradient of E in the leaves; zero at the leaf-step optimum
+    grad = Phi.T @ P + lam * _hessian_units(y) * V
     assert np.max(np.abs(grad)) < 1e-4 * y.shape[0] ** 0.5
     np.testing.assert_allclose(P.sum(0), 0, atol=1e-4)
 
@@ -136,7 +146,8 @@ def test_objective_history_is_monotone_and_matches_the_model(reg_data, clf_data)
         clf = StumpForestGAMClassifier(**{**FAST, "l2_reg": lam, "init": init}).fit(X, y)
         _assert_monotone(clf.objective_history_)
         F = clf.decision_function(X)
-        e = np.sum(np.logaddexp(0, F) - y * F) + lam / 2 * np.sum(clf.leaf_values_**2)
+        penalty = lam * _hessian_units(y)
+        e = np.sum(np.logaddexp(0, F) - y * F) + penalty / 2 * np.sum(clf.leaf_values_**2)
         assert e == pytest.approx(clf.objective_history_[-1], rel=1e-9)
 
 
@@ -147,7 +158,7 @@ def test_multiclass_objective_history_is_monotone():
     _assert_monotone(clf.objective_history_)
     F = clf.decision_function(X)
     e = np.sum(logsumexp(F, axis=1) - F[np.arange(y.shape[0]), y])
-    e += 0.5 * np.sum(clf.leaf_values_**2)
+    e += 0.5 * _hessian_units(y) * np.sum(clf.leaf_values_**2)
     assert e == pytest.approx(clf.objective_history_[-1], rel=1e-9)
     assert clf.score(X, y) > 0.7
 
@@ -548,15 +559,46 @@ def test_categorical_bad_input_raises():
     pd.testing.assert_frame_equal(frame, frame_before)
 
 
-def test_auto_size_stops_early_and_keeps_the_best_sweep(reg_data):
+def _path_sizes(n_rounds):
+    """Forest size after each round of the size path (round 0: the empty forest)."""
+    sizes = [0]
+    for _ in range(n_rounds):
+        sizes.append(_optimizer.next_size(sizes[-1]))
+    return sizes
+
+
+class _StumpStepCounter:
+    """Counts the stump steps (each one exact search over every feature and threshold)."""
+
+    def __init__(self, monkeypatch):
+        self.n = 0
+        step = _optimizer.StumpForestProblem.stump_step
+
+        def counted(problem, t):
+            self.n += 1
+            return step(problem, t)
+
+        monkeypatch.setattr(_optimizer.StumpForestProblem, "stump_step", counted)
+
+
+def test_auto_size_on_one_split_stops_early_and_keeps_the_best_round(reg_data, monkeypatch):
+    from sklearn_icml.gam import _stump_forest
+
+    monkeypatch.setattr(_stump_forest, "CV_MAX_ROWS", 0)  # one validation split
     X, y = reg_data
     model = StumpForestGAMRegressor(random_state=0).fit(X, y)
     assert model.do_early_stopping_
     scores = model.validation_score_
     best = int(np.argmax(scores))
-    search = len(scores) - 1  # sweeps of the size search
-    assert best + model.n_iter_no_change == search < model.max_iter
-    assert model.n_stumps_ == 10 * best
+    search = len(scores) - 1  # rounds of the size path
+    sizes = _path_sizes(search)
+    assert model.n_stumps_ == sizes[best]
+    # the path ends at the first round that is both patience rounds past the best one
+    # and at least twice its size
+    patience = _optimizer.path_patience(model.n_iter_no_change)
+    overshoot = _optimizer.PATH_OVERSHOOT * sizes[best] + _optimizer.MIN_GROWTH
+    assert search - best >= patience and sizes[search] >= overshoot
+    assert search - 1 - best < patience or sizes[search - 1] < overshoot
     # then the forest of that size is fitted on all rows until the objective settles
     assert model.n_iter_ == search + len(model.objective_history_) - 1
     _assert_monotone(model.objective_history_)
@@ -566,6 +608,54 @@ def test_auto_size_stops_early_and_keeps_the_best_sweep(reg_data):
     # same seed, same model
     again = StumpForestGAMRegressor(random_state=0).fit(X, y)
     np.testing.assert_array_equal(again.leaf_values_, model.leaf_values_)
+
+
+def test_auto_size_search_costs_stump_steps_linear_in_the_size(reg_data, monkeypatch):
+    """The size path visits each stump once per round (a warm-started sweep) and grows the
+    forest geometrically, so its stump steps add up to a few times the largest size, not
+    to its square (as re-sweeping a forest grown by a constant number of stumps does)."""
+    from sklearn_icml.gam import _stump_forest
+
+    monkeypatch.setattr(_stump_forest, "CV_MAX_ROWS", 0)  # one validation split
+    X, y, _ = make_additive_regression(4000, random_state=2)
+    counter = _StumpStepCounter(monkeypatch)
+    model = StumpForestGAMRegressor(random_state=0).fit(X, y)
+    search = len(model.validation_score_) - 1
+    sizes = _path_sizes(search)
+    final_sweeps = model.n_iter_ - search
+    # every stump step, counted: the new (greedy) stumps and one sweep per round, then the
+    # sweeps of the final fit, warm-started from the path's best forest
+    path_steps = sum(
+        (sizes[k] - sizes[k - 1]) + _optimizer.PATH_SWEEPS * sizes[k]
+        for k in range(1, search + 1)
+    )
+    assert counter.n == path_steps + final_sweeps * model.n_stumps_
+    growth = _optimizer.GROWTH
+    assert path_steps <= (1 + _optimizer.PATH_SWEEPS) * growth / (growth - 1) * sizes[-1]
+    assert sizes[-1] > 50  # large enough for the bound to say something
+
+
+def test_auto_size_on_small_data_is_cross_validated(reg_data, monkeypatch):
+    from sklearn_icml.gam import _stump_forest
+
+    X, y = reg_data  # fewer rows than CV_MAX_ROWS
+    assert X.shape[0] < _stump_forest.CV_MAX_ROWS
+    counter = _StumpStepCounter(monkeypatch)
+    model = StumpForestGAMRegressor(random_state=0).fit(X, y)
+    scores = model.validation_score_  # the mean over the folds, round by round
+    sizes = _path_sizes(len(scores) - 1)
+    assert model.n_stumps_ == sizes[int(np.argmax(scores))]
+    # every fold's path is linear in its size (above), the final fit is cold: its greedy
+    # initialisation and its sweeps
+    final_steps = model.n_stumps_ * len(model.objective_history_)
+    fold_bound = (1 + _optimizer.PATH_SWEEPS) * 5 * _optimizer.next_size(
+        int(_optimizer.GROWTH * (2 * max(sizes) + _optimizer.MIN_GROWTH))
+    )
+    assert counter.n <= _stump_forest.CV_FOLDS * fold_bound + final_steps
+    _assert_monotone(model.objective_history_)
+    np.testing.assert_array_equal(
+        StumpForestGAMRegressor(random_state=0).fit(X, y).leaf_values_, model.leaf_values_
+    )
 
 
 def test_convergence_warning_when_max_iter_ends_the_fit(reg_data, capsys):
