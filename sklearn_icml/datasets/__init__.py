@@ -15,7 +15,7 @@ from ._continual import (  # lwi-continual-learning
     load_split_digits,
 )
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
-from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
+from ._lidar import load_lidar_sample, make_lidar_sweep, read_las  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._mas import make_arithmetic_queries  # mas-gpt
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
@@ -25,6 +25,7 @@ from ._video import make_rotating_dot_videos  # f16-high-frame-rate-video
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
+    "load_lidar_sample",
     "load_permuted_digits",
     "load_rotated_digits",
     "load_split_digits",
@@ -43,4 +44,5 @@ __all__ = [
     "make_rotating_dot_videos",
     "make_streaming_parity",
     "parity_targets",
+    "read_las",
 ]
