@@ -479,7 +479,7 @@ def make_playback_tasks(
     >>> video = np.random.default_rng(0).random((50, 4, 4)).astype(np.float32)
     >>> X, y, g = make_playback_tasks([video], 25.0, task="direction", fps=8, stride=4)
     >>> X.shape, np.bincount(y).tolist()
-    ((12, 8, 4, 4), [6, 6])
+    ((6, 8, 4, 4), [3, 3])
     >>> bool(np.array_equal(X[1], X[0][::-1]))  # the reversed twin of window 0
     True
     """
