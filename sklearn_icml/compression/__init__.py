@@ -13,10 +13,11 @@ _TORCH_NAMES = set()
 __all__ = []
 
 from ._adaptive import AdaptiveContextCodec  # noqa: E402
+from ._airborne import AirborneScanSerializer  # noqa: E402
 from ._serialization import ScanOrderSerializer  # noqa: E402
 
 _TORCH_NAMES |= {"SerLiCCodec"}
-__all__ += ["AdaptiveContextCodec", "ScanOrderSerializer", "SerLiCCodec"]
+__all__ += ["AdaptiveContextCodec", "AirborneScanSerializer", "ScanOrderSerializer", "SerLiCCodec"]
 
 # torch-based names are imported on first access only; ``__all__`` is answered by
 # __getattr__ (see utils._lazy.lazy_module), without the names whose dependencies are not

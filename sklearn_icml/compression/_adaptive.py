@@ -41,6 +41,15 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         Initial count of every symbol in every context.
     serialization : {"scan", "random"}, default="scan"
         Coding order: the scan order, or a fixed pseudo-random order (an ablation).
+    scanner : {"spinning", "airborne"}, default="spinning"
+        The sensor, which decides what ``points`` are and the scan order. ``"spinning"``:
+        points of shape (n, 3), ordered by laser and azimuth
+        (:class:`ScanOrderSerializer`). ``"airborne"``: pulse arrays of shape (n, 8)
+        (x, y, z, GPS time, scan angle, scan direction, return number, number of
+        returns; :func:`sklearn_icml.datasets.read_las` reads them), coded in acquisition
+        order as one sequence (:class:`AirborneScanSerializer`); ``n_azimuth`` is then
+        the number of scan-angle bins and ``n_lasers`` and ``elevation_range`` are not
+        used.
     float_reflectance : {"reject", "scale255"}, default="reject"
         How float reflectance is taken: whole numbers only, or floats in [0, 1] mapped
         with ``round(255 * r)`` (KITTI style).
@@ -50,8 +59,8 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
 
     Attributes
     ----------
-    serializer_ : ScanOrderSerializer
-        The fitted serialiser.
+    serializer_ : ScanOrderSerializer or AirborneScanSerializer
+        The fitted serialiser (of the ``scanner``).
     fingerprint_ : str
         SHA-256 (hex) of the settings; a blob records its first 16 bytes.
     n_features_in_ : int
@@ -100,6 +109,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         increment=32,
         init=1,
         serialization="scan",
+        scanner="spinning",
         float_reflectance="reject",
         drop_origin=False,
     ):
@@ -109,6 +119,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         self.increment = increment
         self.init = init
         self.serialization = serialization
+        self.scanner = scanner
         self.float_reflectance = float_reflectance
         self.drop_origin = drop_origin
 
@@ -116,7 +127,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
     def _requires_fit(self):
         # the tables adapt while coding: only an elevation range taken from the data is
         # learned, so with a given range the codec codes without fit
-        return isinstance(self.elevation_range, str)
+        return self.scanner == "spinning" and isinstance(self.elevation_range, str)
 
     def _fit_model(self, sweeps):
         self.fingerprint_ = self._compute_fingerprint()

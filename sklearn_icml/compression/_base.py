@@ -19,8 +19,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseCodec
 from . import _bitstream
+from ._airborne import AirborneScanSerializer
 from ._serialization import ScanOrderSerializer, build_windows, random_order
-from ._validation import SCAN_GRID_CONSTRAINTS, check_points, check_reflectance, check_sweeps
+from ._validation import (
+    SCAN_GRID_CONSTRAINTS,
+    check_points,
+    check_pulses,
+    check_reflectance,
+    check_sweeps,
+)
 
 
 @dataclass(frozen=True)
@@ -52,12 +59,15 @@ class _BaseReflectanceCodec(BaseCodec):
         # the header stores the laser count in 16 bits
         "n_lasers": [Interval(numbers.Integral, 1, 65535, closed="both")],
         "serialization": [StrOptions({"scan", "random"})],
+        "scanner": [StrOptions({"spinning", "airborne"})],
         "float_reflectance": [StrOptions({"reject", "scale255"})],
         "drop_origin": ["boolean"],
     }
 
     # preparation
     def _make_serializer(self):
+        if self.scanner == "airborne":
+            return AirborneScanSerializer(n_angle_bins=self.n_azimuth)
         return ScanOrderSerializer(
             n_lasers=self.n_lasers,
             n_azimuth=self.n_azimuth,
@@ -79,8 +89,22 @@ class _BaseReflectanceCodec(BaseCodec):
 
     def _sweeps(self, X):
         return check_sweeps(
-            X, float_reflectance=self.float_reflectance, allow_origin=self.drop_origin
+            X, float_reflectance=self.float_reflectance, allow_origin=self.drop_origin,
+            pulses=self.scanner == "airborne",
         )
+
+    def _check_geometry(self, points, name="points"):
+        if self.scanner == "airborne":
+            return check_pulses(points, name)
+        return check_points(points, name, allow_origin=self.drop_origin)
+
+    def _grid(self):
+        """Sizes of the two context indices ``(v, u)``: lasers and azimuth bins of a
+        spinning sensor, beam classes and scan-angle bins of an airborne one."""
+        ser = self.serializer_
+        if self.scanner == "airborne":
+            return ser.n_classes_, ser.n_angle_bins_
+        return ser.n_lasers_, ser.n_azimuth_
 
     def _fit_serializer(self, sweeps):
         points = np.concatenate([p[self._keep_mask(p)] for p, _ in sweeps])
@@ -92,7 +116,7 @@ class _BaseReflectanceCodec(BaseCodec):
         self.n_features_in_ = 4
 
     def _keep_mask(self, points):
-        if self.drop_origin:
+        if self.drop_origin and self.scanner == "spinning":
             return np.any(points != 0.0, axis=1)
         return np.ones(points.shape[0], dtype=bool)
 
@@ -106,7 +130,9 @@ class _BaseReflectanceCodec(BaseCodec):
         v, u = v.astype(np.int64), u.astype(np.int64)
         if self.serialization == "scan":
             order = self.serializer_.get_order(kept)
-            group = v
+            # a spinning sensor's windows stay within a laser; an airborne scan is one
+            # sequence in acquisition order
+            group = v if self.scanner == "spinning" else np.zeros_like(v)
         else:
             order = random_order(kept.shape[0])
             group = np.zeros(kept.shape[0], dtype=np.int64)
@@ -119,16 +145,25 @@ class _BaseReflectanceCodec(BaseCodec):
     def _config(self):
         """Everything besides the weights that changes the coding probabilities."""
         ser = self.serializer_
-        table = ser.elevation_table_
-        return {
+        config = {
             "codec": type(self).__name__,
-            "n_lasers": ser.n_lasers_,
-            "n_azimuth": ser.n_azimuth_,
-            "elevation_range": [float(e) for e in ser.elevation_range_],
-            "elevation_table": None if table is None else table.tolist(),
             "serialization": self.serialization,
             "drop_origin": bool(self.drop_origin),
         }
+        if self.scanner == "airborne":
+            # a key only airborne codecs have, so spinning fingerprints stay as they were
+            config.update(
+                scanner="airborne", n_classes=ser.n_classes_, n_angle_bins=ser.n_angle_bins_
+            )
+            return config
+        table = ser.elevation_table_
+        config.update(
+            n_lasers=ser.n_lasers_,
+            n_azimuth=ser.n_azimuth_,
+            elevation_range=[float(e) for e in ser.elevation_range_],
+            elevation_table=None if table is None else table.tolist(),
+        )
+        return config
 
     def _compute_fingerprint(self, extra=()):
         h = hashlib.sha256(json.dumps(self._config(), sort_keys=True).encode())
@@ -194,16 +229,18 @@ class _BaseReflectanceCodec(BaseCodec):
         """``(points, reflectance)`` of the one sweep ``X`` given to :meth:`encode`."""
         if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
             X = X.to_numpy()
+        n_geo = 8 if self.scanner == "airborne" else 3
         if isinstance(X, tuple | list) and len(X) == 2:
             points, reflectance = X
-        elif isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == 4:
-            points, reflectance = X[:, :3], X[:, 3]
+        elif isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[1] == n_geo + 1:
+            points, reflectance = X[:, :n_geo], X[:, n_geo]
         else:
             raise TypeError(
                 "X must be one sweep: a (points, reflectance) pair or an array of shape "
-                f"(n_points, 4) with columns x, y, z, r. Got {type(X).__name__} instead."
+                f"(n_points, {n_geo + 1}) with the reflectance last. Got "
+                f"{type(X).__name__} instead."
             )
-        points = check_points(points, allow_origin=self.drop_origin)
+        points = self._check_geometry(points)
         refl = check_reflectance(
             reflectance, points.shape[0], float_reflectance=self.float_reflectance
         )
@@ -223,8 +260,8 @@ class _BaseReflectanceCodec(BaseCodec):
             kind=self._kind,
             flags=_bitstream.FLAG_RAW_ORIGIN if self.drop_origin else 0,
             n_points=points.shape[0],
-            n_lasers=self.serializer_.n_lasers_,
-            n_azimuth=self.serializer_.n_azimuth_,
+            n_lasers=self._grid()[0],
+            n_azimuth=self._grid()[1],
             window=window,
             n_raw=raw.shape[0],
             n_words=words.shape[0],
@@ -257,7 +294,7 @@ class _BaseReflectanceCodec(BaseCodec):
             from the stored one.
         """
         check_is_fitted(self)
-        points = check_points(points, allow_origin=self.drop_origin)
+        points = self._check_geometry(points)
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(
                 f"data must be the bytes returned by encode. Got {type(data).__name__} "
@@ -281,13 +318,10 @@ class _BaseReflectanceCodec(BaseCodec):
                 f"settings): blob {header.fingerprint.hex()} != this codec's "
                 f"{self.fingerprint_[:32]}. Decode it with the codec that encoded it."
             )
-        if (header.n_lasers, header.n_azimuth) != (
-            self.serializer_.n_lasers_, self.serializer_.n_azimuth_
-        ):
+        if (header.n_lasers, header.n_azimuth) != self._grid():
             raise ValueError(
                 f"blob was made for a {header.n_lasers} x {header.n_azimuth} scan grid; "
-                f"this codec uses {self.serializer_.n_lasers_} x "
-                f"{self.serializer_.n_azimuth_}."
+                f"this codec uses {self._grid()[0]} x {self._grid()[1]}."
             )
         prep = self._prepare(points)
         n_raw = int((~prep.keep).sum())

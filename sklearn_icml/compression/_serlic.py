@@ -129,6 +129,15 @@ class SerLiCCodec(_BaseReflectanceCodec):
     serialization : {"scan", "random"}, default="scan"
         Coding order: the scan order, or a fixed pseudo-random order (the paper's
         serialisation ablation; windows then cut one sequence of all points).
+    scanner : {"spinning", "airborne"}, default="spinning"
+        The sensor, which decides what ``points`` are and the scan order. ``"spinning"``:
+        points of shape (n, 3), ordered by laser and azimuth
+        (:class:`ScanOrderSerializer`). ``"airborne"``: pulse arrays of shape (n, 8)
+        (x, y, z, GPS time, scan angle, scan direction, return number, number of
+        returns; :func:`sklearn_icml.datasets.read_las` reads them), coded in acquisition
+        order as one sequence (:class:`AirborneScanSerializer`); ``n_azimuth`` is then
+        the number of scan-angle bins and ``n_lasers`` and ``elevation_range`` are not
+        used.
     max_epochs : int, default=5
         Passes over the training windows. 0 leaves the model untrained. About 1,000
         optimiser steps are needed to reach the rates of the benchmark (e.g. 20 epochs
@@ -160,8 +169,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     Attributes
     ----------
-    serializer_ : ScanOrderSerializer
-        The fitted serialiser.
+    serializer_ : ScanOrderSerializer or AirborneScanSerializer
+        The fitted serialiser (of the ``scanner``).
     module_ : torch.nn.Module
         The trained network (on the CPU, in eval mode).
     n_params_ : int
@@ -265,6 +274,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         rho_scale=100.0,
         prior_scalar=True,
         serialization="scan",
+        scanner="spinning",
         max_epochs=5,
         batch_size=64,
         learning_rate=1e-3,
@@ -290,6 +300,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         self.rho_scale = rho_scale
         self.prior_scalar = prior_scalar
         self.serialization = serialization
+        self.scanner = scanner
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -338,8 +349,8 @@ class SerLiCCodec(_BaseReflectanceCodec):
 
     def _build_module(self):
         return SerLiCNet(
-            n_lasers=self.serializer_.n_lasers_,
-            n_azimuth=self.serializer_.n_azimuth_,
+            n_lasers=self._grid()[0],
+            n_azimuth=self._grid()[1],
             d_emb=self.d_emb,
             d_model=self.d_model,
             n_layers=self.n_layers,

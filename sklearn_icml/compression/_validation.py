@@ -14,23 +14,19 @@ SCAN_GRID_CONSTRAINTS = {
 }
 
 
-def check_points(points, name="points", *, allow_origin=False):
-    """Return ``points`` as a new C-contiguous (n, 3) float64 array, or raise ValueError.
-
-    Rejects complex coordinates, other shapes, an empty array, non-finite coordinates and
-    (unless ``allow_origin``) points at the sensor origin, whose elevation is undefined.
-    """
-    check_not_complex(points, name)
+def _float_table(array, name, n_columns, columns):
+    """``array`` as a new C-contiguous (n, n_columns) finite float64 array, or raise."""
+    check_not_complex(array, name)
     try:
-        arr = np.array(points, dtype=np.float64, copy=True)
+        arr = np.array(array, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"{name} must be a numeric array of shape (n_points, 3); it could not be "
-            f"converted ({exc})."
+            f"{name} must be a numeric array of shape (n_points, {n_columns}); it could not "
+            f"be converted ({exc})."
         ) from None
-    if arr.ndim != 2 or arr.shape[1] != 3:
+    if arr.ndim != 2 or arr.shape[1] != n_columns:
         raise ValueError(
-            f"{name} must have shape (n_points, 3) with columns x, y, z. "
+            f"{name} must have shape (n_points, {n_columns}) with columns {columns}. "
             f"Got shape {arr.shape} instead."
         )
     if arr.shape[0] == 0:
@@ -38,9 +34,19 @@ def check_points(points, name="points", *, allow_origin=False):
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.all(np.isfinite(arr), axis=1))[0])
         raise ValueError(
-            f"{name} contains NaN or infinity (first at row {bad}); every coordinate "
-            "must be finite."
+            f"{name} contains NaN or infinity (first at row {bad}); every value must be "
+            "finite."
         )
+    return arr
+
+
+def check_points(points, name="points", *, allow_origin=False):
+    """Return ``points`` as a new C-contiguous (n, 3) float64 array, or raise ValueError.
+
+    Rejects complex coordinates, other shapes, an empty array, non-finite coordinates and
+    (unless ``allow_origin``) points at the sensor origin, whose elevation is undefined.
+    """
+    arr = _float_table(points, name, 3, "x, y, z")
     if not allow_origin:
         origin = ~np.any(arr != 0.0, axis=1)
         if np.any(origin):
@@ -49,6 +55,36 @@ def check_points(points, name="points", *, allow_origin=False):
                 f"{name} has a point at the sensor origin (row {bad}, distance 0) whose "
                 "elevation is undefined; remove it or set drop_origin=True. "
                 f"Got {arr[bad].tolist()!r} instead."
+            )
+    return np.ascontiguousarray(arr)
+
+
+def check_pulses(pulses, name="points"):
+    """Return an airborne pulse array as a new (n, 8) float64 array, or raise ValueError.
+
+    Columns ``x, y, z, gps_time, scan_angle, scan_direction, return_number,
+    number_of_returns`` (see :class:`AirborneScanSerializer`): finite values, scan angles
+    in -90..90 degrees, a scan direction of 0 or 1 and return numbers of at least 1.
+    """
+    arr = _float_table(
+        pulses, name, 8,
+        "x, y, z, gps_time, scan_angle, scan_direction, return_number, number_of_returns "
+        "(sklearn_icml.datasets.read_las reads them from a LAS file)",
+    )
+    checks = (
+        (4, (arr[:, 4] < -90) | (arr[:, 4] > 90), "scan_angle must lie in -90..90 degrees"),
+        (5, (arr[:, 5] != 0) & (arr[:, 5] != 1), "scan_direction must be 0 or 1"),
+        (6, (arr[:, 6] < 1) | (arr[:, 6] != np.round(arr[:, 6])),
+         "return_number must be a whole number >= 1"),
+        (7, (arr[:, 7] < 1) | (arr[:, 7] != np.round(arr[:, 7])),
+         "number_of_returns must be a whole number >= 1"),
+    )
+    for column, bad, what in checks:
+        if np.any(bad):
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{name}: {what} (column {column}). Got {arr[row, column]!r} at row {row} "
+                "instead."
             )
     return np.ascontiguousarray(arr)
 
@@ -119,13 +155,17 @@ def _is_sweep_pair(item):
     )
 
 
-def check_sweeps(X, *, float_reflectance="reject", allow_origin=False, name="X"):
+def check_sweeps(
+    X, *, float_reflectance="reject", allow_origin=False, pulses=False, name="X"
+):
     """Normalise the input of ``fit``/``score``: a list of ``(points, reflectance)``.
 
     Accepted forms: a list (or tuple) of sweeps, each a ``(points, reflectance)`` pair or
     an (n, 4) array with columns ``x, y, z, r``; a single ``(points, reflectance)`` pair;
-    a single (n, 4) array (or DataFrame).
+    a single (n, 4) array (or DataFrame). With ``pulses`` the points are airborne pulse
+    arrays (:func:`check_pulses`) and an array form has 9 columns, intensity last.
     """
+    n_geo = 8 if pulses else 3
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
     if isinstance(X, np.ndarray) or _is_sweep_pair(X):
@@ -148,13 +188,17 @@ def check_sweeps(X, *, float_reflectance="reject", allow_origin=False, name="X")
             points, refl = item
         else:
             arr = np.asarray(item)
-            if arr.ndim != 2 or arr.shape[1] != 4:
+            if arr.ndim != 2 or arr.shape[1] != n_geo + 1:
                 raise ValueError(
                     f"{where} must be a (points, reflectance) pair or an array of shape "
-                    f"(n_points, 4) with columns x, y, z, r. Got shape {arr.shape} instead."
+                    f"(n_points, {n_geo + 1}) with the reflectance last. Got shape "
+                    f"{arr.shape} instead."
                 )
-            points, refl = arr[:, :3], arr[:, 3]
-        points = check_points(points, f"{where} points", allow_origin=allow_origin)
+            points, refl = arr[:, :n_geo], arr[:, n_geo]
+        if pulses:
+            points = check_pulses(points, f"{where} points")
+        else:
+            points = check_points(points, f"{where} points", allow_origin=allow_origin)
         refl = check_reflectance(
             refl, points.shape[0], float_reflectance=float_reflectance,
             name=f"{where} reflectance",

@@ -20,14 +20,19 @@ from ._continual import (  # lwi-continual-learning
 )
 from ._gam import make_additive_classification, make_additive_regression  # stump-forest-gam
 from ._language_models import load_smollm2, make_tiny_causal_lm, smollm2_cache_folder
-from ._lidar import make_lidar_sweep  # serlic-reflectance-compression
+from ._lidar import load_lidar_sample, make_lidar_sweep, read_las  # serlic-reflectance-compression
 from ._lora import make_lora_collection  # lora-joint-compression
 from ._mas import make_arithmetic_queries  # mas-gpt
 from ._movielens import load_movielens_bandit  # multi-agent-bai
 from ._multiple_choice import make_multiple_choice_predictions  # capa-similarity
 from ._multiview import make_multiview_counts  # ptib-clustering
 from ._parity import make_streaming_parity, parity_targets  # streaming-parity-rnn
-from ._video import make_rotating_dot_videos  # f16-high-frame-rate-video
+from ._video import (  # f16-high-frame-rate-video
+    load_sample_videos,
+    make_playback_tasks,
+    make_rotating_dot_videos,
+    read_video,
+)
 from ._weighting import make_markov_languages, make_mixed_source_regression  # data-weighting-model
 
 __all__ = [
@@ -38,7 +43,9 @@ __all__ = [
     "make_tiny_causal_lm",
     "smollm2_cache_folder",
     "load_movielens_bandit",
+    "load_lidar_sample",
     "load_permuted_digits",
+    "load_sample_videos",
     "load_rotated_digits",
     "load_split_digits",
     "make_additive_classification",
@@ -53,7 +60,10 @@ __all__ = [
     "make_mixed_source_regression",
     "make_multiple_choice_predictions",
     "make_multiview_counts",
+    "make_playback_tasks",
     "make_rotating_dot_videos",
     "make_streaming_parity",
     "parity_targets",
+    "read_las",
+    "read_video",
 ]

@@ -1,11 +1,17 @@
-"""Synthetic spinning-LiDAR sweeps with a reflectance channel of known entropy."""
+"""LiDAR data: synthetic spinning-LiDAR sweeps and real airborne scans (LAS / LAZ)."""
 
+import io
+import os
+import sys
+import tarfile
+from pathlib import Path
 
 import numpy as np
 from scipy.special import ndtr
-from sklearn.utils._param_validation import validate_params
+from sklearn.utils import Bunch
+from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
-from ..utils import check_generator
+from ..utils import check_generator, optional_import
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import (
     CLOSED_UNIT_INTERVAL,
@@ -275,3 +281,218 @@ def make_lidar_sweep(
         points, reflectance, oracle_bits = points[perm], reflectance[perm], oracle_bits[perm]
         v_idx, u_idx = v_idx[perm], u_idx[perm]
     return points, reflectance, oracle_bits, (v_idx, u_idx)
+
+
+# ------------------------------------------------------------------------------------
+# real airborne scans: LAS / LAZ files
+
+#: the sample files of laspy 2.7.0's source distribution (PDAL / libLAS test data)
+LIDAR_SAMPLES = ("autzen_trim", "append-bug", "plane", "vegetation_1_3")
+_SAMPLE_MEMBERS = {
+    "autzen_trim": "autzen_trim.laz",
+    "append-bug": "append-bug.laz",
+    "plane": "plane.laz",
+    "vegetation_1_3": "vegetation_1_3.las",
+}
+_LASPY_SDIST = "laspy-2.7.0.tar.gz"
+
+
+def _pulse_columns():
+    from ..compression._airborne import PULSE_COLUMNS  # numpy-only module
+
+    return PULSE_COLUMNS
+
+
+def _eight_bit(raw, source):
+    """``(values, divisor)`` with ``values * divisor == raw`` and values in 0..255."""
+    divisor = int(np.gcd.reduce(raw.astype(np.int64))) or 1
+    values = raw.astype(np.int64) // divisor
+    if values.max() > 255:
+        raise ValueError(
+            f"the intensity of {source!r} is not 8-bit: its values reach {int(raw.max())} "
+            f"with a common divisor of {divisor}, so no exact division maps them into "
+            "0..255 and the 8-bit codecs cannot code them losslessly; pass "
+            f"intensity='raw' to read them as they are. Got intensity='8bit' instead."
+        )
+    return values.astype(np.uint8), divisor
+
+
+@validate_params(
+    {
+        "source": [str, os.PathLike, HasMethods(["read"])],
+        "intensity": [StrOptions({"8bit", "raw"})],
+    },
+    prefer_skip_nested_validation=True,
+)
+def read_las(source, *, intensity="8bit"):
+    """Read an airborne LAS or LAZ file as a pulse array and its intensity.
+
+    The pulse array holds what an airborne scanner records of each return besides its
+    intensity, in the columns that :class:`~sklearn_icml.compression.AirborneScanSerializer`
+    and the codecs with ``scanner="airborne"`` take: ``x, y, z`` (metres, scaled by the
+    file's header), ``gps_time``, ``scan_angle`` (degrees), ``scan_direction``,
+    ``return_number`` and ``number_of_returns``. Rows stay in the file's order. Needs
+    ``laspy`` (and ``lazrs`` for LAZ), the ``compression`` extra.
+
+    Parameters
+    ----------
+    source : str, path-like or binary file object
+        The LAS or LAZ file.
+    intensity : {"8bit", "raw"}, default="8bit"
+        ``"8bit"``: the intensity divided exactly by the common divisor of its values
+        (1 for 8-bit data, 256 or 257 for 8-bit values stored scaled to 16 bits), which
+        must bring every value into 0..255 (ValueError otherwise); ``"raw"``: the 16-bit
+        values as stored.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        ``points`` (ndarray of shape (n_points, 8), float64), ``intensity`` (uint8 with
+        ``"8bit"``, uint16 with ``"raw"``), ``intensity_divisor`` (int: the stored value
+        is ``intensity * intensity_divisor``; 1 with ``"raw"``), ``feature_names`` (the
+        eight column names), ``point_format`` (int) and ``point_source_ids`` (ndarray of
+        the flight lines' ids in the file).
+
+    Raises
+    ------
+    ValueError
+        If the file has no GPS time (point formats 0 and 2), its intensity is 0
+        everywhere (not recorded), or ``intensity="8bit"`` and the values are not 8-bit.
+
+    See Also
+    --------
+    load_lidar_sample : the sample files of laspy's source distribution.
+
+    Examples
+    --------
+    >>> import io
+    >>> import laspy, numpy as np
+    >>> from sklearn_icml.datasets import read_las
+    >>> las = laspy.LasData(laspy.LasHeader(point_format=1, version="1.2"))
+    >>> las.x, las.y, las.z = [1.0, 2.0], [0.0, 0.0], [5.0, 5.5]
+    >>> las.gps_time, las.intensity = [10.0, 10.1], [17, 200]
+    >>> las.return_number, las.number_of_returns = [1, 1], [1, 1]
+    >>> buf = io.BytesIO(); las.write(buf); _ = buf.seek(0)
+    >>> data = read_las(buf)
+    >>> data.points.shape, data.intensity.tolist(), data.feature_names[3]
+    ((2, 8), [17, 200], 'gps_time')
+    """
+    return _read_las(source, intensity, source)
+
+
+def _read_las(source, intensity, label):
+    """:func:`read_las`, naming the file ``label`` in its errors."""
+    laspy = optional_import("laspy", "compression")
+    las = laspy.read(source)
+    fmt = las.point_format
+    names = set(fmt.dimension_names)
+    if "gps_time" not in names:
+        raise ValueError(
+            f"source {label!r} has no GPS time (LAS point format {fmt.id}), so the "
+            "acquisition order of its points is unknown; the airborne serialisation needs "
+            f"point format 1, 3 or 5 to 10. Got point format {fmt.id} instead."
+        )
+    raw = np.asarray(las.intensity).astype(np.uint16)
+    if raw.shape[0] == 0:
+        raise ValueError(f"source {label!r} holds no point. Got an empty file instead.")
+    if not np.any(raw):
+        raise ValueError(
+            f"source {label!r} has no intensity: the field is 0 at all {raw.shape[0]} "
+            "points (the scanner did not record it). Got an all-zero intensity instead."
+        )
+    if "scan_angle" in names:  # point formats 6 to 10: units of 0.006 degrees
+        angle = np.asarray(las.scan_angle, dtype=np.float64) * 0.006
+    else:
+        angle = np.asarray(las.scan_angle_rank, dtype=np.float64)
+    points = np.column_stack([
+        np.asarray(las.x, dtype=np.float64),
+        np.asarray(las.y, dtype=np.float64),
+        np.asarray(las.z, dtype=np.float64),
+        np.asarray(las.gps_time, dtype=np.float64),
+        angle,
+        np.asarray(las.scan_direction_flag, dtype=np.float64),
+        np.asarray(las.return_number, dtype=np.float64),
+        np.asarray(las.number_of_returns, dtype=np.float64),
+    ])
+    values, divisor = (raw, 1) if intensity == "raw" else _eight_bit(raw, label)
+    return Bunch(
+        points=points,
+        intensity=values,
+        intensity_divisor=divisor,
+        feature_names=list(_pulse_columns()),
+        point_format=int(fmt.id),
+        point_source_ids=np.unique(np.asarray(las.point_source_id)),
+    )
+
+
+def _laspy_sdist(data_home):
+    folder = Path(sys.prefix) / "share" / "sklearn_icml" if data_home is None else data_home
+    path = Path(folder) / _LASPY_SDIST
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"laspy's source distribution {_LASPY_SDIST} is not in {str(folder)!r}; "
+            "`make venv` puts it in <sys.prefix>/share/sklearn_icml (pip download "
+            "--no-deps --no-binary :all: laspy==2.7.0), or pass data_home=<its folder>."
+        )
+    return path
+
+
+@validate_params(
+    {
+        "name": [StrOptions(set(LIDAR_SAMPLES))],
+        "data_home": [str, os.PathLike, None],
+        "intensity": [StrOptions({"8bit", "raw"})],
+    },
+    prefer_skip_nested_validation=True,
+)
+def load_lidar_sample(name="autzen_trim", *, data_home=None, intensity="8bit"):
+    """Load one of the real airborne LiDAR samples shipped in laspy's source distribution.
+
+    laspy 2.7.0's sdist (BSD-2) carries PDAL / libLAS sample files in ``tests/data/``:
+
+    ============== ======== ================================================================
+    name           points   what
+    ============== ======== ================================================================
+    autzen_trim    110,000  one flight line over Autzen Stadium (Oregon), in GPS-time order,
+                            8-bit intensity, scan direction, scan angle, up to 4 returns
+    append-bug     37,805   four flight lines, point format 8, 9-bit intensity (12..482)
+    plane          28,185   one line, single returns, intensity stored as 8-bit x 256
+    vegetation_1_3 10,683   not in GPS-time order, intensity stored as 8-bit x 257
+    ============== ======== ================================================================
+
+    The member is read straight from the tarball (nothing is extracted or downloaded).
+
+    Parameters
+    ----------
+    name : {"autzen_trim", "append-bug", "plane", "vegetation_1_3"}, default="autzen_trim"
+        The sample.
+    data_home : str or path-like, default=None
+        Folder holding ``laspy-2.7.0.tar.gz``; default ``<sys.prefix>/share/sklearn_icml``,
+        where ``make venv`` puts it.
+    intensity : {"8bit", "raw"}, default="8bit"
+        As in :func:`read_las` (``append-bug`` needs ``"raw"``: its intensity is 9-bit).
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        As :func:`read_las` returns, plus ``filename`` (the member's path in the tarball).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the source distribution is not in ``data_home``.
+
+    Examples
+    --------
+    >>> from sklearn_icml.datasets import load_lidar_sample
+    >>> data = load_lidar_sample("autzen_trim")  # doctest: +SKIP
+    >>> data.points.shape, data.intensity.dtype  # doctest: +SKIP
+    ((110000, 8), dtype('uint8'))
+    """
+    path = _laspy_sdist(data_home)
+    member = f"laspy-2.7.0/tests/data/{_SAMPLE_MEMBERS[name]}"
+    with tarfile.open(path, "r:gz") as tar:
+        payload = tar.extractfile(member).read()
+    data = _read_las(io.BytesIO(payload), intensity, name)
+    data.filename = member
+    return data
