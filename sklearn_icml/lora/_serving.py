@@ -294,7 +294,8 @@ def attach_shared_basis(model, compressors, *, cores=None):
     last dotted parts, so the keys of peft's state dicts
     (``base_model.model.model.layers.0.self_attn.q_proj``) find the layers of the plain base
     model. A layer that is a peft LoRA layer is replaced together with its adapters (its
-    frozen base weight is kept). torch is imported when this function runs.
+    frozen base weight is kept); attaching again to a served model replaces the collection
+    it serves. torch is imported when this function runs.
 
     Parameters
     ----------

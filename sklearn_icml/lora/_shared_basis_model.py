@@ -104,7 +104,9 @@ def _module_for_key(names, key):
 
 
 def _base_linear(module, key):
-    if hasattr(module, "get_base_layer"):  # a peft LoRA layer: serve its frozen base
+    if isinstance(module, SharedBasisLinear):  # attached before: serve the new collection
+        module = module.base_layer
+    elif hasattr(module, "get_base_layer"):  # a peft LoRA layer: serve its frozen base
         module = module.get_base_layer()
     if not isinstance(module, nn.Linear):
         raise TypeError(

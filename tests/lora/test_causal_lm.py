@@ -195,9 +195,16 @@ def test_attach_shared_basis_serves_projected_new_adapters():
     served = attach_shared_basis(make_tiny_causal_lm(random_state=0)[0].eval(), comps,
                                  cores=new_cores)
     assert served.shared_basis_n_adapters_ == 3
+    X = torch.as_tensor(_token_ids(2, 5))
     with torch.no_grad():
-        out = served(input_ids=torch.as_tensor(_token_ids(2, 5)), adapter_ids=[2, 0]).logits
+        out = served(input_ids=X, adapter_ids=[2, 0]).logits
     assert torch.isfinite(out).all()
+    # attaching again replaces the served collection (the first two adapters only)
+    again = attach_shared_basis(served, comps)
+    assert again is served and served.shared_basis_n_adapters_ == 2
+    with torch.no_grad():
+        first = served(input_ids=X, adapter_ids=[1, 0]).logits
+    assert float((first[1] - out[1]).abs().max()) < 1e-5
 
 
 def test_attach_shared_basis_bad_input():
@@ -272,15 +279,16 @@ def test_smollm2_one_flat_lora_step(smollm2):
 def test_smollm2_compression_round_trip(smollm2):
     lm, tokenizer = smollm2
     lm = copy.deepcopy(lm).eval()
+    # two of the 30 layers keep the round trip short; the code path is the same for all
     config = peft.LoraConfig(r=8, lora_alpha=16, target_modules=TARGETS,
-                             init_lora_weights=False)
+                             layers_to_transform=[0, 29], init_lora_weights=False)
     peft_model = peft.get_peft_model(copy.deepcopy(lm), config, adapter_name="a0")
     torch.manual_seed(1)
     peft_model.add_adapter("a1", config)
     peft_model.eval()
     dicts = [peft.get_peft_model_state_dict(peft_model, adapter_name=f"a{i}") for i in (0, 1)]
     comps = compress_peft_collection(dicts, rank=16, adapter_configs=[config] * 2)
-    assert len(comps) == 60
+    assert len(comps) == 4
     served = attach_shared_basis(lm, comps)
     ids = tokenizer(["import os\nprint(os.getcwd())", "def f(x):\n    return x * 2"],
                     return_tensors="pt", padding=True).input_ids
