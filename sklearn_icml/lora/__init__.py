@@ -4,7 +4,7 @@
 from ._clustered_compression import ClusteredJointLoRACompressor
 from ._joint_compression import JointLoRACompressor
 from ._peft import compress_peft_collection
-from ._serving import separate_lora_forward, shared_basis_forward
+from ._serving import attach_shared_basis, separate_lora_forward, shared_basis_forward
 from ._svd_compression import SVDLoRACompressor
 
 # Flat-LoRA
@@ -20,6 +20,7 @@ __all__ = [
     "ClusteredJointLoRACompressor",
     "JointLoRACompressor",
     "SVDLoRACompressor",
+    "attach_shared_basis",
     "compress_peft_collection",
     "separate_lora_forward",
     "shared_basis_forward",

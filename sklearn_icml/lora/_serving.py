@@ -3,8 +3,10 @@
 torch is imported when a function runs (``sklearn_icml.lora`` itself does not need it).
 """
 
+from collections.abc import Mapping
+
 import numpy as np
-from sklearn.utils._param_validation import StrOptions, validate_params
+from sklearn.utils._param_validation import HasMethods, StrOptions, validate_params
 
 from ..utils import optional_import
 
@@ -65,6 +67,26 @@ def _base(X2, base_weight, d_out, name="base_weight"):
             f"{tuple(W.shape)} instead."
         )
     return X2 @ W.T
+
+
+def shared_basis_codes(X3, ids, V, cores):
+    """``Sigma_{id} V^T x`` of every token, shape ``(batch * tokens, rank)`` (checked tensors).
+
+    The kernel of the shared-basis path, shared by :func:`shared_basis_forward` and the
+    shared-basis layers that :func:`attach_shared_basis` puts into a model: one GEMM with
+    ``V`` for the whole batch, then each request's core (a batched ``r x r`` product, or a
+    scaling for diagonal cores). ``X3`` is ``(batch, tokens, d_in)``, ``ids`` a long tensor.
+    """
+    torch = _torch()
+    b, t, d_in = X3.shape
+    r = V.shape[1]
+    H = (X3.reshape(b * t, d_in) @ V).reshape(b, t, r)  # one shared GEMM
+    S = cores.index_select(0, ids)
+    if S.ndim == 3:
+        Z = torch.bmm(H, S.transpose(1, 2))  # batched r x r product
+    else:
+        Z = H * S[:, None, :]
+    return Z.reshape(b * t, r)
 
 
 @validate_params(
@@ -156,13 +178,7 @@ def shared_basis_forward(X, adapter_ids, U, V, cores, *, base_weight=None):
             "instead."
         )
     X2 = X3.reshape(b * t, d_in)
-    H = (X2 @ V_t).reshape(b, t, r)  # one shared GEMM
-    S = cores_t.index_select(0, ids)
-    if S.ndim == 3:
-        Z = torch.bmm(H, S.transpose(1, 2))  # batched r x r product
-    else:
-        Z = H * S[:, None, :]
-    Z2 = Z.reshape(b * t, r)
+    Z2 = shared_basis_codes(X3, ids, V_t, cores_t)
     base = _base(X2, base_weight, U_t.shape[0])
     Y = Z2 @ U_t.T if base is None else torch.addmm(base, Z2, U_t.T)  # one shared GEMM
     Y = Y.reshape(b, t, -1)
@@ -256,3 +272,89 @@ def separate_lora_forward(X, adapter_ids, A, B, *, base_weight=None, strategy="g
     if base is not None:
         Y = Y + base.reshape(b, t, -1)
     return Y[:, 0, :] if squeeze else Y
+
+
+@validate_params(
+    {
+        "model": [HasMethods(["named_modules", "register_forward_pre_hook"])],
+        "compressors": [Mapping],
+        "cores": [Mapping, None],
+    },
+    prefer_skip_nested_validation=True,
+)
+def attach_shared_basis(model, compressors, *, cores=None):
+    """Serve many compressed adapters from one model: shared-basis layers, in place.
+
+    Every layer named by a key of ``compressors`` (a fitted :class:`JointLoRACompressor`
+    per adapted weight, as :func:`compress_peft_collection` returns them) is replaced by a
+    layer computing ``W0 x + U Sigma_{id} V^T x``; the model is then called with one adapter
+    per request, ``model(input_ids, adapter_ids=[...])``, and the whole batch shares the
+    two large products with ``V`` and ``U`` whatever the adapters (the serving path of
+    "Compress then Serve"). Keys are matched to the model's module names exactly or by their
+    last dotted parts, so the keys of peft's state dicts
+    (``base_model.model.model.layers.0.self_attn.q_proj``) find the layers of the plain base
+    model. A layer that is a peft LoRA layer is replaced together with its adapters (its
+    frozen base weight is kept); attaching again to a served model replaces the collection
+    it serves. torch is imported when this function runs.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The base model (modified in place and returned).
+    compressors : dict of str -> JointLoRACompressor
+        One fitted compressor per adapted layer; every one must serve the same adapters.
+    cores : dict of str -> array of shape (n_adapters, rank, rank) or (n_adapters, rank), \
+default=None
+        Cores to serve instead of each compressor's ``cores_``: for instance
+        ``compressor.transform(new_adapters)``, adapters projected onto the fitted basis
+        without refitting it.
+
+    Returns
+    -------
+    model : torch.nn.Module
+        The same model; its forward takes ``adapter_ids`` (one int per request in
+        ``[0, n_adapters)``) and it has ``shared_basis_n_adapters_``.
+
+    Raises
+    ------
+    TypeError
+        If a compressor is not a fitted :class:`JointLoRACompressor` (the clustered
+        compressor has one basis per cluster) or a key names a layer that is not linear.
+    ValueError
+        If a key matches no module, shapes disagree, or the layers serve different numbers
+        of adapters.
+
+    See Also
+    --------
+    shared_basis_forward : the same product for one layer, on tensors.
+    compress_peft_collection : the compressors of a collection of peft adapters.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn_icml.lora import JointLoRACompressor, attach_shared_basis
+    >>> rng = np.random.default_rng(0)
+    >>> adapters = [(rng.normal(size=(3, 2)), rng.normal(size=(2, 4))) for _ in range(5)]
+    >>> comp = JointLoRACompressor(rank=3, random_state=0).fit(adapters)
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 3, bias=False))
+    >>> model = attach_shared_basis(model, {"0": comp})
+    >>> X = torch.ones(2, 4)
+    >>> Y = model(X, adapter_ids=[4, 1])
+    >>> B1, A1 = comp.reconstruct(adapters)[1]
+    >>> W1 = model[0].weight.detach().numpy() + B1 @ A1
+    >>> bool(np.allclose(Y[1].detach().numpy(), W1 @ np.ones(4), atol=1e-4))
+    True
+    """
+    from ._shared_basis_model import _attach
+
+    if not compressors:
+        raise ValueError(
+            "compressors is empty; give one fitted JointLoRACompressor per adapted layer. "
+            "Got an empty mapping instead."
+        )
+    if cores is not None and set(cores) != set(compressors):
+        raise ValueError(
+            "cores must have the same keys as compressors. Got keys that differ in "
+            f"{sorted(set(cores) ^ set(compressors))[:3]} instead."
+        )
+    return _attach(model, compressors, cores)
