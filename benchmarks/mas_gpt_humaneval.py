@@ -78,10 +78,11 @@ class TimedLLM:
             self.seconds += time.perf_counter() - start
 
 
-def run_and_test(program, problem, llm):
+def run_and_test(program, problem, llm, *, timeout=TIMEOUT, max_llm_calls=64):
     """One MAS run in the sandbox, then its code against the hidden tests; the times."""
     timed = TimedLLM(llm)
-    executor = MASExecutor(llm=timed, timeout=TIMEOUT, fallback=False)
+    executor = MASExecutor(llm=timed, timeout=timeout, fallback=False,
+                           max_llm_calls=max_llm_calls)
     result = executor.execute(program, problem.prompt)
     code = completion_program(problem.prompt, result.answer, entry_point=problem.entry_point)
     check = check_program(code, problem.test, entry_point=problem.entry_point, timeout=5.0)
@@ -188,7 +189,7 @@ def main(argv=None):
     args = parse_args(__doc__, argv)
     warnings.filterwarnings("ignore", message=".*generation flags.*")
     torch.set_num_threads(1)
-    n_test, max_new_tokens = (3, 48) if args.quick else (20, 160)
+    n_test, max_new_tokens = (2, 16) if args.quick else (8, 128)
     report = Report("mas_gpt_humaneval", "MAS-GPT on HumanEval with SmolLM2-135M-Instruct",
                     quick=args.quick, packages=("numpy", "scikit-learn", "torch",
                                                 "transformers"))
@@ -207,7 +208,7 @@ def main(argv=None):
         "against the problem's unit tests by check_program (5 s). No design sees the tests. "
         "Budget: about 15 minutes of one core.",
     )
-    batching(report, model, tokenizer, test[: min(6, n_test)], max_new_tokens)
+    batching(report, model, tokenizer, test[: min(3, n_test)], max_new_tokens)
 
     llm = TransformersLLM(model=model, tokenizer=tokenizer, max_new_tokens=max_new_tokens,
                           batch_size=N_THREADS, random_state=0)
@@ -215,7 +216,8 @@ def main(argv=None):
     pool = code_mas_pool(n_samples=3, check_rounds=1)
     results, rows = {}, []
     for program in pool:
-        before = (llm.generate_seconds_, llm.n_cut_, llm.n_calls_)
+        before = tuple(getattr(llm, name, 0) for name in
+                       ("generate_seconds_", "n_cut_", "n_calls_"))
         design_rows, wall = run_design(program, test, store)
         model_s = llm.generate_seconds_ - before[0]
         results[program.name] = design_rows
@@ -225,65 +227,71 @@ def main(argv=None):
                         for name, r in results.items())
     solved = {name: [r["task"] for r in rs if r["passed"]] for name, rs in results.items()}
 
-    # MAS-GPT: the router learns problem -> design from the pairs of the other half
-    # (two folds), then each problem runs the design it picked
-    halves = [test[: n_test // 2], test[n_test // 2:]]
-    chosen, router_rows, fold_notes, pairs = {}, [], [], []
-    router_start = time.perf_counter()
-    for i, (train, held) in enumerate([(halves[0], halves[1]), (halves[1], halves[0])]):
-        solver = MASGPTSolver(
-            llm=store.view(), pool=pool, n_groups=min(2, len(train)), answer_checker=check_code_answer,
-            timeout=TIMEOUT, random_state=0, n_jobs=N_THREADS,
-        )
-        try:
-            solver.fit([p.prompt for p in train], [dict(p) for p in train])
-        except ValueError as exc:
-            fold_notes.append(f"fold {i + 1}: no router ({exc}); its problems count as "
-                              "failures")
-            router_rows += [{"task": p.task_id, "passed": False, "reason": "no router",
-                             "calls": 0, "mas_s": 0.0, "llm_s": 0.0, "test_s": 0.0}
-                            for p in held]
-            continue
-        pairs += [(q, pool[m].name) for q, m, _ in solver.builder_.pairs_]
-        names = [solver.router_.generate(p.prompt).name for p in held]
-        group_designs = sorted({pool[m].name for m in solver.builder_.group_best_mas_.values()})
-        fold_notes.append(
-            f"fold {i + 1}: trained on {len(train)} problems, {len(solver.builder_.pairs_)} "
-            f"pairs, groups' designs {group_designs}; picked {dict(zip(*np.unique(names, return_counts=True)))}"
-        )
-        by_name = {p.name: p for p in pool}
-        for problem, name in zip(held, names):
-            chosen[problem.task_id] = name
-            router_rows.append(run_and_test(by_name[name], problem, store.view()))
-    router_wall = time.perf_counter() - router_start
-    rows.append(summary_row("MASGPTSolver (router, 2 folds)", router_rows, router_wall)
-                + ["replies reused"])
+    chosen, router_rows, fold_notes, pairs, gen_notes = {}, [], [], [], []
+    try:  # a failure of a later stage is reported, not lost with the stages before
+        # MAS-GPT: the router learns problem -> design from the pairs of the other half
+        # (two folds), then each problem runs the design it picked
+        halves = [test[: n_test // 2], test[n_test // 2:]]
+        router_start = time.perf_counter()
+        for i, (train, held) in enumerate([(halves[0], halves[1]), (halves[1], halves[0])]):
+            solver = MASGPTSolver(
+                llm=store.view(), pool=pool, n_groups=min(2, len(train)), answer_checker=check_code_answer,
+                timeout=TIMEOUT, random_state=0, n_jobs=N_THREADS,
+            )
+            try:
+                solver.fit([p.prompt for p in train], [dict(p) for p in train])
+            except ValueError as exc:
+                fold_notes.append(f"fold {i + 1}: no router ({exc}); its problems count as "
+                                  "failures")
+                router_rows += [{"task": p.task_id, "passed": False, "reason": "no router",
+                                 "calls": 0, "mas_s": 0.0, "llm_s": 0.0, "test_s": 0.0}
+                                for p in held]
+                continue
+            pairs += [(q, pool[m].name) for q, m, _ in solver.builder_.pairs_]
+            names = [solver.router_.generate(p.prompt).name for p in held]
+            group_designs = sorted({pool[m].name for m in solver.builder_.group_best_mas_.values()})
+            fold_notes.append(
+                f"fold {i + 1}: trained on {len(train)} problems, {len(solver.builder_.pairs_)} "
+                f"pairs, groups' designs {group_designs}; picked "
+                f"{ {str(k): int(v) for k, v in zip(*np.unique(names, return_counts=True))} }"
+            )
+            by_name = {p.name: p for p in pool}
+            for problem, name in zip(held, names):
+                chosen[problem.task_id] = name
+                router_rows.append(run_and_test(by_name[name], problem, store.view()))
+        router_wall = time.perf_counter() - router_start
+        rows.append(summary_row("MASGPTSolver (router, 2 folds)", router_rows, router_wall)
+                    + ["replies reused"])
 
-    # the generator LLM writes a MAS for a few problems (the paper's generator, untuned)
-    n_gen = 2 if args.quick else 4
-    generator = TransformersLLM(model=model, tokenizer=tokenizer,
-                                max_new_tokens=2 * max_new_tokens)
-    train_q = [q for q, _ in pairs] or [p.prompt for p in halves[0]]
-    labels = [m for _, m in pairs] or ["code_cot"] * len(halves[0])
-    router = MASGPTRouter(pool=pool, llm_backend=generator, n_shots=1,
-                          fallback=next(p for p in pool if p.name == "code_cot")).fit(
-        train_q, labels)
-    gen_rows, gen_notes = [], []
-    gen_start = time.perf_counter()
-    for problem in test[:n_gen]:
-        t0 = time.perf_counter()
-        program = router.generate(problem.prompt)
-        gen_s = time.perf_counter() - t0
-        row = run_and_test(program, problem, store.view())
-        row["mas_s"] += gen_s
-        row["llm_s"] += gen_s
-        gen_rows.append(row)
-        what = ("a valid program" if program.name == "generated"
-                else "no valid program: the fallback code_cot ran")
-        gen_notes.append(f"{problem.task_id}: {what} ({gen_s:.0f} s to generate, "
-                         f"{generator.n_new_tokens_} tokens so far, {generator.n_cut_} cut)")
-    rows.append(summary_row(f"MASGPTRouter, LLM generator ({n_gen} problems)", gen_rows,
-                            time.perf_counter() - gen_start) + ["-"])
+        # the generator LLM writes a MAS for a few problems (the paper's generator, untuned)
+        n_gen = 1 if args.quick else 2
+        generator = TransformersLLM(model=model, tokenizer=tokenizer,
+                                    max_new_tokens=2 * max_new_tokens)
+        train_q = [q for q, _ in pairs] or [p.prompt for p in halves[0]]
+        labels = [m for _, m in pairs] or ["code_cot"] * len(halves[0])
+        router = MASGPTRouter(pool=pool, llm_backend=generator, n_shots=1,
+                              fallback=next(p for p in pool if p.name == "code_cot")).fit(
+            train_q, labels)
+        gen_rows = []
+        gen_start = time.perf_counter()
+        for problem in test[:n_gen]:
+            t0 = time.perf_counter()
+            program = router.generate(problem.prompt)
+            gen_s = time.perf_counter() - t0
+            # a generated MAS: at most 8 agent calls and 300 s (the CPU budget)
+            row = run_and_test(program, problem, store.view(), timeout=300.0, max_llm_calls=8)
+            row["mas_s"] += gen_s
+            row["llm_s"] += gen_s
+            gen_rows.append(row)
+            what = ("a valid program" if program.name == "generated"
+                    else "no valid program: the fallback code_cot ran")
+            gen_notes.append(f"{problem.task_id}: {what} ({gen_s:.0f} s to generate, "
+                             f"{generator.n_new_tokens_} tokens so far, {generator.n_cut_} cut)")
+        rows.append(summary_row(f"MASGPTRouter, LLM generator ({n_gen} problems)", gen_rows,
+                                time.perf_counter() - gen_start) + ["-"])
+
+    except Exception as exc:  # noqa: BLE001
+        fold_notes.append(f"stopped by {type(exc).__name__}: {exc}")
 
     report.add_table(
         "pass@1, LLM calls and where the time goes", HEADERS + ["replies cut at the limit"],

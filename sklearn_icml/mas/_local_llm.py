@@ -249,10 +249,13 @@ class TransformersLLM(SetUpAtFirstUseMixin, BaseEstimator):
 
     def _request(self, prompt, temperature, name):
         check_instance(prompt, str, name)
-        (ids,) = encode_texts(
-            self.tokenizer, [self._text(prompt)],
-            max_length=self.context_length_ - self.max_new_tokens, name=name,
-        )
+        try:
+            (ids,) = encode_texts(
+                self.tokenizer, [self._text(prompt)],
+                max_length=self.context_length_ - self.max_new_tokens, name=name,
+            )
+        except ValueError as exc:  # encode_texts names the text "<name>[0]"
+            raise ValueError(str(exc).replace(f"{name}[0]", name, 1)) from None
         if not ids:
             ids = [self._pad_id]
         key = (prompt, temperature)

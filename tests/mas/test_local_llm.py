@@ -158,7 +158,7 @@ def test_smollm2_writes_code_that_is_run_and_tested():
     assert check.reason == "passed" if check.passed else check.reason.startswith(
         ("AssertionError", "SyntaxError", "NameError", "TypeError", "IndentationError"))
     # greedy decoding: the same reply again
-    assert llm(single_prompt(problem.prompt), 0.0) == result.answer
+    assert llm(single_prompt(problem.prompt), 0.0).strip() == result.answer
 
 
 def single_prompt(task):
