@@ -6,9 +6,11 @@ confinement this process verifies.
 """
 
 from ._code_checks import ProgramCheck, check_program
+from ._code_tasks import check_code_answer, code_mas_pool, completion_program
 from ._confinement import SandboxError, SandboxUnavailableError, UnsafeSandboxWarning
 from ._executor import MASExecutor, MASResult
 from ._llm import AgentLLM, ArithmeticMockLLM, OpenAICompatibleLLM
+from ._local_llm import TransformersLLM
 from ._pairs import ConsistentPairBuilder
 from ._program import (
     MASProgram,
@@ -34,8 +36,12 @@ __all__ = [
     "ProgramCheck",
     "SandboxError",
     "SandboxUnavailableError",
+    "TransformersLLM",
     "UnsafeSandboxWarning",
+    "check_code_answer",
     "check_program",
+    "code_mas_pool",
+    "completion_program",
     "default_answer_checker",
     "default_mas_pool",
     "extract_answer",

@@ -2,6 +2,7 @@
 
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -67,6 +68,11 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the k-means grouping.
+    n_jobs : int, default=None
+        Threads that run the (query, MAS) evaluations side by side (None: one). An LLM
+        client that batches concurrent calls (:class:`TransformersLLM`) then generates
+        the agents' calls of several runs together; results do not depend on it when the
+        LLM's replies do not depend on call order.
 
     Attributes
     ----------
@@ -132,10 +138,12 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         "refine_llm": [callable, None],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],
+        "n_jobs": [POSITIVE_INT, None],
     }
 
     def __init__(self, *, pool=None, executor=None, n_groups=8, grouping="tfidf-kmeans",
-                 repeats=1, refine_llm=None, answer_checker=None, random_state=None):
+                 repeats=1, refine_llm=None, answer_checker=None, random_state=None,
+                 n_jobs=None):
         self.pool = pool
         self.executor = executor
         self.n_groups = n_groups
@@ -144,6 +152,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         self.refine_llm = refine_llm
         self.answer_checker = answer_checker
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     @keyword_only_after(3)
     def fit(self, queries, answers, *, groups=None):
@@ -196,14 +205,23 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
 
     def _evaluate(self, queries, answers, checker):
         n, k = len(queries), len(self.pool_)
+        jobs = [(i, j) for i in range(n) for j in range(k) for _ in range(self.repeats)]
+
+        def run(i, j):
+            result = self.executor.execute(self.pool_[j], queries[i])
+            return _is_correct(result, answers[i], checker), result.n_calls
+
+        if self.n_jobs in (None, 1):
+            outcomes = [run(i, j) for i, j in jobs]
+        else:
+            outcomes = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(run)(i, j) for i, j in jobs
+            )
         scores = np.zeros((n, k))
         calls = np.zeros((n, k))
-        for i, (query, gold) in enumerate(zip(queries, answers)):
-            for j, program in enumerate(self.pool_):
-                for _ in range(self.repeats):
-                    result = self.executor.execute(program, query)
-                    scores[i, j] += _is_correct(result, gold, checker)
-                    calls[i, j] += result.n_calls
+        for (i, j), (correct, n_calls) in zip(jobs, outcomes):
+            scores[i, j] += correct
+            calls[i, j] += n_calls
         return scores / self.repeats, calls / self.repeats
 
     def _cluster(self, queries):

@@ -63,6 +63,10 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         Training pairs shown to ``llm_backend`` as examples.
     random_state : int, RandomState instance or None, default=None
         Seed of the logistic regression's solver.
+    fallback : MASProgram, default=None
+        The program that replaces a generator reply without valid code; None means
+        :func:`fallback_mas` (questions with a short answer). Code tasks take a design of
+        :func:`code_mas_pool`.
 
     Attributes
     ----------
@@ -114,16 +118,18 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
         "llm_backend": [callable, None],
         "n_shots": [NON_NEGATIVE_INT],
         "random_state": ["random_state"],
+        "fallback": [MASProgram, None],
     }
 
     def __init__(self, *, pool=None, vectorizer="tfidf", C=1.0, llm_backend=None, n_shots=3,
-                 random_state=None):
+                 random_state=None, fallback=None):
         self.pool = pool
         self.vectorizer = vectorizer
         self.C = C
         self.llm_backend = llm_backend
         self.n_shots = n_shots
         self.random_state = random_state
+        self.fallback = fallback
 
     @keyword_only_after(3)
     def fit(self, queries, mas_ids, *, programs=None, rationales=None):
@@ -261,14 +267,17 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
             raw = "" if raw is None else str(raw)
         code = extract_code(raw)
         if code is None:
-            return fallback_mas(), raw, True, "no fenced code block in the generator's reply"
+            return self._fallback(), raw, True, "no fenced code block in the generator's reply"
         fence = raw.rfind("```", 0, raw.rfind("```"))
         program = MASProgram("generated", code, raw[:fence].strip())
         try:
             program.validate()
         except (ValueError, TypeError) as exc:
-            return fallback_mas(), raw, True, f"generated code refused: {exc}"
+            return self._fallback(), raw, True, f"generated code refused: {exc}"
         return program, raw, False, None
+
+    def _fallback(self):
+        return fallback_mas() if self.fallback is None else self.fallback
 
     def _prompt(self, query):
         examples = ""

@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
@@ -56,6 +57,10 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         ``answer_checker(pred, gold) -> bool``; None means :func:`default_answer_checker`.
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
+    n_jobs : int, default=None
+        Threads that run MAS programs side by side: the pool's evaluation in ``fit`` and
+        the queries of ``predict`` (None: one). An LLM client that batches concurrent calls
+        (:class:`TransformersLLM`) then generates the calls of several runs together.
 
     Attributes
     ----------
@@ -128,11 +133,13 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         "allow_weak_isolation": ["boolean"],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],
+        "n_jobs": [POSITIVE_INT, None],
     }
 
     def __init__(self, *, llm=None, pool=None, n_groups=8, repeats=1, consistency=True,
                  refine_llm=None, generator_llm=None, timeout=60.0, sandbox="process",
-                 allow_weak_isolation=False, answer_checker=None, random_state=None):
+                 allow_weak_isolation=False, answer_checker=None, random_state=None,
+                 n_jobs=None):
         self.llm = llm
         self.pool = pool
         self.n_groups = n_groups
@@ -145,6 +152,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         self.allow_weak_isolation = allow_weak_isolation
         self.answer_checker = answer_checker
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     @keyword_only_after(3)
     def fit(self, queries, answers, *, groups=None):
@@ -176,6 +184,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
             pool=self.pool, executor=self.executor_, n_groups=self.n_groups,
             repeats=self.repeats, refine_llm=self.refine_llm,
             answer_checker=self.answer_checker, random_state=self.random_state,
+            n_jobs=self.n_jobs,
         ).fit(queries, answers, groups=groups)
         self.pool_ = self.builder_.pool_
         self.train_calls_ = int(round(self.builder_.calls_matrix_.sum() * self.repeats))
@@ -217,8 +226,14 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         queries = self._fitted_queries(queries)
         programs, results, raws, notes = [], [], [], []
         generated = self.router_._generate_many(queries)
-        for query, (program, raw, used_fallback, note) in zip(queries, generated):
-            result = self.executor_.execute(program, query)
+        jobs = [(program, query) for query, (program, _, _, _) in zip(queries, generated)]
+        if self.n_jobs in (None, 1):
+            runs = [self.executor_.execute(program, query) for program, query in jobs]
+        else:
+            runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(self.executor_.execute)(program, query) for program, query in jobs
+            )
+        for result, (program, raw, used_fallback, note) in zip(runs, generated):
             if used_fallback and not result.used_fallback:
                 result = dataclasses.replace(result, used_fallback=True)
             programs.append(program)
