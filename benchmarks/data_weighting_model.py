@@ -53,12 +53,13 @@ N_JOBS = 2  # the seeds run in 2 worker processes (the machine is shared)
 
 def peer_train(kind, module, loss_fn, X, y, X_val, y_val, *, lr, steps, batch_size, seed,
                loss_feature="raw", last_fraction=0.2, optimizer="sgd",
-               clock=time.perf_counter):
+               clock=time.perf_counter, mode="exact"):
     """Train ``module`` with uniform, L2RW or MWN weights; return (s/step, weight sums, counts).
 
     Weight sums and counts cover the last ``last_fraction`` of the steps (the analogue of the
     DWM's last stage). The learner's optimiser is SGD or Adam with ``lr``; the meta step
-    (the hypergradient) is always the SGD look-ahead with ``lr``, as in the DWM.
+    (the hypergradient) is always the SGD look-ahead with ``lr``, as in the DWM, computed
+    as ``mode`` says (:func:`one_step_hypergradient`).
     """
     gen = torch.Generator().manual_seed(seed)
     n = X.shape[0]
@@ -89,7 +90,7 @@ def peer_train(kind, module, loss_fn, X, y, X_val, y_val, *, lr, steps, batch_si
             w = torch.ones(b)
         elif kind == "l2rw":
             g = one_step_hypergradient(module, loss_fn, (xb, yb), (X_val, y_val),
-                                       torch.zeros(b), lr)
+                                       torch.zeros(b), lr, mode=mode)
             w = torch.clamp(-g, min=0)
             total = w.sum()
             w = w * b / total if total > 0 else w
@@ -98,7 +99,7 @@ def peer_train(kind, module, loss_fn, X, y, X_val, y_val, *, lr, steps, batch_si
                 losses = loss_fn(module(xb), yb)
             w = mwn_weights(losses)
             g = one_step_hypergradient(module, loss_fn, (xb, yb), (X_val, y_val),
-                                       w.detach(), lr)
+                                       w.detach(), lr, mode=mode)
             vopt.zero_grad()
             w.backward(g)
             vopt.step()

@@ -207,7 +207,7 @@ def main(argv=None):
     n_test = 2 if quick else 6
     ranks = [8, SERVE_RANK] if quick else [8, 16, SERVE_RANK, 64]
     curve = [1, 3, 20] if quick else [1, 10, 100, 1000]
-    repeats = 1 if quick else 3
+    repeats = 1 if quick else 5
     rep = Report("lora_joint_compression_smollm2",
                  "Joint LoRA compression (Compress then Serve, ICML 2025) of real SmolLM2 "
                  "adapters", quick=quick,
