@@ -34,7 +34,6 @@ from sklearn_icml.mas import (
     fallback_mas,
 )
 from sklearn_icml.mas._confinement import Limits, execute_in_child
-from sklearn_icml.mas._program import is_shipped
 
 HEAD = "class MAS:\n    def __init__(self, model_list):\n        self.llm = LLM(model_list)\n"
 LINUX_SECCOMP = _confinement.platform_problem() is None
@@ -219,6 +218,8 @@ def test_family_inprocess_persistence():
 
 
 def test_inprocess_runs_only_shipped_programs():
+    from sklearn_icml.mas._program import is_shipped
+
     executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
     own = MASProgram("own", body(["return self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)"]))
     with pytest.raises(ValueError, match="runs only the programs the library ships"):
