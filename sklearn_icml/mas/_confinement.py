@@ -255,6 +255,8 @@ def execute_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_
     cpu_seconds = int(math.ceil(timeout)) + 2  # + the interpreter's start
     argv = [sys.executable, "-I", "-S", "-B", _CHILD_SCRIPT, str(os.getpid()),
             str(memory_limit), str(cpu_seconds)]
+    if check and not _sandbox.imported_modules(code):
+        argv.append("--no-imports")
     argv += ([] if check else ["--unchecked"]) + ([] if install_filter else ["--no-seccomp"])
     expected = _expected_limits(memory_limit, cpu_seconds)
     with tempfile.TemporaryDirectory(prefix="mas_sandbox_") as workdir:
