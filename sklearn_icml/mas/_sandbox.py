@@ -65,11 +65,12 @@ HELPER_NAMES = ("LLM", "extract_answer", "extract_code", "majority_vote")
 # every name a program may use without binding it itself
 ALLOWED_NAMES = frozenset(SAFE_BUILTINS) | frozenset(HELPER_NAMES)
 # Names a program may never bind (assignment, parameter, default, for target, except ...
-# as, import, comprehension, :=, def, class): every builtin, also those that ``site`` adds,
-# and every name of the namespace. Otherwise a name bound anywhere would pass the check
+# as, import, comprehension, :=, def, class): every public builtin, also those that
+# ``site`` adds, and every name of the namespace (``_``, which an interactive session may
+# put among the builtins, stays free). Otherwise a name bound anywhere would pass the check
 # everywhere and resolve, where the binding is not in scope, to the namespace's object.
 RESERVED_NAMES = (
-    frozenset(name for name in dir(builtins) if not name.startswith("__"))
+    frozenset(name for name in dir(builtins) if not name.startswith("_"))
     | frozenset({"copyright", "credits", "exit", "help", "license", "quit"})
     | ALLOWED_NAMES
 )
