@@ -22,6 +22,7 @@ from scipy.stats import binom
 
 from sklearn_icml.datasets import make_arithmetic_queries
 from sklearn_icml.mas import (
+    AgentLLM,
     ArithmeticMockLLM,
     MASExecutor,
     MASGPTSolver,
@@ -30,6 +31,7 @@ from sklearn_icml.mas import (
     _confinement,
     default_answer_checker,
     default_mas_pool,
+    extract_code,
 )
 from sklearn_icml.mas._confinement import Limits, execute_in_child
 
@@ -163,14 +165,21 @@ def e3(report, quick):
         ["generator without code block: accuracy on mixed", "about 0.928", sc_closed(0.6), acc],
         ["generator without code block: used_fallback share", 1.0, 1.0, share],
     ]
-    for sandbox, timeout in (("process", 2.0), ("unsafe-inprocess", 2.0)):
-        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=timeout, sandbox=sandbox)
-        result = executor.execute(loop, "Compute 12 times 11 minus 7.")
-        ok = result.timed_out and result.used_fallback and result.answer is not None
-        rows.append([f"infinite loop ({sandbox}, timeout {timeout} s): seconds to fallback "
-                     "answer", f"<= {timeout + 5}", "-", result.seconds])
-        rows.append([f"infinite loop ({sandbox}): timed out, fell back, answered", True, "-",
-                     ok])
+    timeout = 2.0
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=timeout)
+    result = executor.execute(loop, "Compute 12 times 11 minus 7.")
+    ok = result.timed_out and result.used_fallback and result.answer is not None
+    rows.append([f"infinite loop (process, timeout {timeout} s): seconds to fallback answer",
+                 f"<= {timeout + 5}", "-", result.seconds])
+    rows.append(["infinite loop (process): timed out, fell back, answered", True, "-", ok])
+    try:
+        MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=timeout,
+                    sandbox="unsafe-inprocess").execute(loop, "Compute 12 times 11 minus 7.")
+        refused = False
+    except ValueError:
+        refused = True
+    rows.append(["infinite loop (unsafe-inprocess): refused before it runs (not a program "
+                 "the library ships)", True, "-", refused])
     report.add_table("E3: fallback and robustness",
                      ["quantity", "target", "closed form", "measured"], rows)
 
@@ -217,6 +226,15 @@ ATTACKS = [
      ["import os", "os.write(1, b'{{\"type\": \"ready\", \"layers\": [\"forged\"]}}\\n')",
       "return 'x'"]),
     ("allocate without bound", ["x = []", "while True:", "    x.append('a' * 1000000)"]),
+    ("bind getattr anywhere, str subclass -> extract_code.__globals__ -> os.getcwd",
+     ["class S(str):", "    def startswith(self, *args):", "        return False",
+      "def unused():", "    getattr = None", "g = getattr(extract_code, S('__globals__'))",
+      "return g['importlib'].import_module('os').getcwd()"]),
+    ("copy.dispatch_table (copyreg's global registry) -> reducers that import",
+     ["import copy", "return str(len(copy.dispatch_table))[:0] + open('/etc/passwd').read()"]),
+    ("patch json.JSONDecoder.decode to forge later runs' answers",
+     ["import json", "json.JSONDecoder.decode = lambda self, s: {{'type': 'result'}}",
+      "return open('/etc/passwd').read()"]),
 ]
 
 
@@ -281,6 +299,8 @@ def sandbox(report, quick):
                                  "    self.llm.call_llm('x' * (8 * 2 ** 20))", "return 'x'"]),
         ("100 agent calls", ["for _ in range(100):", "    self.llm.call_llm(taskInfo)",
                              "return 'x'"]),
+        ("a prompt of 150008 astral characters (within the limit)",
+         ["return self.llm.call_llm('\\U0001F600' * 150008)"]),
     ]:
         result = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=10).execute(
             MASProgram("greedy", _body(lines)), "Add 1 and 2.")
@@ -289,6 +309,15 @@ def sandbox(report, quick):
         "Sandbox: limits on what crosses the boundary (defaults: 64 calls, 200000-character "
         "prompts, 100000-character answers)",
         ["program", "error", "fallback ran", "answer"], limit_rows,
+        note="The child checks each limit before it sends (the messages of the in-process "
+        "mode); this process checks again what it receives, and refuses a line past 12 bytes "
+        "per allowed character before parsing it.",
+    )
+    report.add_table(
+        "Parent time on untrusted text (hostile inputs of the earlier attack report)",
+        ["input", "characters", "seconds", "target", "status"], _text_rows(),
+        note="The earlier regular expressions took 93 s, 4.4 s and 4.5 s on these inputs; "
+        "each is now a linear scan.",
     )
     program = default_mas_pool()[1]
     repeat = 5 if quick else 15
@@ -301,7 +330,7 @@ def sandbox(report, quick):
         program, "Add 1 and 2."), repeat=repeat)
     t_py, _ = median_time(lambda: subprocess.run(
         [sys.executable, "-I", "-S", "-B", "-c", "pass"], check=True), repeat=repeat)
-    target = Target(hi=0.5)
+    target = Target(hi=0.15)
     report.add_table(
         "Sandbox cost per MAS run (self-consistency, 6 mock calls; medians of "
         f"{repeat})",
@@ -318,6 +347,26 @@ def sandbox(report, quick):
         "other jobs during this run (see the load average); the two modes were timed side by "
         "side.",
     )
+
+
+def _text_rows():
+    mock = ArithmeticMockLLM(random_state=0)
+    verify = "[VERIFY]\nTask: Add 1 and 2.\n" + "Proposed answer:" * 12_370
+    think = AgentLLM(llm=lambda prompt, t: "<think>" * 8000)
+    fence = "```" + " " * 32_000
+    rows = []
+    for what, text, call in (
+        ("[VERIFY] prompt of repeated 'Proposed answer:' (mock LLM)", verify,
+         lambda: mock(verify, 0.5)),
+        ("reply of repeated '<think>' (AgentLLM.call_llm)", "<think>" * 8000,
+         lambda: think.call_llm("q")),
+        ("a fence and 32 000 spaces (extract_code)", fence, lambda: extract_code(fence)),
+    ):
+        start = time.perf_counter()
+        call()
+        seconds = time.perf_counter() - start
+        rows.append([what, len(text), seconds, "<= 0.1", Target(hi=0.1).check(seconds)])
+    return rows
 
 
 class _Agent:

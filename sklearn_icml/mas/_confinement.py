@@ -26,6 +26,7 @@ except ImportError:  # Windows: no resource limits and no process sandbox at all
     resource = None
 
 from . import _sandbox
+from ._sandbox import clean_text
 
 __all__ = ["SandboxError", "SandboxUnavailableError", "UnsafeSandboxWarning"]
 
@@ -227,34 +228,8 @@ def end_child(proc):
         time.sleep(0.01)
 
 
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """What may cross the boundary in one run."""
-
-    max_llm_calls: int
-    max_prompt_chars: int
-    max_answer_chars: int
-
-    @property
-    def max_message_bytes(self):
-        # JSON writes a character in at most 6 bytes (\\uXXXX)
-        return 6 * max(self.max_prompt_chars, self.max_answer_chars) + 4096
-
-    def check_prompt(self, n_calls, prompt):
-        """Why the ``n_calls``-th request with ``prompt`` is refused, or None."""
-        if n_calls > self.max_llm_calls:
-            return (f"limit exceeded: the program made more than {self.max_llm_calls} "
-                    "agent-LLM calls (max_llm_calls)")
-        if len(prompt) > self.max_prompt_chars:
-            return (f"limit exceeded: a prompt of {len(prompt)} characters, more than "
-                    f"max_prompt_chars={self.max_prompt_chars}")
-        return None
-
-    def check_answer(self, answer):
-        if answer is not None and len(answer) > self.max_answer_chars:
-            return (f"limit exceeded: an answer of {len(answer)} characters, more than "
-                    f"max_answer_chars={self.max_answer_chars}")
-        return None
+# What may cross the boundary in one run; the class is the child's too.
+Limits = _sandbox.Limits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,6 +255,8 @@ def execute_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_
     cpu_seconds = int(math.ceil(timeout)) + 2  # + the interpreter's start
     argv = [sys.executable, "-I", "-S", "-B", _CHILD_SCRIPT, str(os.getpid()),
             str(memory_limit), str(cpu_seconds)]
+    if check and not _sandbox.imported_modules(code):
+        argv.append("--no-imports")
     argv += ([] if check else ["--unchecked"]) + ([] if install_filter else ["--no-seccomp"])
     expected = _expected_limits(memory_limit, cpu_seconds)
     with tempfile.TemporaryDirectory(prefix="mas_sandbox_") as workdir:
@@ -335,9 +312,15 @@ class _Channel:
         return None
 
     def receive(self):
+        """The next message (a dict), or why there is none: each byte is searched once,
+        and a line is refused past ``max_message_bytes`` before it is parsed."""
         self.selector.register(self.out_fd, selectors.EVENT_READ)
         try:
-            while b"\n" not in self.buffer:
+            searched = 0
+            while (newline := self.buffer.find(b"\n", searched)) < 0:
+                searched = len(self.buffer)
+                if searched > self.limits.max_message_bytes:
+                    return "too long"
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0 or not self.selector.select(remaining):
                     return "timeout"
@@ -345,12 +328,12 @@ class _Channel:
                 if not chunk:
                     return "closed"
                 self.buffer.extend(chunk)
-                if len(self.buffer) > self.limits.max_message_bytes:
-                    return "too long"
         finally:
             self.selector.unregister(self.out_fd)
-        line, _, rest = bytes(self.buffer).partition(b"\n")
-        self.buffer[:] = rest
+        if newline > self.limits.max_message_bytes:
+            return "too long"
+        line = bytes(self.buffer[:newline])
+        del self.buffer[:newline + 1]
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # a child may send anything
@@ -371,7 +354,8 @@ class _Channel:
                 try:
                     code = self.proc.wait(timeout=1.0)
                 except subprocess.TimeoutExpired:
-                    code = None
+                    return ChildRun(None, "sandbox process closed its output while still "
+                                    "running (it was killed)", layers=layers)
             if code is not None and code < 0:
                 sig = signal.Signals(-code).name
                 reason = {"SIGXCPU": " (CPU limit)", "SIGKILL": " (killed)"}.get(sig, "")
@@ -406,7 +390,7 @@ class _Channel:
                           UnsafeSandboxWarning, stacklevel=5)
         # 3. the job, under the program's timeout and the limits
         self.deadline = time.monotonic() + timeout
-        status = self.send({"code": code, "query": query})
+        status = self.send({"code": code, "query": query, "limits": self.limits.as_list()})
         if status:
             return self.failed(status, timeout, layers)
         n_calls = 0
@@ -434,11 +418,18 @@ class _Channel:
                     return self.failed(status, timeout, layers)
             elif kind == "result":
                 answer = message.get("answer")
-                answer = None if answer is None else str(answer)
+                if not (answer is None or isinstance(answer, str)):
+                    return self.failed("with an answer that is not a str", timeout, layers)
                 refused = self.limits.check_answer(answer)
                 if refused:
                     return ChildRun(None, refused, limit_exceeded=True, layers=layers)
                 return ChildRun(answer, None, layers=layers)
+            elif kind == "limit":  # the child's own check; believed only as a refusal
+                reason = message.get("error")
+                if not (isinstance(reason, str) and reason.startswith("limit exceeded: ")):
+                    reason = "limit exceeded: reported by the sandbox process"
+                return ChildRun(None, clean_text(reason[:300]), limit_exceeded=True,
+                                layers=layers)
             elif kind == "error":
                 return ChildRun(None, str(message.get("error"))[:4000], layers=layers)
             else:  # "confined" again included: a forged report

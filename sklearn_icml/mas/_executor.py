@@ -1,8 +1,10 @@
 """MASExecutor: run a MAS program on a query, in a confined child process or (unsafely) here."""
 
 import dataclasses
+import decimal
 import numbers
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -20,7 +22,8 @@ from ..utils._param_validation import (
 from . import _confinement, _sandbox
 from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
 from ._llm import AgentLLM
-from ._program import MASProgram, fallback_mas
+from ._program import MASProgram, fallback_mas, is_shipped
+from ._sandbox import LimitReached, answer_text, clean_text, limited_llm
 from ._validation import check_instance, check_sandbox
 
 __all__ = ["MASExecutor", "MASResult"]
@@ -33,8 +36,10 @@ class MASResult:
     Attributes
     ----------
     answer : str or None
-        The final answer; None when the run failed, timed out without fallback, or
-        ``forward`` returned None.
+        The final answer (``str()`` of what ``forward`` returned, cleaned by the rule of
+        :meth:`AgentLLM.call_llm`: no lone surrogates, no control characters but tab and
+        newline, no bidirectional controls); None when the run failed, timed out without
+        fallback, or ``forward`` returned None.
     n_calls : int
         Agent-LLM calls of the run (the fallback's included).
     used_fallback : bool
@@ -68,32 +73,98 @@ class _Timeout(BaseException):
     """Raised in-process by the interval timer (a BaseException, past ``except Exception``)."""
 
 
-class _LimitExceeded(BaseException):
-    """Raised in-process when a program passes a limit (past ``except Exception`` too)."""
+class _Deadline:
+    """Whether the in-process timer may still raise :class:`_Timeout`."""
+
+    __slots__ = ("armed",)
+
+    def __init__(self):
+        self.armed = True
 
 
-def _limited_call(agent, limits):
-    """``call_llm`` of in-process code: counted into the run, refused past the limits."""
-    n_calls = 0
+def _guarded(run, deadline):
+    """``(kind, value)`` of ``run()``; no exception of the run leaves this frame.
 
-    def call_llm(prompt, temperature=None):
-        nonlocal n_calls
-        n_calls += 1
-        refused = limits.check_prompt(n_calls, prompt) if isinstance(prompt, str) else None
-        if refused:
-            raise _LimitExceeded(refused)
-        return agent.call_llm(prompt, temperature)
+    The timer's handler never raises while this frame itself executes, and it is disarmed
+    before the frame is left, so that a timeout that fires again while the program unwinds
+    (it fires every 50 ms) is caught here and never escapes to the caller.
+    """
+    try:
+        return "answer", run()
+    except _Timeout:
+        return "timeout", None
+    except LimitReached as exc:
+        return "limit", exc
+    except Exception as exc:  # the reference logs and records no answer
+        return "error", exc
+    finally:
+        deadline.armed = False
 
-    return call_llm
+
+_GUARD_CODE = _guarded.__code__
+# Python frames a program may add on top of the caller's in-process: deep enough for any
+# MAS, far from the C stack's end (Python recursion is bounded by the interpreter's limit;
+# this bound applies when the caller has raised that limit).
+_INPROCESS_DEPTH = 400
 
 
-class _CountingHandle:
-    """``self.llm`` of in-process code: only ``call_llm``."""
+def _frame_depth():
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
 
-    __slots__ = ("call_llm",)
 
-    def __init__(self, call_llm):
-        self.call_llm = call_llm
+def _run_inprocess(compiled, query, send, limits, timeout):
+    """Run a compiled, checked program here: ``(answer, error, timed_out, limit_exceeded)``.
+
+    ``send(prompt, temperature)`` is the agent LLM. The program runs in the capability
+    namespace (its own ``random.Random(0)``, a ``print`` that writes nothing), in a
+    ``decimal`` context of its own and with a bounded recursion depth, under an interval
+    timer (main thread only) that fires at ``timeout`` and every 50 ms after; nothing it
+    raises, a :class:`_Timeout` included, leaves this function.
+    """
+    handle = limited_llm(limits, send)
+    deadline = _Deadline()
+    use_timer = (
+        threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    )
+    previous_handler, previous_limit = None, sys.getrecursionlimit()
+
+    def on_alarm(signum, frame):
+        if deadline.armed and (frame is None or frame.f_code is not _GUARD_CODE):
+            raise _Timeout()
+
+    if use_timer:
+        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, float(timeout), 0.05)
+    try:
+        sys.setrecursionlimit(min(previous_limit, _frame_depth() + _INPROCESS_DEPTH))
+        with decimal.localcontext():
+            kind, value = _guarded(
+                lambda: _sandbox.execute_forward(None, query, handle, compiled=compiled),
+                deadline,
+            )
+    finally:
+        deadline.armed = False
+        sys.setrecursionlimit(previous_limit)
+        if use_timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous_handler)
+    if kind == "timeout":
+        return None, f"timeout after {timeout} s", True, False
+    if kind == "limit":
+        return None, str(value.args[0]), False, True
+    if kind == "error":
+        return None, f"{type(value).__name__}: {str(value)[:2000]}", False, False
+    try:
+        answer = answer_text(value)
+    except Exception as exc:  # noqa: BLE001 - str() of what the program returned
+        return None, f"{type(exc).__name__}: {str(exc)[:2000]}", False, False
+    refused = limits.check_answer(answer)
+    if refused:
+        return None, refused, False, True
+    return answer, None, False, False
 
 
 class MASExecutor(BaseEstimator):
@@ -122,12 +193,25 @@ class MASExecutor(BaseEstimator):
       do not stop that); what it starts is killed at the end of the run, unless the child
       itself dies first. Without the opt-in such a platform raises
       :class:`SandboxUnavailableError` and nothing runs.
-    - ``sandbox="unsafe-inprocess"`` only for trusted programs (the built-in pool, tests,
-      reproducible experiments): validated code runs in this process, with this process's
-      rights, in the same reduced namespace. It is fast and exactly reproducible, and it
-      warns on every run. Its timeout is best effort: an interval timer (main thread only)
-      that a long call into C code (one huge arithmetic or regular-expression operation)
-      does not interrupt.
+    - ``sandbox="unsafe-inprocess"`` runs only the programs the library ships (the designs
+      of :func:`default_mas_pool`, for any of its parameters, and :func:`fallback_mas`,
+      recognised by their exact source); any other program raises ValueError before it
+      runs. It exists for speed and exact reproducibility of the built-in pool (tests,
+      experiments). The program runs in this process in the same capability namespace
+      (its own ``random.Random(0)``, a ``print`` that writes nothing), in a ``decimal``
+      context of its own, with the recursion depth bounded, under an interval timer
+      (main thread only) that fires at the timeout and every 50 ms after; no exception of
+      the run, the timer's included, leaves :meth:`execute`. It warns on every run.
+
+      What running in this process cannot protect, and why no other program is run
+      there: the program has this process's rights (files, network, processes) as far
+      as the program check lets it reach them; a long call into C code (one huge
+      arithmetic or regular-expression operation) is not interrupted by the timer; C
+      recursion (deeply nested iterators or tuples) is not bounded by the recursion
+      limit and can crash the interpreter; there is no memory limit; objects a program
+      can reach (the functions and C types of its namespace) are this process's own;
+      and the timer needs the main thread (elsewhere there is no timeout at all). The
+      child process of ``sandbox="process"`` bounds all of these.
 
     On a timeout or a passed limit the run is retried once (``max_retries``) with
     :func:`fallback_mas` when ``fallback`` is True, as the reference implementation does
@@ -142,8 +226,9 @@ class MASExecutor(BaseEstimator):
         Seconds one MAS program may run (the reference uses 600).
     sandbox : {"process", "unsafe-inprocess"}, default="process"
         Where the (generated) code runs: ``"process"``, a confined child process, for
-        generated or untrusted code; ``"unsafe-inprocess"``, this process with its full
-        rights and a best-effort timeout, for trusted programs only (it warns on every run).
+        generated or untrusted code; ``"unsafe-inprocess"``, this process, for the
+        programs the library ships only (any other raises ValueError; it warns on every
+        run).
         See the two modes above. The old spelling ``"inprocess"`` raises an error.
     max_retries : int, default=1
         Fallback runs after a timeout or a passed limit.
@@ -160,7 +245,10 @@ class MASExecutor(BaseEstimator):
     max_prompt_chars : int, default=200000
         Characters of one prompt; a longer prompt is not sent and ends the run.
     max_answer_chars : int, default=100000
-        Characters of the final answer; a longer answer ends the run.
+        Characters of the final answer; a longer answer ends the run. The three limits
+        are checked the same way, with the same messages, in both modes, before the work
+        they bound (a call is counted and its prompt measured before it is sent, an
+        answer measured before it is handed back).
     default_temperature : float, default=0.5
         Temperature of agent calls that give none.
 
@@ -267,6 +355,9 @@ class MASExecutor(BaseEstimator):
 
         Raises
         ------
+        ValueError
+            When ``program`` breaks a rule of the program check, or, with
+            ``sandbox="unsafe-inprocess"``, is not a program the library ships.
         SandboxUnavailableError
             In process mode, when the child cannot be confined (platform, kernel, or a layer
             missing in ``/proc``) and ``allow_weak_isolation`` is False; nothing ran.
@@ -299,6 +390,12 @@ class MASExecutor(BaseEstimator):
                     "on Linux x86-64/aarch64."
                 )
         else:
+            if not is_shipped(program.code):
+                raise ValueError(
+                    f"sandbox='unsafe-inprocess' runs only the programs the library ships "
+                    f"(default_mas_pool, fallback_mas); program {program.name!r} is not one of "
+                    "them. Run it with sandbox='process'."
+                )
             warnings.warn(
                 "sandbox='unsafe-inprocess' runs the program in this process with its full "
                 "rights and a best-effort timeout; use sandbox='process' for generated or "
@@ -317,6 +414,8 @@ class MASExecutor(BaseEstimator):
             used_fallback, name = True, backup.name
         if used_fallback and answer is not None:
             error = first_error  # why the fallback ran
+        answer = None if answer is None else clean_text(answer)
+        error = None if error is None else clean_text(error)
         return MASResult(
             answer=answer, n_calls=n_calls, used_fallback=used_fallback, error=error,
             seconds=time.perf_counter() - start, timed_out=first_timed_out, program=name,
@@ -352,36 +451,5 @@ class MASExecutor(BaseEstimator):
         if compiled is None:  # the fallback program
             program.validate()
             compiled = compile(program.code, f"<MAS {program.name}>", "exec")
-        limits = self._limits()
-        use_timer = (
-            threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-        )
-        previous = None
-        if use_timer:
-            def on_alarm(signum, frame):
-                raise _Timeout()
-
-            previous = signal.signal(signal.SIGALRM, on_alarm)
-            # fires again every 50 ms, should code catch the first one in a finally block
-            signal.setitimer(signal.ITIMER_REAL, float(self.timeout), 0.05)
-        try:
-            answer = _sandbox.execute_forward(
-                program.code, query, _CountingHandle(_limited_call(agent, limits)),
-                compiled=compiled,
-            )
-            if answer is not None and not isinstance(answer, str):
-                answer = str(answer)
-            refused = limits.check_answer(answer)
-            if refused:
-                return None, refused, False, True
-            return answer, None, False, False
-        except _Timeout:
-            return None, f"timeout after {self.timeout} s", True, False
-        except _LimitExceeded as exc:
-            return None, str(exc), False, True
-        except Exception as exc:  # the reference logs and records no answer
-            return None, f"{type(exc).__name__}: {exc}", False, False
-        finally:
-            if use_timer:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, previous)
+        return _run_inprocess(compiled, query, agent.call_llm, self._limits(),
+                              float(self.timeout))

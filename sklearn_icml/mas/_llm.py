@@ -20,11 +20,26 @@ from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ._sandbox import check_temperature, clean_text
 from ._validation import check_instance
 
 __all__ = ["AgentLLM", "ArithmeticMockLLM", "OpenAICompatibleLLM"]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def _strip_think(text):
+    """``text`` without its ``<think>...</think>`` spans, as ``re.sub(r"<think>.*?</think>",
+    "", text, flags=re.DOTALL)`` but in one pass: a span that opens without a later close
+    ends the scan, since no later span could close either."""
+    parts, pos = [], 0
+    while (start := text.find("<think>", pos)) >= 0:
+        end = text.find("</think>", start + 7)
+        if end < 0:
+            break
+        parts.append(text[pos:start])
+        pos = end + 8
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 class _CallableLLM(SetUpAtFirstUseMixin, BaseEstimator):
@@ -72,28 +87,47 @@ class AgentLLM(_CallableLLM):
         self.n_calls_ = 0
 
     def call_llm(self, prompt, temperature=None):
-        """Send ``prompt``; return the reply with ``<think>...</think>`` text removed.
+        """Send ``prompt``; return the reply, cleaned, with ``<think>...</think>`` removed.
+
+        Every reply is a valid, printable ``str`` by one rule, applied in one pass before
+        anything else reads it: lone surrogates (which cannot be encoded), control
+        characters (Unicode category Cc: C0 controls, DEL and C1 controls; ESC and CSI
+        among them, so that a terminal escape sequence loses its introducer and cannot
+        act) other than tab and newline, and the bidirectional embedding, override and
+        isolate controls (U+202A-U+202E, U+2066-U+2069) are removed; then the
+        ``<think>...</think>`` spans (a linear scan); then surrounding whitespace.
 
         Parameters
         ----------
         prompt : str
             The agent's prompt.
         temperature : float, default=None
-            Sampling temperature; None means ``default_temperature``.
+            Sampling temperature: a real number (not a bool), finite and >= 0; None means
+            ``default_temperature``.
 
         Returns
         -------
         reply : str
+
+        Raises
+        ------
+        TypeError
+            When ``prompt`` is not a str, ``temperature`` not a real number, or the LLM's
+            reply not a str.
+        ValueError
+            When ``temperature`` is NaN, infinite or negative.
         """
         self._setup()
         check_instance(prompt, str, "prompt")
         if temperature is None:
-            temperature = self.default_temperature
+            temperature = float(self.default_temperature)
+        else:
+            temperature = check_temperature(temperature)
         self.n_calls_ += 1
-        reply = self.llm(prompt, float(temperature))
+        reply = self.llm(prompt, temperature)
         if not isinstance(reply, str):
             raise TypeError(f"the LLM must return a str. Got {type(reply).__name__} instead.")
-        return _THINK.sub("", reply).strip()
+        return _strip_think(clean_text(str.__str__(reply))).strip()
 
 
 # the three query families of make_arithmetic_queries, as the mock finds them in a prompt
@@ -104,7 +138,38 @@ _FAMILY_PATTERNS = {
 }
 _SOLUTION = re.compile(r"^Solution \d+:(.*)$", re.MULTILINE)
 _ANSWER = re.compile(r"ANSWER:\s*(-?\d+)")
-_PROPOSED = re.compile(r"Proposed answer:.*?ANSWER:\s*(-?\d+)")
+_PROPOSED = "Proposed answer:"
+_SIGNED = re.compile(r"\s*(-?\d+)")  # tried only where an ANSWER: ends
+
+
+def _find_proposed(text, pos):
+    """``(start, end, value)`` of the first ``Proposed answer: ... ANSWER: <int>`` (on one
+    line up to the ``ANSWER:``) at or after ``pos``, or None; as the regular expression
+    ``Proposed answer:.*?ANSWER:\\s*(-?\\d+)`` but linear: when the first tag of a line
+    finds no answer, no later tag of that line can, so the scan moves to the next line, and
+    each ``ANSWER:`` is read once."""
+    n = len(text)
+    while (start := text.find(_PROPOSED, pos)) >= 0:
+        line_end = text.find("\n", start)
+        line_end = n if line_end < 0 else line_end
+        at = start + len(_PROPOSED)
+        while (at := text.find("ANSWER:", at, line_end)) >= 0:
+            match = _SIGNED.match(text, at + 7)
+            if match:
+                return start, match.end(), match.group(1)
+            at += 7
+        pos = line_end
+    return None
+
+
+def _remove_proposed(text):
+    """``text`` without its proposed answers (``re.sub`` of the pattern above, linear)."""
+    parts, pos = [], 0
+    while (found := _find_proposed(text, pos)) is not None:
+        parts.append(text[pos:found[0]])
+        pos = found[1]
+    parts.append(text[pos:])
+    return "".join(parts)
 _NO_ANSWER = "I cannot help with that."
 
 
@@ -245,11 +310,11 @@ class ArithmeticMockLLM(_CallableLLM):
             return f"ANSWER: {best}"
         if tag == "[VERIFY]":
             self.calls_by_tag_["VERIFY"] += 1
-            proposed = _PROPOSED.search(rest)
-            family, gold = self._find_query(_PROPOSED.sub("", rest))
+            proposed = _find_proposed(rest, 0)
+            family, gold = self._find_query(_remove_proposed(rest))
             if family is not None and not self._verifier[family]:
                 return "VERDICT: CORRECT"
-            ok = family is not None and proposed is not None and int(proposed.group(1)) == gold
+            ok = family is not None and proposed is not None and int(proposed[2]) == gold
             return "VERDICT: CORRECT" if ok else "VERDICT: WRONG"
         self.calls_by_tag_["other"] += 1
         return _NO_ANSWER

@@ -79,49 +79,89 @@ class MASProgram:
     def validate(self):
         """Check the source against the template and the program check's allow-lists.
 
-        The check admits only what is listed, and gives up early on hostile sizes:
+        The check grants capabilities: a program sees only the functions, types and
+        constants listed here, never a module object, a process-wide registry or a class
+        whose members were not each chosen. This list is the one place where they are
+        written down (a test keeps it and the code in step). It gives up early on hostile
+        sizes:
 
         - **size**: at most 32 768 characters (checked before parsing), 20 000 syntax
           nodes and 100 levels of nesting (a walk without recursion);
         - **syntax**: definitions (``def``, ``class``), ``return``, assignments (``=``,
-          ``+=``, annotated), ``for``, ``while``, ``if``, ``try``/``except``/``finally``,
-          ``raise``, ``assert``, ``import``, ``pass``, ``break``, ``continue``, expressions
+          ``+=``, annotated), ``for``, ``while``, ``if``, ``try``/``except``, ``raise``,
+          ``assert``, ``import``, ``pass``, ``break``, ``continue``, expressions
           (operators but ``@``, comparisons, calls, attributes, subscripts, slices, ``lambda``,
           conditional expressions, ``:=``, comprehensions and generator expressions,
-          f-strings, literals, starred). Not: ``match`` (its class patterns read any
-          attribute), ``global``, ``nonlocal``, ``del``, ``with``, ``yield``,
-          ``async``/``await``, ``try``/``except*``;
+          f-strings, literals, starred). Not: ``finally`` (it runs on a timeout too and
+          could replace it), ``match`` (its class patterns read any attribute), ``global``,
+          ``nonlocal``, ``del``, ``with``, ``yield``, ``async``/``await``,
+          ``try``/``except*``;
         - **top level**: imports, function and class definitions, a docstring and
           assignments of literal constants; ``class MAS`` with ``__init__(self,
           model_list)`` and ``forward(self, taskInfo)``;
         - **names** a program uses without binding them: the helpers ``LLM``,
           ``extract_answer``, ``extract_code``, ``majority_vote`` and the builtins ``abs
           all any ascii bin bool callable chr classmethod complex dict divmod enumerate
-          filter float frozenset hasattr hash hex int isinstance issubclass iter len list
+          filter float frozenset hasattr hex int isinstance issubclass iter len list
           map max min next object oct ord pow print property range repr reversed round set
           slice sorted staticmethod str sum super tuple zip``, the exceptions
           ``ArithmeticError AssertionError AttributeError Exception IndexError KeyError
           LookupError NotImplementedError OverflowError RuntimeError StopIteration
           TypeError ValueError ZeroDivisionError`` and ``True False None NotImplemented
-          Ellipsis``; no dunder names;
-        - **modules**: ``bisect cmath collections copy decimal fractions functools heapq
-          itertools json math random re statistics textwrap typing``, each through a view
-          of its public, non-module members; of ``functools`` only ``cache cmp_to_key
-          lru_cache partial reduce``, of ``typing`` only ``Any Callable Dict FrozenSet
-          Iterable Iterator List Mapping Optional Sequence Set Tuple Union``;
+          Ellipsis``. ``print`` writes nothing; ``hasattr`` answers False for an attribute
+          a program may not read. No dunder names;
+        - **bindings**: a program may not bind the name of any builtin (those above and all
+          others, ``getattr`` or ``open`` as well) or of a helper, anywhere: assignment,
+          ``:=``, parameter or default, ``for`` or comprehension target, ``except ... as``,
+          import or ``import ... as``, ``def`` or ``class`` name;
+        - **modules**, each imported as a fresh view that holds the members listed, one by
+          one, and nothing else:
+
+          - ``bisect``: ``bisect bisect_left bisect_right insort insort_left insort_right``;
+          - ``collections``: ``Counter OrderedDict defaultdict deque`` (``Counter`` a
+            function that makes one);
+          - ``decimal``: ``Decimal`` (in a context of the run's own in-process);
+          - ``fractions``: ``Fraction`` (a function that makes one);
+          - ``functools``: ``cache cmp_to_key lru_cache partial reduce``;
+          - ``heapq``: ``heapify heappop heappush heappushpop heapreplace merge nlargest
+            nsmallest``;
+          - ``itertools``: ``accumulate chain combinations combinations_with_replacement
+            compress count cycle dropwhile filterfalse groupby islice pairwise permutations
+            product repeat starmap takewhile tee zip_longest``;
+          - ``json``: ``dumps loads``;
+          - ``math``: ``acos acosh asin asinh atan atan2 atanh ceil comb copysign cos cosh
+            degrees dist e erf erfc exp expm1 fabs factorial floor fmod frexp fsum gamma
+            gcd hypot inf isclose isfinite isinf isnan isqrt lcm ldexp lgamma log log10
+            log1p log2 modf nan nextafter perm pi pow prod radians remainder sin sinh sqrt
+            tan tanh tau trunc ulp``;
+          - ``random``: ``betavariate choice choices expovariate gauss getrandbits
+            lognormvariate normalvariate paretovariate randint random randrange sample seed
+            shuffle triangular uniform vonmisesvariate weibullvariate``, the methods of a
+            ``random.Random(0)`` of the run's own (the global stream is not touched);
+          - ``re``: ``A ASCII DOTALL I IGNORECASE M MULTILINE S VERBOSE X compile escape
+            findall finditer fullmatch match search split sub subn``;
+          - ``statistics``: ``fmean geometric_mean harmonic_mean mean median median_grouped
+            median_high median_low mode multimode pstdev pvariance quantiles stdev
+            variance``;
+          - ``textwrap``: ``dedent fill indent shorten wrap``;
+          - ``typing``: ``Any Callable Dict FrozenSet Iterable Iterator List Mapping Optional
+            Sequence Set Tuple Union``, for annotations only (``Dict``, ``FrozenSet``,
+            ``List``, ``Set``, ``Tuple`` are the builtin types, the others a placeholder);
+
+          not ``copy`` (its ``dispatch_table`` is a process-wide registry), nor any other;
         - **attributes**: none that starts with ``_`` or belongs to the frame, code,
           generator, coroutine, async-generator or traceback families (``f_``, ``co_``,
           ``gi_``, ``cr_``, ``ag_``, ``tb_``), none of ``wraps update_wrapper
           WRAPPER_ASSIGNMENTS WRAPPER_UPDATES get_type_hints ForwardRef get_overloads
           singledispatch singledispatchmethod mro``; ``format``/``format_map`` only called on
-          a string literal whose fields read no attribute or item;
+          a string literal whose fields read no attribute or item; a guard compares a name
+          only after checking that it is exactly a ``str`` (``type(name) is str``);
         - **definitions**: no dunder method but ``__init__``, decorators only
           ``staticmethod``, ``classmethod``, ``property``, base classes by name only;
-        - **exceptions**: no bare ``except`` or ``except BaseException``, and no
-          ``return``/``break``/``continue`` that leaves a ``finally`` block (either would
+        - **exceptions**: no bare ``except`` or ``except BaseException`` (either would
           swallow a timeout).
 
-        The same attribute rule guards ``getattr``/``hasattr`` at run time. The check is
+        The same attribute rule guards ``hasattr`` at run time. The check is
         the first layer only: :class:`MASExecutor` with ``sandbox="process"`` confines
         the process the program runs in as well.
 
@@ -365,3 +405,53 @@ def fallback_mas():
     return MASProgram(
         "fallback", _self_consistency(5), "Self-consistency: a safe default for any query."
     )
+
+
+# A number no template is built with: where it appears in a template's text, a shipped
+# program has its own parameter.
+_SENTINEL = "987654321"
+_DIGITS = frozenset("0123456789")
+
+
+def is_shipped(code):
+    """Whether ``code`` is the source of a program the library ships.
+
+    These are the designs of :func:`default_mas_pool` (for any ``n_sc`` and
+    ``refine_rounds``) and :func:`fallback_mas`, character for character; they are the only
+    programs ``MASExecutor(sandbox="unsafe-inprocess")`` runs. The check reads ``code``
+    once (no regular expression, no parsing).
+
+    Parameters
+    ----------
+    code : str
+        A program's source.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from sklearn_icml.mas import default_mas_pool
+    >>> from sklearn_icml.mas._program import is_shipped
+    >>> all(is_shipped(p.code) for p in default_mas_pool(n_sc=7))
+    True
+    >>> is_shipped(default_mas_pool()[0].code + "# changed")
+    False
+    """
+    if type(code) is not str:
+        return False
+    if code == _cot() or code == _debate(3, 2):
+        return True
+    for template in (_self_consistency, _self_refine):
+        pattern = template(_SENTINEL)
+        prefix = pattern[: pattern.index(_SENTINEL)]
+        if not code.startswith(prefix):
+            continue
+        end = len(prefix)
+        while end < len(prefix) + 9 and code[end:end + 1] in _DIGITS:
+            end += 1
+        digits = code[len(prefix):end]
+        if digits and code == template(int(digits)):
+            return True
+    return False

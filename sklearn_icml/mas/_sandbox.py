@@ -1,14 +1,20 @@
-"""The guard around generated MAS code: the program check, a restricted namespace, the child.
+"""The guard around generated MAS code: the program check, the capability namespace, the child.
 
 This module imports only the standard library, because it is also run as a script
 (``python -I -S -B _sandbox.py``) in the child process that executes generated code. It holds
 
 - :func:`check_source`, the program check: an allow-list of syntax (node types), of the names
-  a program may use without defining them, of modules and of their members, and of attribute
-  names, checked with limits on the source size, the number of nodes and the nesting depth;
-- :func:`restricted_namespace`, the globals the code runs in: reduced builtins, an import
-  function that only hands out read-only views of the allowed members of allowed modules, and
-  the helper functions generated code may call;
+  a program may use without defining them (and may never bind), of modules and of their
+  members, and of attribute names, checked with limits on the source size, the number of
+  nodes and the nesting depth;
+- :func:`restricted_namespace`, the globals the code runs in: capabilities only, i.e. the
+  functions, types and constants listed below one by one, with no module object, no
+  process-wide registry and no class whose members were not each chosen (an import hands
+  out a fresh view that holds the listed members of a module and nothing else);
+- the linear-time text helpers that the namespace offers and the parent uses on text that a
+  program or an LLM controls (:func:`extract_code`, :func:`extract_answer`,
+  :func:`clean_text`, :func:`check_temperature`), and :class:`Limits`, the limits of a run,
+  applied the same way in this process and in the child;
 - the child's main function: it confines itself (parent-death signal, resource limits, no
   descriptors beyond 0-2, ``no_new_privs`` and a seccomp filter that lets only memory, clock,
   read/write and exit system calls through) *before* it reads a byte of the program, tells the
@@ -22,13 +28,14 @@ import ast
 import builtins
 import importlib
 import json
+import math
 import re
 import string
 import sys
 import types
 
 # ----------------------------------------------------------------------------------------
-# the allow-lists
+# the capabilities (documented in MASProgram.validate; a test keeps the two in step)
 # ----------------------------------------------------------------------------------------
 
 # Limits of the check itself, so that validating hostile source cannot exhaust the caller.
@@ -37,33 +44,14 @@ MAX_SOURCE_CHARS = 32_768
 MAX_NODES = 20_000
 MAX_DEPTH = 100
 
-# Modules generated code may import; it gets a view holding only their allowed members.
-ALLOWED_MODULES = frozenset(
-    {
-        "bisect", "cmath", "collections", "copy", "decimal", "fractions", "functools", "heapq",
-        "itertools", "json", "math", "random", "re", "statistics", "textwrap", "typing",
-    }
-)
-# Modules whose members are listed one by one: functools copies attributes by name
-# (wraps, update_wrapper) and dispatches on types; typing evaluates strings
-# (get_type_hints, ForwardRef). Other allowed modules offer their public, non-module
-# members that are not forbidden attribute names.
-_MODULE_MEMBERS = {
-    "functools": frozenset({"cache", "cmp_to_key", "lru_cache", "partial", "reduce"}),
-    "typing": frozenset(
-        {
-            "Any", "Callable", "Dict", "FrozenSet", "Iterable", "Iterator", "List", "Mapping",
-            "Optional", "Sequence", "Set", "Tuple", "Union",
-        }
-    ),
-}
-
 # Builtins generated code may use (the namespace holds nothing else). Not among them:
 # open, eval, exec, compile, __import__, globals, locals, vars, dir, getattr, setattr,
-# delattr, type, format, memoryview, input, breakpoint, help, exit, quit.
+# delattr, type, format, memoryview, input, breakpoint, help, exit, quit, id, hash.
+# ``print`` discards its arguments; ``hasattr`` refuses the attribute names a program may
+# not read.
 SAFE_BUILTINS = (
     "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "classmethod", "complex",
-    "dict", "divmod", "enumerate", "filter", "float", "frozenset", "hasattr", "hash", "hex",
+    "dict", "divmod", "enumerate", "filter", "float", "frozenset", "hasattr", "hex",
     "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
     "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round",
     "set", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "zip",
@@ -76,8 +64,66 @@ SAFE_BUILTINS = (
 HELPER_NAMES = ("LLM", "extract_answer", "extract_code", "majority_vote")
 # every name a program may use without binding it itself
 ALLOWED_NAMES = frozenset(SAFE_BUILTINS) | frozenset(HELPER_NAMES)
+# Names a program may never bind (assignment, parameter, default, for target, except ...
+# as, import, comprehension, :=, def, class): every public builtin, also those that
+# ``site`` adds, and every name of the namespace (``_``, which an interactive session may
+# put among the builtins, stays free). Otherwise a name bound anywhere would pass the check
+# everywhere and resolve, where the binding is not in scope, to the namespace's object.
+RESERVED_NAMES = (
+    frozenset(name for name in dir(builtins) if not name.startswith("_"))
+    | frozenset({"copyright", "credits", "exit", "help", "license", "quit"})
+    | ALLOWED_NAMES
+)
 # the only decorators
 DECORATOR_NAMES = frozenset({"classmethod", "property", "staticmethod"})
+
+# The members of each module a program may import, one by one. A member is a function, a
+# constant, or a type implemented in C (whose attributes cannot be assigned). Pure-Python
+# classes are offered as factory functions (``Counter``, ``Fraction``), so that the class
+# itself, which a program could change, is not reachable. ``random`` is a
+# ``random.Random(0)`` of the run's own, so the process's global stream is neither read nor
+# changed. ``typing``'s names stand for annotations only: ``List``, ``Dict``, ``Tuple``,
+# ``Set`` and ``FrozenSet`` are the builtin types, the others an inert placeholder.
+# Not offered: ``copy`` (its ``dispatch_table`` is copyreg's process-wide registry),
+# ``decimal``'s contexts, ``json``'s encoder and decoder classes, ``re.purge``,
+# ``collections.namedtuple`` (it compiles source), ``functools.wraps`` and friends.
+MODULE_MEMBERS = {
+    "bisect": ("bisect", "bisect_left", "bisect_right", "insort", "insort_left",
+               "insort_right"),
+    "collections": ("Counter", "OrderedDict", "defaultdict", "deque"),
+    "decimal": ("Decimal",),
+    "fractions": ("Fraction",),
+    "functools": ("cache", "cmp_to_key", "lru_cache", "partial", "reduce"),
+    "heapq": ("heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge",
+              "nlargest", "nsmallest"),
+    "itertools": ("accumulate", "chain", "combinations", "combinations_with_replacement",
+                  "compress", "count", "cycle", "dropwhile", "filterfalse", "groupby",
+                  "islice", "pairwise", "permutations", "product", "repeat", "starmap",
+                  "takewhile", "tee", "zip_longest"),
+    "json": ("dumps", "loads"),
+    "math": ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "comb",
+             "copysign", "cos", "cosh", "degrees", "dist", "e", "erf", "erfc", "exp", "expm1",
+             "fabs", "factorial", "floor", "fmod", "frexp", "fsum", "gamma", "gcd", "hypot",
+             "inf", "isclose", "isfinite", "isinf", "isnan", "isqrt", "lcm", "ldexp",
+             "lgamma", "log", "log10", "log1p", "log2", "modf", "nan", "nextafter", "perm",
+             "pi", "pow", "prod", "radians", "remainder", "sin", "sinh", "sqrt", "tan",
+             "tanh", "tau", "trunc", "ulp"),
+    "random": ("betavariate", "choice", "choices", "expovariate", "gauss", "getrandbits",
+               "lognormvariate", "normalvariate", "paretovariate", "randint", "random",
+               "randrange", "sample", "seed", "shuffle", "triangular", "uniform",
+               "vonmisesvariate", "weibullvariate"),
+    "re": ("A", "ASCII", "DOTALL", "I", "IGNORECASE", "M", "MULTILINE", "S", "VERBOSE", "X",
+           "compile", "escape", "findall", "finditer", "fullmatch", "match", "search",
+           "split", "sub", "subn"),
+    "statistics": ("fmean", "geometric_mean", "harmonic_mean", "mean", "median",
+                   "median_grouped", "median_high", "median_low", "mode", "multimode",
+                   "pstdev", "pvariance", "quantiles", "stdev", "variance"),
+    "textwrap": ("dedent", "fill", "indent", "shorten", "wrap"),
+    "typing": ("Any", "Callable", "Dict", "FrozenSet", "Iterable", "Iterator", "List",
+               "Mapping", "Optional", "Sequence", "Set", "Tuple", "Union"),
+}
+# Modules generated code may import; it gets a view holding only their listed members.
+ALLOWED_MODULES = frozenset(MODULE_MEMBERS)
 
 # Attribute names: none may start with "_"; none of the frame, code, generator, coroutine,
 # async-generator and traceback families (they reach globals and builtins without a dunder);
@@ -113,23 +159,85 @@ _OTHERS = (
     ast.arguments, ast.arg, ast.keyword, ast.alias,
 )
 # The syntax a program may use. Not in it: match (its class patterns read any attribute),
-# global, nonlocal, del, with, yield, async/await, try/except*, the @ operator.
+# global, nonlocal, del, with, yield, async/await, try/except*, the @ operator; a try
+# statement may not have a finally block (checked in check_source).
 ALLOWED_NODES = frozenset(_STATEMENTS + _EXPRESSIONS + _OTHERS)
 
-_FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
-_ANSWER = re.compile(r"ANSWER:\s*(.+)")
+
+# ----------------------------------------------------------------------------------------
+# text that a program or an LLM controls: linear scans only
+# ----------------------------------------------------------------------------------------
+
+# Each of these is anchored where it is tried and matches one run of one character class,
+# so it reads each character once.
+_BLANKS = re.compile(r"[ \t]*")
+_FENCE_LANGUAGES = ("python", "py", "Python", "")
+_ANSWER = "ANSWER:"
+_SPACES = re.compile(r"\s*")
 
 
 def extract_code(text):
-    """The last fenced code block of ``text``, or None when there is none."""
-    blocks = _FENCE.findall(text or "")
-    return blocks[-1].strip("\n") if blocks else None
+    """The last fenced code block of ``text``, or None when there is none.
+
+    A block opens with three backticks, optional blanks, an optional ``python``, ``py`` or
+    ``Python``, optional blanks and a newline, and ends at the next three backticks. The
+    scan reads each character a bounded number of times (a block either closes at the next
+    fence or no later fence exists).
+    """
+    text = text or ""
+    last, pos = None, 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return last
+        after = _BLANKS.match(text, start + 3).end()
+        body = -1
+        for language in _FENCE_LANGUAGES:
+            if text.startswith(language, after):
+                end = _BLANKS.match(text, after + len(language)).end()
+                if text.startswith("\n", end):
+                    body = end + 1
+                    break
+        if body < 0:
+            pos = start + 1
+            continue
+        close = text.find("```", body)
+        if close < 0:
+            return last  # no later fence at all: no later block either
+        last = text[body:close].strip("\n")
+        pos = close + 3
 
 
 def extract_answer(text):
-    """The value after the last ``ANSWER:`` in ``text`` (stripped), or None."""
-    found = _ANSWER.findall(text or "")
-    return found[-1].strip() if found else None
+    """The value after the last ``ANSWER:`` in ``text`` (stripped), or None.
+
+    As ``re.findall(r"ANSWER:\\s*(.+)", text)[-1].strip()``: a value runs to the end of its
+    line, and an ``ANSWER:`` inside a value does not start another one. A linear scan.
+    """
+    text = text or ""
+    last, pos, n = None, 0, len(text)
+    while True:
+        start = text.find(_ANSWER, pos)
+        if start < 0:
+            return last
+        value = _SPACES.match(text, start + len(_ANSWER)).end()
+        if value < n:  # a character that is not a space starts the value
+            end = text.find("\n", value)
+            end = n if end < 0 else end
+            last, pos = text[value:end].strip(), end
+            continue
+        # only spaces up to the end: a value of one space that is not a newline, if any
+        blank = _last_non_newline(text, start + len(_ANSWER), n)
+        if blank < 0:
+            pos = start + 1
+            continue
+        last, pos = "", blank + 1
+
+
+def _last_non_newline(text, start, stop):
+    """Index of the last character of ``text[start:stop]`` that is not a newline, or -1."""
+    stripped = len(text[start:stop].rstrip("\n"))
+    return start + stripped - 1 if stripped else -1
 
 
 def majority_vote(answers):
@@ -145,32 +253,186 @@ def majority_vote(answers):
     return max(counts, key=lambda a: (counts[a], -first[a]))
 
 
+# Characters removed from every text an LLM or a program hands back (the rule of
+# AgentLLM.call_llm and MASResult.answer): lone surrogates (they cannot be encoded), control
+# characters (category Cc: C0, DEL, C1; ESC and CSI included, so that a terminal escape
+# sequence cannot act) other than tab and newline, and the bidirectional embedding, override
+# and isolate controls.
+_REMOVED = dict.fromkeys(
+    [c for c in range(0x20) if c not in (0x09, 0x0A)] + list(range(0x7F, 0xA0))
+    + list(range(0xD800, 0xE000)) + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+)
+
+
+def clean_text(text):
+    """``text`` without the characters of the documented rule (one pass over the text)."""
+    return text.translate(_REMOVED)
+
+
+def check_temperature(temperature):
+    """Return ``temperature`` as a float: a real number (not a bool), finite and >= 0."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(
+            "temperature must be a real number (int or float, not bool). Got "
+            f"{type(temperature).__name__} {_short_repr(temperature)} instead."
+        )
+    try:
+        value = float(temperature)
+    except OverflowError:
+        value = math.inf
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(
+            f"temperature must be finite and >= 0. Got {_short_repr(temperature)} instead."
+        )
+    return value
+
+
+def _short_repr(value):
+    try:
+        text = repr(value) if isinstance(value, (int, float)) else object.__repr__(value)
+    except ValueError:  # an int with too many digits
+        text = f"an int of {value.bit_length()} bits"
+    return text[:80]
+
+
+class Limits:
+    """What may cross the boundary in one run, checked the same way in both modes.
+
+    The checks run before the work they bound: a prompt is measured before it is sent,
+    the call count before the call, an answer before it is handed back. In process mode
+    the child applies them too (so that the messages are the same), and this process
+    applies them again to what it receives, with a bound on the bytes of one message that
+    no text within the limits reaches (JSON writes at most 12 bytes per character: an
+    astral character is two ``\\uXXXX`` escapes).
+    """
+
+    __slots__ = ("max_llm_calls", "max_prompt_chars", "max_answer_chars")
+
+    def __init__(self, max_llm_calls, max_prompt_chars, max_answer_chars):
+        self.max_llm_calls = int(max_llm_calls)
+        self.max_prompt_chars = int(max_prompt_chars)
+        self.max_answer_chars = int(max_answer_chars)
+
+    def __eq__(self, other):
+        return isinstance(other, Limits) and self.as_list() == other.as_list()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "Limits({}, {}, {})".format(*self.as_list())
+
+    def as_list(self):
+        return [self.max_llm_calls, self.max_prompt_chars, self.max_answer_chars]
+
+    @property
+    def max_message_bytes(self):
+        return 12 * max(self.max_prompt_chars, self.max_answer_chars) + 4096
+
+    def check_prompt(self, n_calls, prompt):
+        """Why the ``n_calls``-th request with ``prompt`` is refused, or None."""
+        if n_calls > self.max_llm_calls:
+            return (f"limit exceeded: the program made more than {self.max_llm_calls} "
+                    "agent-LLM calls (max_llm_calls)")
+        if len(prompt) > self.max_prompt_chars:
+            return (f"limit exceeded: a prompt of {len(prompt)} characters, more than "
+                    f"max_prompt_chars={self.max_prompt_chars}")
+        return None
+
+    def check_answer(self, answer):
+        """Why ``answer`` is refused, or None."""
+        if answer is not None and len(answer) > self.max_answer_chars:
+            return (f"limit exceeded: an answer of {len(answer)} characters, more than "
+                    f"max_answer_chars={self.max_answer_chars}")
+        return None
+
+
+class LimitReached(BaseException):
+    """Raised where a program passes a limit (a BaseException: past ``except Exception``)."""
+
+
+class _Handle:
+    """``self.llm`` of a program: only ``call_llm`` (its state is out of the program's reach)."""
+
+    __slots__ = ("call_llm",)
+
+    def __init__(self, call_llm):
+        self.call_llm = call_llm
+
+
+def limited_llm(limits, send):
+    """What ``LLM(model_list)`` returns in both modes: ``call_llm(prompt, temperature=None)``.
+
+    Each call checks, in this order, that the prompt is a str, the temperature (see
+    :func:`check_temperature`), the call count and the prompt's length (:class:`Limits`),
+    and only then hands an exact ``str`` copy of the prompt to ``send`` (the agent LLM in
+    this process, or the request to the parent in the child).
+    """
+    n_calls = 0
+
+    def call_llm(prompt, temperature=None):
+        nonlocal n_calls
+        if not isinstance(prompt, str):
+            raise TypeError(f"call_llm needs a str prompt; got {type(prompt).__name__}")
+        if temperature is not None:
+            temperature = check_temperature(temperature)
+        n_calls += 1
+        refused = limits.check_prompt(n_calls, prompt)
+        if refused:
+            raise LimitReached(refused)
+        return send(str.__str__(prompt), temperature)
+
+    return _Handle(call_llm)
+
+
+def answer_text(answer):
+    """The str a program's return value is reported as (``str()`` of anything else)."""
+    return answer if answer is None or type(answer) is str else str(answer)
+
+
+# ----------------------------------------------------------------------------------------
+# the program check
+# ----------------------------------------------------------------------------------------
+
+
+def imported_modules(code):
+    """The allowed modules that the source ``code`` imports, as a sorted tuple (a child
+    whose program imports none imports fewer modules before it is confined)."""
+    if code in _IMPORTS:
+        return _IMPORTS[code]
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return tuple(sorted(ALLOWED_MODULES))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    if len(_IMPORTS) >= 256:
+        _IMPORTS.clear()
+    _IMPORTS[code] = tuple(sorted(found & ALLOWED_MODULES))
+    return _IMPORTS[code]
+
+
+_IMPORTS = {}
+
+
 def attribute_allowed(name):
-    """Whether generated code may read or write the attribute ``name``."""
+    """Whether generated code may read or write the attribute ``name`` (an exact str)."""
     return (
-        isinstance(name, str)
-        and not name.startswith(FORBIDDEN_ATTRIBUTE_PREFIXES)
+        type(name) is str
+        and not str.startswith(name, FORBIDDEN_ATTRIBUTE_PREFIXES)
         and name not in FORBIDDEN_ATTRIBUTES
         and name not in _FORMAT_METHODS
     )
 
 
-_MEMBERS = {}
-
-
 def module_members(module_name):
-    """The members of an allowed module that generated code may use."""
-    if module_name not in _MEMBERS:
-        module = importlib.import_module(module_name)
-        listed = _MODULE_MEMBERS.get(module_name)
-        if listed is None:
-            listed = frozenset(
-                key for key in dir(module)
-                if attribute_allowed(key)
-                and not isinstance(getattr(module, key), types.ModuleType)
-            )
-        _MEMBERS[module_name] = listed
-    return _MEMBERS[module_name]
+    """The members of an allowed module that generated code may use (a tuple)."""
+    if type(module_name) is not str:
+        return ()
+    return MODULE_MEMBERS.get(module_name, ())
 
 
 def _is_literal(node):
@@ -182,7 +444,7 @@ def _is_literal(node):
 
 
 def _is_dunder(name):
-    return name.startswith("__") and name.endswith("__")
+    return type(name) is not str or (name.startswith("__") and name.endswith("__"))
 
 
 def _format_reads_nothing(text):
@@ -222,28 +484,6 @@ def _walk(tree, name):
     return nodes
 
 
-def _escapes_finally(stmts, in_loop=False):
-    """A return, break or continue of ``stmts`` that leaves a finally block (it would
-    swallow the exception in flight, a timeout included), or None."""
-    for stmt in stmts:
-        if isinstance(stmt, ast.Return) or (
-            isinstance(stmt, (ast.Break, ast.Continue)) and not in_loop
-        ):
-            return stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-            continue
-        loop = in_loop or isinstance(stmt, (ast.For, ast.While))
-        for field in ("body", "orelse", "finalbody"):
-            found = _escapes_finally(getattr(stmt, field, []), loop)
-            if found is not None:
-                return found
-        for handler in getattr(stmt, "handlers", []):
-            found = _escapes_finally(handler.body, loop)
-            if found is not None:
-                return found
-    return None
-
-
 def _check_top_level(tree, name):
     mas = None
     for i, stmt in enumerate(tree.body):
@@ -279,25 +519,26 @@ def _check_top_level(tree, name):
             )
 
 
-def _bindings(nodes):
-    """Names the program binds itself, and its module aliases (alias -> module)."""
-    bound, aliases = set(), {}
-    for node in nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                bound.add(alias.asname or alias.name)
-                aliases[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom):
-            bound.update(alias.asname or alias.name for alias in node.names)
-    return bound, aliases
+def _bound_names(node):
+    """The names ``node`` binds in its scope: ``[(name, what)]``."""
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return [(node.id, "assigns")]
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return [(node.name, "defines")]
+    if isinstance(node, ast.arg):
+        return [(node.arg, "has the parameter")]
+    if isinstance(node, ast.ExceptHandler) and node.name is not None:
+        return [(node.name, "binds (except ... as)")]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [((alias.asname or alias.name).partition(".")[0], "imports as")
+                for alias in node.names]
+    # refused as syntax already; listed so that the binding rule does not depend on that
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return [(n, "declares") for n in node.names]
+    for kind, field in (("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")):
+        if type(node).__name__ == kind and getattr(node, field, None) is not None:
+            return [(getattr(node, field), "captures")]
+    return []
 
 
 def check_source(code, name="program"):
@@ -326,7 +567,25 @@ def check_source(code, name="program"):
         raise ValueError(f"program {name!r} is not valid Python: {exc}.") from None
     nodes = _walk(tree, name)
     _check_top_level(tree, name)
-    bound, aliases = _bindings(nodes)
+    bound, aliases = set(), {}
+    for node in nodes:
+        for bound_name, what in _bound_names(node):
+            line = getattr(node, "lineno", "?")
+            init = isinstance(node, ast.FunctionDef) and bound_name == "__init__"
+            if _is_dunder(bound_name) and not init:
+                raise ValueError(
+                    f"program {name!r} {what} {bound_name!r} (line {line}); dunder names "
+                    "are not allowed."
+                )
+            if bound_name in RESERVED_NAMES:
+                raise ValueError(
+                    f"program {name!r} {what} {bound_name!r} (line {line}), the name of a "
+                    "builtin or of a namespace member; a program may not bind those."
+                )
+            bound.add(bound_name)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
     literal_formats = set()
     for node in nodes:
         line = getattr(node, "lineno", "?")
@@ -400,11 +659,6 @@ def check_source(code, name="program"):
                     "generated code may not use."
                 )
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            if _is_dunder(node.name) and node.name != "__init__":
-                raise ValueError(
-                    f"program {name!r} defines {node.name!r} (line {line}); the only dunder "
-                    "method a program may define is __init__."
-                )
             for deco in node.decorator_list:
                 if not (isinstance(deco, ast.Name) and deco.id in DECORATOR_NAMES):
                     raise ValueError(
@@ -418,11 +672,6 @@ def check_source(code, name="program"):
                     f"program {name!r}: class {node.name} (line {line}) may only name base "
                     "classes, without keywords."
                 )
-        elif isinstance(node, ast.arg) and _is_dunder(node.arg):
-            raise ValueError(
-                f"program {name!r} has the parameter {node.arg!r} (line {line}); dunder names "
-                "are not allowed."
-            )
         elif isinstance(node, ast.ExceptHandler):
             caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
             if any(t is None or (isinstance(t, ast.Name) and t.id == "BaseException")
@@ -432,52 +681,107 @@ def check_source(code, name="program"):
                     "Exception or narrower, so that timeouts stay fatal."
                 )
         elif isinstance(node, ast.Try) and node.finalbody:
-            escape = _escapes_finally(node.finalbody)
-            if escape is not None:
-                raise ValueError(
-                    f"program {name!r} leaves a finally block with {type(escape).__name__} "
-                    f"(line {escape.lineno}), which would swallow a timeout."
-                )
+            raise ValueError(
+                f"program {name!r} has a finally block (line {node.finalbody[0].lineno}); a "
+                "finally block runs on a timeout too and could replace it, so it is not "
+                "allowed."
+            )
     return tree
 
 
-def _module_view(module):
+# ----------------------------------------------------------------------------------------
+# the capability namespace
+# ----------------------------------------------------------------------------------------
+
+
+class _Annotation:
+    """What ``typing``'s abstract names are in a program: subscriptable, and nothing else."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getitem__(self, item):
+        return self
+
+    def __or__(self, other):
+        return self
+
+    __ror__ = __or__
+
+    def __repr__(self):
+        return f"typing.{self._name}"
+
+
+def _counter(*args, **kwargs):
+    import collections
+
+    return collections.Counter(*args, **kwargs)
+
+
+def _fraction(*args, **kwargs):
+    import fractions
+
+    return fractions.Fraction(*args, **kwargs)
+
+
+def _member(module_name, key, run_random):
+    """The object a program gets for ``module_name.key``."""
+    if module_name == "random":
+        return getattr(run_random, key)
+    if module_name == "typing":
+        builtin = {"Dict": dict, "FrozenSet": frozenset, "List": list, "Set": set,
+                   "Tuple": tuple}.get(key)
+        return builtin if builtin is not None else _Annotation(key)
+    if (module_name, key) == ("collections", "Counter"):
+        return _counter
+    if (module_name, key) == ("fractions", "Fraction"):
+        return _fraction
+    return getattr(importlib.import_module(module_name), key)
+
+
+def _module_view(module_name, run_random):
+    """A fresh object holding the listed members of ``module_name`` (those this Python has)."""
     view = types.SimpleNamespace()
-    for key in module_members(module.__name__):
-        setattr(view, key, getattr(module, key))
+    module = importlib.import_module(module_name)
+    for key in MODULE_MEMBERS[module_name]:
+        if module_name in ("random", "typing") or hasattr(module, key):
+            setattr(view, key, _member(module_name, key, run_random))
     return view
-
-
-def _safe_getattr(obj, name, *default):
-    if not attribute_allowed(name):
-        raise AttributeError(f"generated code may not read attribute {name!r}")
-    return getattr(obj, name, *default)
 
 
 def _safe_hasattr(obj, name):
     return attribute_allowed(name) and hasattr(obj, name)
 
 
+def _discard(*args, **kwargs):
+    """``print`` of generated code: its output goes nowhere (not to this process's stdout)."""
+
+
 def restricted_namespace(llm_handle):
-    """Fresh globals for generated code: reduced builtins, guarded import, helpers.
+    """Fresh globals for generated code: the capabilities, and nothing else.
 
     ``llm_handle`` is what ``LLM(model_list)`` returns: an object with ``call_llm``.
     """
+    import random
+
     views = {}
+    run_random = random.Random(0)
 
     def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if level or name not in ALLOWED_MODULES:
+        if type(name) is not str or level or name not in ALLOWED_MODULES:
             raise ImportError(f"generated code may not import {name!r}")
         if name not in views:
-            views[name] = _module_view(importlib.import_module(name))
+            views[name] = _module_view(name, run_random)
         return views[name]
 
     safe = {key: getattr(builtins, key) for key in SAFE_BUILTINS}
     safe.update(
         __build_class__=builtins.__build_class__,
         __import__=guarded_import,
-        getattr=_safe_getattr,
         hasattr=_safe_hasattr,
+        print=_discard,
     )
 
     def LLM(model_list=None):  # noqa: N802 - the name of the reference template
@@ -624,22 +928,16 @@ def _confine(parent_pid, limits, install_filter=True):
             pass
 
 
-class _PipeLLM:
-    """``self.llm`` in the child: each call is a request to the parent, which runs the LLM."""
-
-    __slots__ = ()
-
-    def call_llm(self, prompt, temperature=None):
-        if not isinstance(prompt, str):
-            raise TypeError(f"call_llm needs a str prompt; got {type(prompt).__name__}")
-        _send({"type": "llm", "prompt": prompt, "temperature": temperature})
-        line = sys.stdin.buffer.readline()
-        if not line:
-            raise RuntimeError("the parent closed the LLM channel")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise RuntimeError(reply["error"])
-        return reply["reply"]
+def _pipe_send(prompt, temperature):
+    """One LLM request of the child to the parent, and its reply."""
+    _send({"type": "llm", "prompt": prompt, "temperature": temperature})
+    line = sys.stdin.buffer.readline()
+    if not line:
+        raise RuntimeError("the parent closed the LLM channel")
+    reply = json.loads(line)
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply["reply"]
 
 
 _OUT = None
@@ -653,7 +951,12 @@ def _send(message):
 
 
 def _child_main(argv):
-    """``_sandbox.py PARENT_PID MEMORY_BYTES CPU_SECONDS [--unchecked] [--no-seccomp]``.
+    """``_sandbox.py PARENT_PID MEMORY_BYTES CPU_SECONDS [--no-imports] [--unchecked]
+    [--no-seccomp]``.
+
+    ``--no-imports`` says that the program imports no module, so that only ``random`` is
+    imported before confinement (every allowed module otherwise): such a child starts
+    faster.
 
     The two flags are test hooks: ``--unchecked`` runs the program without the program check
     and with the real builtins (to test the operating-system layer alone), ``--no-seccomp``
@@ -665,7 +968,11 @@ def _child_main(argv):
     global _OUT
     parent_pid, memory_bytes, cpu_seconds = (int(x) for x in argv[1:4])
     check = "--unchecked" not in argv[4:]
-    modules = sorted(ALLOWED_MODULES) + ([] if check else list(_TEST_MODULES))
+    # A program that imports nothing needs only random (every namespace makes one);
+    # otherwise every allowed module is imported, since their members import further
+    # modules lazily (Counter.most_common imports heapq, for one).
+    modules = {"random"} if check and "--no-imports" in argv[4:] else set(ALLOWED_MODULES)
+    modules = sorted(modules) + ([] if check else list(_TEST_MODULES))
     for module in modules:  # nothing can be opened once confined
         importlib.import_module(module)
     _confine(parent_pid, {"memory_bytes": memory_bytes, "cpu_seconds": cpu_seconds},
@@ -675,14 +982,21 @@ def _child_main(argv):
     # reads the confinement from /proc. Only now is the program read.
     _send({"type": "confined"})
     job = json.loads(sys.stdin.buffer.readline())
-    code, query = job["code"], job["query"]
+    code, query, limits = job["code"], job["query"], Limits(*job["limits"])
     try:
         compiled = compile(check_source(code) if check else code, "<generated MAS>", "exec")
-        sys.stdout = io.StringIO()  # prints of the generated code go nowhere
-        answer = execute_forward(code, query, _PipeLLM(), check=check, compiled=compiled)
-        if answer is not None and not isinstance(answer, str):
-            answer = str(answer)
-        _send({"type": "result", "answer": answer})
+        sys.stdout = io.StringIO()  # prints of unchecked code (a test hook) go nowhere
+        answer = answer_text(
+            execute_forward(code, query, limited_llm(limits, _pipe_send), check=check,
+                            compiled=compiled)
+        )
+        refused = limits.check_answer(answer)
+        if refused:
+            _send({"type": "limit", "error": refused})
+        else:
+            _send({"type": "result", "answer": answer})
+    except LimitReached as exc:
+        _send({"type": "limit", "error": str(exc.args[0])})
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         try:
             _send({"type": "error", "error": f"{type(exc).__name__}: {str(exc)[:2000]}"})

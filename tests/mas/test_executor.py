@@ -20,6 +20,7 @@ from sklearn_icml.mas import (
     default_mas_pool,
 )
 from sklearn_icml.mas._confinement import Limits, execute_in_child
+from sklearn_icml.mas._executor import _run_inprocess
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_icml.mas.UnsafeSandboxWarning")
 
@@ -88,10 +89,9 @@ def test_guard_refuses_before_running(lines, match, parent_witness):
     assert executor.n_runs_ == 0 and getattr(llm, "n_calls_", 0) == 0  # nothing ran
 
 
-@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
-def test_runtime_guard_blocks_reflection(sandbox):
+def test_runtime_guard_blocks_reflection():
     """Names built at run time and module internals stay out of reach."""
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0)
     dunder = body(["return str(hasattr(extract_code, '_' + '_globals_' + '_'))"])
     assert executor.execute(MASProgram("reflect", dunder), "q").answer == "False"
     module_inside = body(["import re", "return str(hasattr(re, 'enum'))"])  # re.enum.sys
@@ -164,28 +164,21 @@ def test_infinite_loop_without_fallback():
 
 
 def test_inprocess_timeout_uses_timer():
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=0.3,
-                           sandbox="unsafe-inprocess")
-    result = executor.execute(
-        MASProgram("loop", body(["while True:", "    pass"])), "Add 2 and 3."
-    )
-    assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
+    """The in-process runner (reached by the shipped programs only) times out."""
+    code = body(["while True:", "    pass"])
+    compiled = compile(code, "<MAS loop>", "exec")
+    agent = AgentLLM(llm=ArithmeticMockLLM(random_state=0))
+    start = time.perf_counter()
+    answer, error, timed_out, limited = _run_inprocess(
+        compiled, "Add 2 and 3.", agent.call_llm, Limits(64, 200_000, 100_000), 0.3)
+    assert (answer, timed_out, limited) == (None, True, False) and "timeout" in error
+    assert time.perf_counter() - start < 0.3 + 3.0
 
 
-def test_inprocess_timeout_survives_finally_and_except_exception():
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=0.2,
-                           sandbox="unsafe-inprocess")
-    stubborn = body(["try:", "    while True:", "        pass", "except Exception:",
-                     "    pass", "finally:", "    while True:", "        pass"])
-    result = executor.execute(MASProgram("stubborn", stubborn), "Add 2 and 3.")
-    assert result.timed_out and result.used_fallback and result.answer == "ANSWER: 5"
-
-
-@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
-def test_exception_in_forward_gives_no_answer_and_no_retry(sandbox):
+def test_exception_in_forward_gives_no_answer_and_no_retry():
     """A failure is recorded as no answer, without retry (as in the reference)."""
     llm = ArithmeticMockLLM(random_state=0)
-    executor = MASExecutor(llm=llm, timeout=2.0, sandbox=sandbox)
+    executor = MASExecutor(llm=llm, timeout=2.0)
     code = body(["self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
                  "raise KeyError('no such agent')"])
     result = executor.execute(MASProgram("crash", code), "Add 1 and 2.")
@@ -199,9 +192,10 @@ def test_none_answer_and_llm_errors(sandbox):
     def failing(prompt, temperature):
         raise ConnectionError("endpoint down")
 
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0, sandbox=sandbox)
-    none = executor.execute(MASProgram("none", body(["return None"])), "q")
-    assert none.answer is None and not none.used_fallback
+    if sandbox == "process":
+        executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=2.0)
+        none = executor.execute(MASProgram("none", body(["return None"])), "q")
+        assert none.answer is None and not none.used_fallback
     executor = MASExecutor(llm=failing, timeout=2.0, sandbox=sandbox)
     result = executor.execute(default_mas_pool()[0], "Add 1 and 2.")
     assert result.answer is None and "endpoint down" in result.error

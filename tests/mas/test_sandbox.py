@@ -208,7 +208,7 @@ REFUSED_FOR = {
     "typing_forwardref_evaluate": "attribute 'ForwardRef'",
     "typing_get_type_hints": "attribute 'get_type_hints'",
     "setsid_then_survive": "imports 'os'",
-    "finally_continue_swallows_timeout": "leaves a finally block with Continue",
+    "finally_continue_swallows_timeout": "has a finally block",
 }
 
 
@@ -249,8 +249,7 @@ def test_program_check_refuses_attribute_families(attribute):
         MASProgram("attack", body([f"x = taskInfo.{attribute}", "return x"])).validate()
     # and at run time, for names built from strings
     assert not _sandbox.attribute_allowed(attribute)
-    with pytest.raises(AttributeError, match="generated code may not read"):
-        _sandbox._safe_getattr(_sandbox.extract_code, attribute)
+    assert not _sandbox._safe_hasattr(_sandbox.extract_code, attribute)
 
 
 @pytest.mark.parametrize(
@@ -274,9 +273,9 @@ def test_program_check_refuses_attribute_families(attribute):
         (["def g():", "    yield 1", "return 'x'"], "Yield"),
         (["del taskInfo", "return 'x'"], "Delete"),
         (["with taskInfo:", "    pass", "return 'x'"], "With"),
-        (["try:", "    pass", "finally:", "    return 'x'"], "leaves a finally block"),
+        (["try:", "    pass", "finally:", "    return 'x'"], "has a finally block"),
         (["for _ in range(3):", "    try:", "        pass", "    finally:", "        break",
-          "return 'x'"], "leaves a finally block"),
+          "return 'x'"], "has a finally block"),
     ],
 )
 def test_program_check_refuses_other_routes(lines, match):
@@ -294,8 +293,6 @@ def test_program_check_allows_ordinary_code():
         "            root = math.sqrt(total)\n"
         "        except ValueError as exc:\n"
         "            root = str(exc.args)\n"
-        "        finally:\n"
-        "            pass\n"
         "        return self.llm.call_llm(f'{label} {root:.2f}: ' + taskInfo)\n"
     )
     MASProgram("ok", code).validate()
@@ -398,31 +395,29 @@ def test_no_process_survives_without_seccomp(tmp_path, end):
     assert not probe.exists()
 
 
-@pytest.mark.parametrize("sandbox", ["process", "unsafe-inprocess"])
 @pytest.mark.parametrize(
     "lines, limit",
     [
-        (["return 'x' * (15 * 2 ** 20)"], "answer|message"),
+        (["return 'x' * (15 * 2 ** 20)"], "an answer of"),
         (["for _ in range(10):", "    self.llm.call_llm('x' * (8 * 2 ** 20))", "return 'x'"],
-         "prompt|message"),
+         "a prompt of"),
         (["for _ in range(100):", "    self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)",
           "return 'x'"], "more than 8 agent-LLM calls"),
     ],
     ids=["answer_15MiB", "prompts_8MiB", "calls_100"],
 )
-def test_limits_on_what_crosses(sandbox, lines, limit):
-    if sandbox == "process" and not LINUX_SECCOMP:
+def test_limits_on_what_crosses(lines, limit):
+    """The fallback answers; the in-process mode applies the same limits (see
+    test_capabilities.py, which runs both modes side by side)."""
+    if not LINUX_SECCOMP:
         pytest.skip("seccomp: Linux x86-64/aarch64")
     llm = Recorder()
-    executor = MASExecutor(llm=llm, timeout=5.0, sandbox=sandbox, max_llm_calls=8,
-                           max_prompt_chars=1000, max_answer_chars=1000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnsafeSandboxWarning)
-        result = executor.execute(MASProgram("greedy", body(lines)), "Add 1 and 2.")
+    executor = MASExecutor(llm=llm, timeout=5.0, max_llm_calls=8, max_prompt_chars=1000,
+                           max_answer_chars=1000)
+    result = executor.execute(MASProgram("greedy", body(lines)), "Add 1 and 2.")
     assert result.limit_exceeded and result.used_fallback and result.program == "fallback"
     assert result.answer == "ANSWER: 3"  # the fallback's
-    assert result.error.startswith("limit exceeded")
-    assert any(word in result.error for word in limit.split("|")), result.error
+    assert result.error.startswith("limit exceeded") and limit in result.error, result.error
     assert max(len(p) for p in llm.prompts) <= 1000  # no long prompt reached the LLM
     assert len(llm.prompts) <= 8 + 6  # the program's allowed calls and the fallback's
 
@@ -460,14 +455,34 @@ def test_platform_problem_names_the_platform(monkeypatch):
     assert sys.platform  # the real platform is untouched
 
 
+def _documented(doc, label):
+    """The names between double backticks in the bullet of ``doc`` that starts with
+    ``label`` (up to the next bullet of the same level)."""
+    import re
+
+    start = doc.index(f"- **{label}**")
+    end = doc.find("\n        - **", start + 1)
+    section = doc[start:end if end >= 0 else len(doc)]
+    return section, [w for chunk in re.findall(r"``([^`]+)``", section) for w in chunk.split()]
+
+
 def test_validate_documents_the_allow_lists():
-    """The lists in MASProgram.validate's docstring are the ones the check applies."""
-    doc = " ".join(MASProgram.validate.__doc__.split())
-    names = (
-        _sandbox.SAFE_BUILTINS + _sandbox.HELPER_NAMES + tuple(_sandbox.ALLOWED_MODULES)
-        + tuple(_sandbox.FORBIDDEN_ATTRIBUTES) + tuple(_sandbox.DECORATOR_NAMES)
-        + tuple(_sandbox._MODULE_MEMBERS["functools"]) + tuple(_sandbox._MODULE_MEMBERS["typing"])
-    )
-    assert [n for n in names if n not in doc] == []
+    """The lists in MASProgram.validate's docstring are the ones the check applies, and
+    this docstring is the one place that writes them all down."""
+    import re
+
+    doc = MASProgram.validate.__doc__
+    _, names = _documented(doc, "names")
+    assert set(names) == set(_sandbox.SAFE_BUILTINS) | set(_sandbox.HELPER_NAMES)
+    section, _ = _documented(doc, "modules")
+    listed = dict(re.findall(r"- ``(\w+)``: ``([^`]+)``", section))
+    assert set(listed) == set(_sandbox.ALLOWED_MODULES)
+    for module, members in listed.items():
+        assert members.split() == list(_sandbox.MODULE_MEMBERS[module]), module
+    _, attributes = _documented(doc, "attributes")
+    assert set(_sandbox.FORBIDDEN_ATTRIBUTES) <= set(attributes)
+    _, definitions = _documented(doc, "definitions")
+    assert set(_sandbox.DECORATOR_NAMES) <= set(definitions)
+    flat = " ".join(doc.split())
     for limit in (_sandbox.MAX_SOURCE_CHARS, _sandbox.MAX_NODES, _sandbox.MAX_DEPTH):
-        assert f"{limit:,}".replace(",", " ") in doc or str(limit) in doc
+        assert f"{limit:,}".replace(",", " ") in flat or str(limit) in flat

@@ -89,8 +89,7 @@ def test_timed_out_or_crashed_runs_never_count_as_correct():
         "    def forward(self, taskInfo):\n"
         "        answer = self.llm.call_llm('[SOLVE]\\nTask: ' + taskInfo)\n"
         "        raise ValueError(answer)\n"))
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess",
-                           timeout=0.2)
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=0.5)
     result = executor.execute(slow, "Add 1 and 2.")
     assert result.used_fallback and default_answer_checker(result.answer, 3)  # fallback right
     builder = ConsistentPairBuilder(pool=[slow, crash, POOL[0]], executor=executor, n_groups=1)
@@ -250,7 +249,8 @@ def test_refine_llm_keeps_only_correct_refinements():
         assert "Current MAS (cot)" in prompt
         return next(replies)
 
-    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), sandbox="unsafe-inprocess")
+    # refined programs are generated code: they run in the child process
+    executor = MASExecutor(llm=ArithmeticMockLLM(random_state=0), timeout=10.0)
     builder = ConsistentPairBuilder(pool=POOL[:1], executor=executor, n_groups=1,
                                     refine_llm=refine_llm)
     builder.fit(["Add 1 and 2.", "Add 3 and 4.", "Add 5 and 6."], [3, 7, 11])
