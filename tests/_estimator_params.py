@@ -8,6 +8,17 @@ it cannot pass by nature, each with a one-line reason; never list a check becaus
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
+
+def _tiny_causal_lm():
+    """A random-weight Llama of a few thousand parameters (None without the llm extra)."""
+    try:
+        from sklearn_icml.datasets import make_tiny_causal_lm
+
+        return make_tiny_causal_lm(hidden_size=8, n_layers=1, n_heads=2)[0]
+    except ImportError:
+        return None
+
+
 TEST_PARAMS = {
     # Stump-forest GAM
     "StumpForestGAMRegressor": {"n_stumps": 10, "max_iter": 3, "min_samples_leaf": 5},
@@ -57,6 +68,11 @@ TEST_PARAMS = {
     "DWMCharLM": {
         "vocab_size": 64, "embedding_dim": 4, "hidden_size": 8, "max_iter": 6, "n_stages": 2,
         "dwm_steps_per_stage": 2, "batch_size": 8, "random_state": 0,
+    },
+    # a LoRA of a tiny random Llama (259 tokens: the checks' data are valid token ids)
+    "DWMCausalLM": {
+        "model": _tiny_causal_lm(), "lora_rank": 2, "max_iter": 4, "n_stages": 2,
+        "dwm_steps_per_stage": 1, "batch_size": 8, "val_batch_size": 8, "random_state": 0,
     },
     # In-context regression with multi-head attention
     # 4 Adam steps on batches of 8 prompts; the closed-form ICL predictors' defaults are fast.
@@ -144,7 +160,12 @@ EXPECTED_FAILED_CHECKS = {
         "check_classifiers_train": "it requires predict to reject another number of "
         "columns; its other assertions are re-run in tests/neural/test_streaming_parity.py",
     },
-    # Data weighting model: none
+    # Data weighting model
+    "DWMCausalLM": {
+        "check_estimators_overwrite_params": "the check compares joblib hashes, and a torch "
+        "model (the model parameter) hashes differently from its own deep copy; "
+        "tests/weighting/test_causal_lm.py checks that fit leaves the model's weights unchanged",
+    },
     # In-context regression with multi-head attention
     # none: the four ICL estimators take 3-D prompts (see TEST_PARAMS)
     # EVO extreme-value constrained RL

@@ -42,7 +42,7 @@ def _data(name, est, n=40, seed=0):
         return np.arange(n) % 3, None
     if name == "GPDTailQuantile":
         return rng.exponential(size=n), None
-    if name == "DWMCharLM":
+    if name in ("DWMCharLM", "DWMCausalLM"):
         return rng.randint(0, 64, size=(n, 6)), None
     if name == "StreamingParityRNNClassifier":
         X = rng.randint(0, 2, size=(n, 6))
@@ -87,7 +87,7 @@ def _outputs(est, name, X, y):
             return np.atleast_1d(np.asarray(est.predict(), dtype=np.float64))
         if name == "CAPASimilarity":
             return est.similarity(X, y)
-        if name == "DWMCharLM":
+        if name in ("DWMCharLM", "DWMCausalLM"):
             return est.score_samples(X)
         if hasattr(est, "predict"):
             return np.asarray(est.predict(_predict_input(name, X, y)), dtype=np.float64)
@@ -182,7 +182,7 @@ def test_huge_finite_values_at_predict(name, cls):
     method = "transform" if not hasattr(est, "predict") else "predict"
     if name == "CAPASimilarity":
         out = _finite_or_clean_error(lambda: est.similarity(X_pred, y))
-    elif name == "DWMCharLM":
+    elif name in ("DWMCharLM", "DWMCausalLM"):
         out = _finite_or_clean_error(lambda: est.score_samples(X_pred))
     else:
         argument = "X_control" if name == "CellFlux" else "X"

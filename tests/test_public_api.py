@@ -64,6 +64,12 @@ def _same(a, b):
         return np.array_equal(np.asarray(a), np.asarray(b))
     if isinstance(a, BaseEstimator):
         return type(a) is type(b) and repr(a) == repr(b)
+    if callable(getattr(a, "state_dict", None)) and callable(getattr(b, "state_dict", None)):
+        # torch modules (a pretrained model given as a parameter): the same weights
+        sa, sb = a.state_dict(), b.state_dict()
+        return type(a) is type(b) and sa.keys() == sb.keys() and all(
+            bool((sa[k] == sb[k]).all()) for k in sa
+        )
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - objects without a usable ==

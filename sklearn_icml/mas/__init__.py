@@ -5,6 +5,7 @@ a prompt to any LLM callable; generated code runs in a confined child process wh
 confinement this process verifies.
 """
 
+from ._code_checks import ProgramCheck, check_program
 from ._confinement import SandboxError, SandboxUnavailableError, UnsafeSandboxWarning
 from ._executor import MASExecutor, MASResult
 from ._llm import AgentLLM, ArithmeticMockLLM, OpenAICompatibleLLM
@@ -30,9 +31,11 @@ __all__ = [
     "MASProgram",
     "MASResult",
     "OpenAICompatibleLLM",
+    "ProgramCheck",
     "SandboxError",
     "SandboxUnavailableError",
     "UnsafeSandboxWarning",
+    "check_program",
     "default_answer_checker",
     "default_mas_pool",
     "extract_answer",

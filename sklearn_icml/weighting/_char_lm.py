@@ -380,9 +380,7 @@ class DWMCharLM(_BaseDWM):
         """
         self._validate_params()
         X = validate_input(self, X, dtype="numeric", ensure_min_features=2)
-        self.vocab_size_ = int(self.vocab_size) if self.vocab_size is not None else max(
-            int(np.max(X)) + 1 if X.size else 2, 2
-        )
+        self.vocab_size_ = self._vocabulary_size(X)
         X = _token_array(X, self.vocab_size_)
         n = X.shape[0]
         sf = sample_features_array(sample_features, n)
@@ -408,20 +406,32 @@ class DWMCharLM(_BaseDWM):
             y=X_tr,
             static=static,
             featurize=functools.partial(lm_features, loss_feature=self.loss_feature_),
-            n_dwm_features=self.embedding_dim + self.n_sample_features_ + 1,
+            n_dwm_features=self._embedding_width() + self.n_sample_features_ + 1,
             X_val=X_val,
             y_val=X_val,
             loss_kind="nll",
-            module_kwargs={
-                "module": CharGRUModule,
-                "module__vocab_size": self.vocab_size_,
-                "module__embedding_dim": self.embedding_dim,
-                "module__hidden_size": self.hidden_size,
-            },
+            module_kwargs=self._learner_module_kwargs(),
             train_rows=rows,
             n_rows=n,
             share_features=None if sf is None else sf[rows],
         )
+
+    # what a learner other than the GRU changes (DWMCausalLM)
+    def _vocabulary_size(self, X):
+        if self.vocab_size is not None:
+            return int(self.vocab_size)
+        return max(int(np.max(X)) + 1 if X.size else 2, 2)
+
+    def _embedding_width(self):
+        return self.embedding_dim
+
+    def _learner_module_kwargs(self):
+        return {
+            "module": CharGRUModule,
+            "module__vocab_size": self.vocab_size_,
+            "module__embedding_dim": self.embedding_dim,
+            "module__hidden_size": self.hidden_size,
+        }
 
     def _validate_X(self, X):
         check_is_fitted(self)
