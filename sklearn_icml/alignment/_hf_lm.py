@@ -11,6 +11,7 @@ of the weights is kept. Sequence log-probabilities come from the shared kernel
 """
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -109,6 +110,7 @@ def with_lora(model, *, rank, alpha, target_modules):
     the same network with its adapter disabled; without one, a frozen second copy.
     """
     model = copy.deepcopy(model)
+    model.config.use_cache = False  # training and scoring never reuse a key/value cache
     if rank is None:
         reference = copy.deepcopy(model).eval()
         for param in reference.parameters():
@@ -120,10 +122,12 @@ def with_lora(model, *, rank, alpha, target_modules):
         lora_dropout=0.0, bias="none", task_type="CAUSAL_LM",
     )
     try:
-        lora = peft.get_peft_model(model, config)
+        with warnings.catch_warnings():  # peft reads an attribute transformers renamed
+            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+            lora = peft.get_peft_model(model, config)
     except ValueError as exc:
         raise ValueError(
-            f"target_modules={tuple(target_modules)!r} does not name layers of module "
+            f"lora_target_modules={tuple(target_modules)!r} does not name layers of module "
             f"({exc}). Name its linear layers, such as ('q_proj', 'v_proj') for a Llama."
         ) from exc
     return lora, WithoutAdapter(lora)

@@ -239,7 +239,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
       given as a causal LM over token ids with a ``bos_token``;
     - texts (``tokenizer`` given): ``module`` is a pretrained Hugging Face causal LM and
       ``tokenizer`` its tokenizer (``module, tokenizer = load_smollm2()``); ``fit`` takes
-      lists of strings, and trains a peft LoRA of rank ``lora_rank`` on ``target_modules``
+      lists of strings, and trains a peft LoRA of rank ``lora_rank`` on ``lora_target_modules``
       of a copy of the model (the caller's model is never modified). The reference is the
       same network with its adapter switched off, so no second copy of the weights is kept.
 
@@ -274,12 +274,12 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         :meth:`sequence_logprob` then take texts. A tokenizer that does not match the model
         raises ValueError. None: token ids.
     lora_rank : int or None, default=8
-        With a ``tokenizer``: rank of the LoRA trained on ``target_modules``; None trains
+        With a ``tokenizer``: rank of the LoRA trained on ``lora_target_modules``; None trains
         every weight of a copy of the model (and keeps a frozen second copy as reference).
     lora_alpha : float, default=16.0
         With a ``tokenizer``: the LoRA's scale numerator (the update is
         ``lora_alpha / lora_rank * B A``).
-    target_modules : tuple of str, default=("q_proj", "v_proj")
+    lora_target_modules : tuple of str, default=("q_proj", "v_proj")
         With a ``tokenizer``: names of the linear layers that get a LoRA (a Llama's query
         and value projections by default).
     max_length : int or None, default=None
@@ -369,7 +369,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         "tokenizer": [HasMethods(["encode", "decode"]), None],
         "lora_rank": [POSITIVE_INT, None],
         "lora_alpha": [POSITIVE_REAL],
-        "target_modules": [tuple, list],
+        "lora_target_modules": [tuple, list],
         "max_length": [POSITIVE_INT, None],
         "vocab_size": [POSITIVE_INT, None],
         "d_model": [POSITIVE_INT],
@@ -401,7 +401,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         bos_token=None,
         lora_rank=8,
         lora_alpha=16.0,
-        target_modules=("q_proj", "v_proj"),
+        lora_target_modules=("q_proj", "v_proj"),
         max_length=None,
         learning_rate=1e-3,
         lr=DEPRECATED,
@@ -429,7 +429,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.bos_token = bos_token
         self.lora_rank = lora_rank
         self.lora_alpha = lora_alpha
-        self.target_modules = target_modules
+        self.lora_target_modules = lora_target_modules
         self.max_length = max_length
         self.learning_rate = learning_rate
         self.lr = lr
@@ -629,7 +629,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         seed = draw_seed(self.random_state)
         with seeded_torch(seed, self.device, self.n_jobs) as device:
             lm, ref = with_lora(self.module, rank=self.lora_rank, alpha=self.lora_alpha,
-                                target_modules=self.target_modules)
+                                lora_target_modules=self.lora_target_modules)
         lm = lm.to(device)
         if reference_module is not None:
             check_causal_lm(reference_module, self.tokenizer, model_name="reference_module")

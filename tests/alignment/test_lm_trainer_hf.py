@@ -193,7 +193,7 @@ def _mismatched_tokenizer():
         ({}, {"chosen": [[1, 2]] * 4}, TypeError, r"chosen\[0\] must be a str"),
         ({}, {"prompts": "def f():"}, TypeError, "prompts must be a list of str"),
         ({"module": None}, {}, ValueError, "module="),
-        ({"target_modules": ("no_such_layer",)}, {}, ValueError, "target_modules"),
+        ({"lora_target_modules": ("no_such_layer",)}, {}, ValueError, "lora_target_modules"),
         ({"labels_bad": True}, {}, ValueError, "labels"),
     ],
 )
