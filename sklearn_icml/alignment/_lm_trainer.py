@@ -357,8 +357,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     >>> model, tokenizer = make_tiny_causal_lm()
     >>> lora = PreferenceLMTrainer(module=model, tokenizer=tokenizer, loss="squared",
     ...                            lora_rank=4, max_epochs=2, batch_size=2, random_state=0)
-    >>> lora = lora.fit(["def f(x):"] * 2, ["\n    return x"] * 2, ["\n    pass"] * 2)
-    >>> lora.sequence_logprob(["def f(x):"], ["\n    return x"]).shape
+    >>> lora = lora.fit(["def f(x):"] * 2, [" return x"] * 2, [" pass"] * 2)
+    >>> lora.sequence_logprob(["def f(x):"], [" return x"]).shape
     (1,)
     """
 
@@ -629,7 +629,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         seed = draw_seed(self.random_state)
         with seeded_torch(seed, self.device, self.n_jobs) as device:
             lm, ref = with_lora(self.module, rank=self.lora_rank, alpha=self.lora_alpha,
-                                lora_target_modules=self.lora_target_modules)
+                                target_modules=self.lora_target_modules)
         lm = lm.to(device)
         if reference_module is not None:
             check_causal_lm(reference_module, self.tokenizer, model_name="reference_module")
