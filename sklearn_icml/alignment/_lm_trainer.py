@@ -1,20 +1,23 @@
-"""Offline preference optimisation of a small causal language model, on skorch.
+"""Offline preference optimisation of a causal language model, on skorch.
 
-The losses of Agarwal, Dann & Marinov (ICML 2025) on a language model: a tiny causal
-Transformer (built locally, random initialisation, nothing downloaded) is trained on
+The losses of Agarwal, Dann & Marinov (ICML 2025) on a language model, trained on
 ``(prompt, chosen, rejected)`` triples with any loss of :data:`PREFERENCE_LOSSES` and any
-normaliser. Sequence log-probabilities are sums of token log-softmax values over the
-completion; the normaliser's log-probabilities are computed once before training.
+normaliser: either a tiny causal Transformer (built locally, random initialisation) on token
+ids, or a LoRA of a pretrained Hugging Face causal LM (SmolLM2) on texts (``_hf_lm``).
+Sequence log-probabilities are sums of token log-softmax values over the completion; the
+normaliser's log-probabilities are computed once before training.
 """
 
 import copy
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted
 
 from ..base import BaseNeuralEstimator, NonTabularInputMixin
 from ..utils import draw_seed, optional_import
+from ..utils._causal_lm import check_causal_lm
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
@@ -22,6 +25,16 @@ from ..utils._skorch import torch_threads
 from ..utils._training import seeded_torch
 from ..utils.validation import check_finite
 from ._base import _PreferenceLossMixin, check_soft_labels
+from ._hf_lm import (
+    HFPairLogProb,
+    check_model_pair,
+    check_texts,
+    encode_triples,
+    pad_right,
+    pad_token_id,
+    sequence_log_probs,
+    with_lora,
+)
 from ._loss_math import LOSS_PARAMETER
 from ._losses import PREFERENCE_LOSSES, preference_margin
 
@@ -135,7 +148,16 @@ class PreferenceCriterion(nn.Module):
 
 
 class _PreferenceNet(skorch.NeuralNet):
-    """NeuralNet that also records the batch mean log-probs and margin in its history."""
+    """NeuralNet that also records the batch mean log-probs and margin in its history.
+
+    Only the parameters that require a gradient go to the optimiser (a LoRA's, not the
+    frozen weights of the pretrained model).
+    """
+
+    def get_all_learnable_params(self):
+        for name, param in super().get_all_learnable_params():
+            if param.requires_grad:
+                yield name, param
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
@@ -203,15 +225,23 @@ def _check_sequences(seqs, name, *, allow_empty):
 
 @fill_doc
 class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeuralEstimator):
-    """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a small causal LM.
+    """Offline preference optimisation (DPO, IPO, SLiC, GPO) of a causal language model.
 
-    ``fit`` trains the language model on ``(prompt, chosen, rejected)`` token sequences
-    with the margin ``h = [log pi(w|x) - log nu(w|x)] - [log pi(l|x) - log nu(l|x)]`` and
-    any loss of :data:`PREFERENCE_LOSSES`, through a skorch ``NeuralNet`` (Adam,
-    mini-batches). The normaliser ``nu`` is the reference model (by default the language
-    model as initialised, i.e. the SFT policy), the data policy (its log-probabilities
-    given in ``fit``) or none. The model is :class:`TinyCausalLM` unless ``module`` is
-    given.
+    ``fit`` trains the language model on ``(prompt, chosen, rejected)`` triples with the
+    margin ``h = [log pi(w|x) - log nu(w|x)] - [log pi(l|x) - log nu(l|x)]`` and any loss
+    of :data:`PREFERENCE_LOSSES`, through a skorch ``NeuralNet`` (Adam, mini-batches). The
+    normaliser ``nu`` is the reference model (by default the language model as initialised,
+    i.e. the SFT policy), the data policy (its log-probabilities given in ``fit``) or none.
+
+    Two kinds of model:
+
+    - token ids (``tokenizer=None``): the model is :class:`TinyCausalLM`, or ``module``
+      given as a causal LM over token ids with a ``bos_token``;
+    - texts (``tokenizer`` given): ``module`` is a pretrained Hugging Face causal LM and
+      ``tokenizer`` its tokenizer (``module, tokenizer = load_smollm2()``); ``fit`` takes
+      lists of strings, and trains a peft LoRA of rank ``lora_rank`` on ``lora_target_modules``
+      of a copy of the model (the caller's model is never modified). The reference is the
+      same network with its adapter switched off, so no second copy of the weights is kept.
 
     Like :class:`TabularPreferencePolicy` it learns from pairs (of token sequences), not
     a feature matrix, so its input tags say "not a 2-D table". It follows the skorch
@@ -237,14 +267,31 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     module : torch.nn.Module or None, default=None
         A causal LM mapping ``(B, L)`` token ids to ``(B, L, V)`` logits (or an object with
         ``.logits``) whose input vocabulary includes ``bos_token``; it is copied in
-        ``fit``. None builds a :class:`TinyCausalLM`.
+        ``fit``. None builds a :class:`TinyCausalLM`. With a ``tokenizer``: the Hugging
+        Face causal LM that tokenizer belongs to.
+    tokenizer : transformers tokenizer or None, default=None
+        The tokenizer of ``module`` (a Hugging Face causal LM): ``fit`` and
+        :meth:`sequence_logprob` then take texts. A tokenizer that does not match the model
+        raises ValueError. None: token ids.
+    lora_rank : int or None, default=8
+        With a ``tokenizer``: rank of the LoRA trained on ``lora_target_modules``; None trains
+        every weight of a copy of the model (and keeps a frozen second copy as reference).
+    lora_alpha : float, default=16.0
+        With a ``tokenizer``: the LoRA's scale numerator (the update is
+        ``lora_alpha / lora_rank * B A``).
+    lora_target_modules : tuple of str, default=("q_proj", "v_proj")
+        With a ``tokenizer``: names of the linear layers that get a LoRA (a Llama's query
+        and value projections by default).
+    max_length : int or None, default=None
+        With a ``tokenizer``: the most tokens of a prompt and its completion together;
+        a longer pair raises ValueError naming it. None: the model's context length.
     vocab_size : int or None, default=None
         For the built-in model; None infers it from the data (largest id + 1).
     d_model, n_layers, n_heads : int, default=32, 1, 2
         Size of the built-in model.
     bos_token : int or None, default=None
         Token prepended to every prompt; None uses ``vocab_size`` (the built-in model's
-        BOS).
+        BOS). Not used with a ``tokenizer`` (prompts are texts of at least one token).
     learning_rate : float, default=1e-3
         Adam learning rate.
     lr : float, default="deprecated"
@@ -267,15 +314,19 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     ----------
     net_ : skorch.NeuralNet
     module_ : torch.nn.Module
-        The trained language model.
+        The trained language model (with a ``tokenizer``: the peft model holding the LoRA).
     reference_module_ : torch.nn.Module
-        The frozen reference model (the initial model unless ``reference_module`` given).
+        The frozen reference model (the initial model unless ``reference_module`` given;
+        with a LoRA, the trained model with its adapter switched off).
     history_ : skorch.History
         Per epoch: ``train_loss`` and the means over the epoch's batches of
         ``logp_chosen``, ``logp_rejected`` (sequence log-probabilities) and ``margin``
         (``(2 p - 1) h``: the margin in the direction of the label).
     vocab_size_ : int
-    bos_token_ : int
+    bos_token_ : int or None
+        None with a ``tokenizer``.
+    max_length_ : int or None
+        With a ``tokenizer``: the longest prompt and completion, in tokens.
 
     See Also
     --------
@@ -298,12 +349,28 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
     3
     >>> trainer.sequence_logprob([[0]], [[2, 3]]).shape
     (1,)
+
+    A LoRA of a Hugging Face causal LM on texts (here a tiny random Llama; SmolLM2 from
+    ``load_smollm2()`` is used the same way):
+
+    >>> from sklearn_icml.datasets import make_tiny_causal_lm
+    >>> model, tokenizer = make_tiny_causal_lm()
+    >>> lora = PreferenceLMTrainer(module=model, tokenizer=tokenizer, loss="squared",
+    ...                            lora_rank=4, max_epochs=2, batch_size=2, random_state=0)
+    >>> lora = lora.fit(["def f(x):"] * 2, [" return x"] * 2, [" pass"] * 2)
+    >>> lora.sequence_logprob(["def f(x):"], [" return x"]).shape
+    (1,)
     """
 
     _parameter_constraints = {
         **BaseNeuralEstimator._parameter_constraints,
         **_PreferenceLossMixin._parameter_constraints,
         "module": [nn.Module, None],
+        "tokenizer": [HasMethods(["encode", "decode"]), None],
+        "lora_rank": [POSITIVE_INT, None],
+        "lora_alpha": [POSITIVE_REAL],
+        "lora_target_modules": [tuple, list],
+        "max_length": [POSITIVE_INT, None],
         "vocab_size": [POSITIVE_INT, None],
         "d_model": [POSITIVE_INT],
         "n_layers": [POSITIVE_INT],
@@ -320,6 +387,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self,
         *,
         module=None,
+        tokenizer=None,
         loss="logistic",
         beta=0.1,
         tau=0.1,
@@ -331,6 +399,10 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         n_layers=1,
         n_heads=2,
         bos_token=None,
+        lora_rank=8,
+        lora_alpha=16.0,
+        lora_target_modules=("q_proj", "v_proj"),
+        max_length=None,
         learning_rate=1e-3,
         lr=DEPRECATED,
         max_epochs=20,
@@ -343,6 +415,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         **kwargs,
     ):
         self.module = module
+        self.tokenizer = tokenizer
         self.loss = loss
         self.beta = beta
         self.tau = tau
@@ -354,6 +427,10 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self.n_layers = n_layers
         self.n_heads = n_heads
         self.bos_token = bos_token
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_alpha
+        self.lora_target_modules = lora_target_modules
+        self.max_length = max_length
         self.learning_rate = learning_rate
         self.lr = lr
         self.max_epochs = max_epochs
@@ -409,15 +486,17 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
 
         Parameters
         ----------
-        prompts : list of sequences or 2-D int array padded with -1
-            Prompt token ids (may be empty).
-        chosen, rejected : list of sequences or 2-D int array padded with -1
+        prompts : list of sequences or 2-D int array padded with -1, or list of str
+            Prompt token ids (may be empty); texts (not empty) with a ``tokenizer``.
+        chosen, rejected : list of sequences or 2-D int array padded with -1, or list of str
             Completions; ``chosen[i]`` is preferred to ``rejected[i]`` unless ``labels``.
+            Texts with a ``tokenizer``.
         labels : array-like of shape (n,), default=None
             Soft labels in [0, 1] (probability that ``chosen`` is preferred); None means 1.
         reference_module : torch.nn.Module, default=None
             The reference policy for ``normalizer="reference"`` and ``kl_coef``; None uses
-            the language model as initialised.
+            the language model as initialised. With a ``tokenizer``, a Hugging Face causal
+            LM that shares it.
         data_logps : array-like of shape (n, 2), default=None
             ``log mu(chosen|x)`` and ``log mu(rejected|x)`` under the data policy; required
             by ``normalizer="data"``.
@@ -427,28 +506,13 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         self : object
         """
         learning_rate = renamed_param(self, "lr", "learning_rate")
-        P = _check_sequences(prompts, "prompts", allow_empty=True)
-        W = _check_sequences(chosen, "chosen", allow_empty=False)
-        L = _check_sequences(rejected, "rejected", allow_empty=False)
-        n = len(P)
-        if n == 0 or len(W) != n or len(L) != n:
-            raise ValueError(
-                "prompts, chosen and rejected must be non-empty and of the same length. Got "
-                f"{len(P)}, {len(W)} and {len(L)} instead."
-            )
-        p = check_soft_labels(labels, n)
-        max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
-        self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
-        if self.module is None:
-            self.bos_token_ = self.vocab_size_ if self.bos_token is None else int(self.bos_token)
+        if self.tokenizer is None:
+            X, ref_lp, lm, n = self._prepare_tokens(prompts, chosen, rejected, reference_module)
+            module = PairLogProb(lm)
         else:
-            if self.bos_token is None:
-                raise ValueError(
-                    "a custom module needs bos_token (the id prepended to every prompt). Got "
-                    "bos_token=None instead."
-                )
-            self.bos_token_ = int(self.bos_token)
-        self._check_tokens((P, "prompts"), (W, "chosen"), (L, "rejected"))
+            X, ref_lp, lm, n = self._prepare_texts(prompts, chosen, rejected, reference_module)
+            module = HFPairLogProb(lm)
+        p = check_soft_labels(labels, n)
         if self.normalizer == "data":
             if data_logps is None:
                 raise ValueError(
@@ -459,6 +523,55 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
             if nu.shape != (n, 2):
                 raise ValueError(f"data_logps must have shape ({n}, 2). Got {nu.shape} instead.")
             check_finite(nu, "data_logps")
+        if not np.all(np.isfinite(ref_lp)):
+            raise ValueError("the reference model gives non-finite log-probabilities.")
+        if self.normalizer == "reference":
+            nu = ref_lp
+        elif self.normalizer == "none":
+            nu = np.zeros((n, 2))
+        y = np.column_stack([nu, p, ref_lp]).astype(np.float32)
+        self._fit_net(
+            _PreferenceNet,
+            X,
+            y,
+            module=module,
+            criterion=PreferenceCriterion,
+            criterion__loss=self.loss,
+            criterion__scale=self._loss_scale(),
+            criterion__kl_coef=float(self.kl_coef),
+            optimizer=torch.optim.Adam,
+            lr=learning_rate,
+            max_epochs=self.max_epochs,
+            batch_size=self.batch_size,
+            iterator_train__shuffle=True,
+            callbacks=[("epoch_means", _EpochMeans())],
+        )
+        return self
+
+    def _prepare_tokens(self, prompts, chosen, rejected, reference_module):
+        """Token-id triples: the net's inputs, the reference log-probs and the model."""
+        P = _check_sequences(prompts, "prompts", allow_empty=True)
+        W = _check_sequences(chosen, "chosen", allow_empty=False)
+        L = _check_sequences(rejected, "rejected", allow_empty=False)
+        n = len(P)
+        if n == 0 or len(W) != n or len(L) != n:
+            raise ValueError(
+                "prompts, chosen and rejected must be non-empty and of the same length. Got "
+                f"{len(P)}, {len(W)} and {len(L)} instead."
+            )
+        max_id = max(int(r.max()) if r.size else -1 for r in P + W + L)
+        self.vocab_size_ = int(self.vocab_size) if self.vocab_size else max_id + 1
+        self.max_length_ = None
+        if self.module is None:
+            self.bos_token_ = self.vocab_size_ if self.bos_token is None else int(self.bos_token)
+        else:
+            if self.bos_token is None:
+                raise ValueError(
+                    "a custom module needs bos_token (the id prepended to every prompt), or a "
+                    "tokenizer for a Hugging Face model. Got bos_token=None instead."
+                )
+            self.bos_token_ = int(self.bos_token)
+        self._check_tokens((P, "prompts"), (W, "chosen"), (L, "rejected"))
 
         tok_w, mask_w = self._encode(P, W)
         tok_l, mask_l = self._encode(P, L)
@@ -484,31 +597,53 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         ref_lp = np.stack(
             [self._logprobs(ref, tok_w, mask_w), self._logprobs(ref, tok_l, mask_l)], axis=1
         )
-        if not np.all(np.isfinite(ref_lp)):
-            raise ValueError("the reference model gives non-finite log-probabilities.")
-        if self.normalizer == "reference":
-            nu = ref_lp
-        elif self.normalizer == "none":
-            nu = np.zeros((n, 2))
-        y = np.column_stack([nu, p, ref_lp]).astype(np.float32)
         X = {"tokens_w": tok_w, "mask_w": mask_w, "tokens_l": tok_l, "mask_l": mask_l}
-        self._fit_net(
-            _PreferenceNet,
-            X,
-            y,
-            module=PairLogProb(lm),
-            criterion=PreferenceCriterion,
-            criterion__loss=self.loss,
-            criterion__scale=self._loss_scale(),
-            criterion__kl_coef=float(self.kl_coef),
-            optimizer=torch.optim.Adam,
-            lr=learning_rate,
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            iterator_train__shuffle=True,
-            callbacks=[("epoch_means", _EpochMeans())],
-        )
-        return self
+        return X, ref_lp, lm, n
+
+    def _prepare_texts(self, prompts, chosen, rejected, reference_module):
+        """Text triples for a Hugging Face model: inputs, reference log-probs, LoRA model."""
+        context = check_model_pair(self.module, self.tokenizer)
+        if self.max_length is not None and self.max_length > context:
+            raise ValueError(
+                f"max_length must be at most the model's context length ({context}). Got "
+                f"{self.max_length!r} instead."
+            )
+        self.max_length_ = context if self.max_length is None else int(self.max_length)
+        P = check_texts(prompts, "prompts")
+        n = len(P)
+        if n == 0:
+            raise ValueError("prompts must hold at least one triple. Got an empty list instead.")
+        W = check_texts(chosen, "chosen", n)
+        L = check_texts(rejected, "rejected", n)
+        self.vocab_size_ = int(self.module.config.vocab_size)
+        self.bos_token_ = None
+        seq_w, start_w = encode_triples(self.tokenizer, P, W, max_length=self.max_length_,
+                                        name="chosen")
+        seq_l, start_l = encode_triples(self.tokenizer, P, L, max_length=self.max_length_,
+                                        name="rejected")
+        width = max(len(seq) for seq in seq_w + seq_l)
+        pad = pad_token_id(self.tokenizer)
+        ids_w, mask_w = pad_right(seq_w, width, pad)
+        ids_l, mask_l = pad_right(seq_l, width, pad)
+
+        seed = draw_seed(self.random_state)
+        with seeded_torch(seed, self.device, self.n_jobs) as device:
+            lm, ref = with_lora(self.module, rank=self.lora_rank, alpha=self.lora_alpha,
+                                target_modules=self.lora_target_modules)
+        lm = lm.to(device)
+        if reference_module is not None:
+            check_causal_lm(reference_module, self.tokenizer, model_name="reference_module")
+            ref = copy.deepcopy(reference_module).eval()
+            for param in ref.parameters():
+                param.requires_grad_(False)
+        ref = ref.to(device)
+        self.reference_module_ = ref
+        with torch_threads(self.n_jobs):
+            ref_lp = np.stack([sequence_log_probs(ref, ids_w, mask_w, start_w),
+                               sequence_log_probs(ref, ids_l, mask_l, start_l)], axis=1)
+        X = {"ids_w": ids_w, "mask_w": mask_w, "start_w": start_w,
+             "ids_l": ids_l, "mask_l": mask_l, "start_l": start_l}
+        return X, ref_lp, lm, n
 
     @property
     def module_(self):
@@ -520,7 +655,8 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
 
         Parameters
         ----------
-        prompts, completions : list of sequences or 2-D int arrays padded with -1
+        prompts, completions : list of sequences or 2-D int arrays padded with -1, or lists
+            of str (with a ``tokenizer``)
         reference : bool, default=False
             Score with ``reference_module_`` instead of the trained model.
 
@@ -529,6 +665,16 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         logp : ndarray of shape (n,), float64
         """
         check_is_fitted(self, "net_")
+        module = self.reference_module_ if reference else self.module_
+        if self.tokenizer is not None:
+            P = check_texts(prompts, "prompts")
+            C = check_texts(completions, "completions", len(P))
+            seqs, start = encode_triples(self.tokenizer, P, C, max_length=self.max_length_,
+                                         name="completions")
+            ids, mask = pad_right(seqs, max(len(seq) for seq in seqs),
+                                  pad_token_id(self.tokenizer))
+            with torch_threads(self.n_jobs):
+                return sequence_log_probs(module, ids, mask, start)
         P = _check_sequences(prompts, "prompts", allow_empty=True)
         C = _check_sequences(completions, "completions", allow_empty=False)
         if len(P) != len(C):
@@ -538,7 +684,6 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
             )
         self._check_tokens((P, "prompts"), (C, "completions"))
         tokens, mask = self._encode(P, C)
-        module = self.reference_module_ if reference else self.module_
         was_training = module.training
         try:
             return self._logprobs(module, tokens, mask)
