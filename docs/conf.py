@@ -96,6 +96,7 @@ numpydoc_validation_exclude = {
     # records (dataclasses): their fields are documented under Attributes, not Parameters
     r"^sklearn_icml\.bandits\.SEResult$",
     r"^sklearn_icml\.mas\.MASResult$",
+    r"^sklearn_icml\.mas\.ProgramCheck$",
 }
 
 # -- sphinx-gallery ---------------------------------------------------------------------------

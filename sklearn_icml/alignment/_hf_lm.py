@@ -11,12 +11,11 @@ of the weights is kept. Sequence log-probabilities come from the shared kernel
 """
 
 import copy
-import warnings
 
 import numpy as np
 
 from ..utils import optional_import
-from ..utils._causal_lm import check_causal_lm, completion_log_probs, encode_texts
+from ..utils._causal_lm import check_causal_lm, completion_log_probs, encode_texts, lora_copy
 
 torch = optional_import("torch", "neural")
 nn = torch.nn
@@ -109,27 +108,15 @@ def with_lora(model, *, rank, alpha, target_modules):
     deep copy). Returns ``(trained_model, reference_model)``: with a LoRA, the reference is
     the same network with its adapter disabled; without one, a frozen second copy.
     """
-    model = copy.deepcopy(model)
-    model.config.use_cache = False  # training and scoring never reuse a key/value cache
     if rank is None:
+        model = copy.deepcopy(model)
+        model.config.use_cache = False  # training and scoring never reuse a key/value cache
         reference = copy.deepcopy(model).eval()
         for param in reference.parameters():
             param.requires_grad_(False)
         return model, reference
-    peft = optional_import("peft", "llm")
-    config = peft.LoraConfig(
-        r=int(rank), lora_alpha=float(alpha), target_modules=list(target_modules),
-        lora_dropout=0.0, bias="none", task_type="CAUSAL_LM",
-    )
-    try:
-        with warnings.catch_warnings():  # peft reads an attribute transformers renamed
-            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
-            lora = peft.get_peft_model(model, config)
-    except ValueError as exc:
-        raise ValueError(
-            f"lora_target_modules={tuple(target_modules)!r} does not name layers of module "
-            f"({exc}). Name its linear layers, such as ('q_proj', 'v_proj') for a Llama."
-        ) from exc
+    lora = lora_copy(model, rank=rank, alpha=alpha, target_modules=target_modules,
+                     model_name="module")
     return lora, WithoutAdapter(lora)
 
 

@@ -9,6 +9,9 @@ each sequence: the one kernel behind preference losses, per-sample losses and he
 perplexity.
 """
 
+import copy
+import warnings
+
 import numpy as np
 
 from ._optional import optional_import
@@ -184,3 +187,62 @@ def completion_log_probs(model, input_ids, attention_mask, completion_start):
     counted = (positions.unsqueeze(0) >= start.unsqueeze(1)) & attention_mask[:, 1:].bool()
     token_lp = token_lp.squeeze(-1) * counted
     return token_lp.sum(dim=1), counted.sum(dim=1)
+
+
+def lora_copy(model, *, rank, alpha, target_modules, attn_implementation=None,
+              model_name="model"):
+    """A deep copy of ``model`` with a peft LoRA: the caller's model is never modified.
+
+    peft injects its layers in place, so it works on a copy. The copy keeps no key/value cache
+    (training and scoring never reuse one); ``attn_implementation="eager"`` selects PyTorch's
+    plain attention, which has the second derivatives a differentiation through a training
+    step needs.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+    rank : int
+    alpha : float
+    target_modules : sequence of str
+        Names of the linear layers that get a LoRA (peft's ``target_modules``).
+    attn_implementation : str or None, default=None
+        None keeps the model's attention.
+    model_name : str, default="model"
+        The argument name an error message uses.
+
+    Returns
+    -------
+    lora : peft.PeftModel
+        Only the LoRA factors require gradients.
+
+    Examples
+    --------
+    >>> from sklearn_icml.datasets import make_tiny_causal_lm
+    >>> from sklearn_icml.utils._causal_lm import lora_copy
+    >>> model, _ = make_tiny_causal_lm()
+    >>> lora = lora_copy(model, rank=2, alpha=4, target_modules=("q_proj", "v_proj"))
+    >>> sum(p.numel() for p in lora.parameters() if p.requires_grad)
+    512
+    """
+    peft = optional_import("peft", "llm")
+    model = copy.deepcopy(model)
+    if attn_implementation is not None:
+        if hasattr(model, "set_attn_implementation"):
+            model.set_attn_implementation(attn_implementation)
+        else:  # older transformers
+            model.config._attn_implementation = attn_implementation
+    model.config.use_cache = False
+    config = peft.LoraConfig(
+        r=int(rank), lora_alpha=float(alpha), target_modules=list(target_modules),
+        lora_dropout=0.0, bias="none", task_type="CAUSAL_LM",
+    )
+    try:
+        with warnings.catch_warnings():  # peft reads an attribute transformers renamed
+            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+            return peft.get_peft_model(model, config)
+    except ValueError as exc:
+        raise ValueError(
+            f"lora_target_modules={tuple(target_modules)!r} does not name layers of "
+            f"{model_name} ({exc}). Name its linear layers, such as ('q_proj', 'v_proj') for "
+            "a Llama."
+        ) from exc

@@ -1,11 +1,9 @@
 """DWMCausalLM: continued training of a pretrained causal LM (a LoRA of it) weighted by a DWM."""
 
-import copy
-import warnings
-
 from sklearn.utils._param_validation import HasMethods
 
 from ..utils import optional_import
+from ..utils._causal_lm import lora_copy
 from ..utils._deprecation import DEPRECATED
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
 from ._char_lm import DWMCharLM
@@ -53,20 +51,8 @@ class CausalLMLearner(nn.Module):
     def __init__(self, model, lora_rank=8, lora_alpha=16,
                  lora_target_modules=("q_proj", "v_proj")):
         super().__init__()
-        peft = optional_import("peft", "llm")
-        base = copy.deepcopy(model)
-        if hasattr(base, "set_attn_implementation"):
-            base.set_attn_implementation("eager")
-        else:  # older transformers
-            base.config._attn_implementation = "eager"
-        base.config.use_cache = False
-        config = peft.LoraConfig(
-            r=int(lora_rank), lora_alpha=float(lora_alpha),
-            target_modules=list(lora_target_modules), lora_dropout=0.0, bias="none",
-        )
-        with warnings.catch_warnings():  # peft reads an attribute transformers renamed
-            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
-            self.lm = peft.get_peft_model(base, config)
+        self.lm = lora_copy(model, rank=lora_rank, alpha=lora_alpha,
+                            target_modules=lora_target_modules, attn_implementation="eager")
 
     def embedding(self, X):
         """The pretrained token embeddings of ``X``, shape ``(B, L, hidden_size)``."""
