@@ -16,9 +16,7 @@ The child is ``_code_check_child.py``, run as a script.
 import dataclasses
 import math
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from numbers import Integral, Real
@@ -29,12 +27,11 @@ from . import _code_check_child
 from ._code_check_child import MAX_REASON_CHARS, PRELOADED_MODULES
 from ._confinement import (
     Limits,
-    SandboxError,
     SandboxUnavailableError,
     UnsafeSandboxWarning,
     _Channel,
     _expected_limits,
-    end_child,
+    child_process,
     inspect_confinement,
     platform_problem,
 )
@@ -130,50 +127,37 @@ def check_program(program, test, *, entry_point, timeout=5.0, memory_limit=512 *
             str(memory_limit), str(cpu_seconds)]
     # the child's messages: one sign and one result of at most MAX_REASON_CHARS characters
     limits = Limits(max_llm_calls=0, max_prompt_chars=0, max_answer_chars=MAX_REASON_CHARS)
-    with tempfile.TemporaryDirectory(prefix="code_check_") as workdir:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=workdir, env={}, close_fds=True, start_new_session=True,
-        )
-        try:
-            channel = _Channel(proc, limits)
-            channel.deadline = time.monotonic() + max(10.0, timeout)
-            message = channel.receive()
-            if message != {"type": "confined"}:
-                return ProgramCheck(False, f"sandbox process did not start ({message!r})",
-                                    time.monotonic() - start)
-            _, missing = inspect_confinement(proc.pid, _expected_limits(memory_limit,
-                                                                         cpu_seconds))
-            if missing and not allow_weak_isolation:
-                raise SandboxUnavailableError(
-                    f"the code-check child is not confined: missing {', '.join(missing)}; the "
-                    "program was not run. Pass allow_weak_isolation=True to run it anyway."
-                )
-            if missing:
-                warnings.warn(f"the code-check child is not confined: missing "
-                              f"{', '.join(missing)}; running anyway.", UnsafeSandboxWarning,
-                              stacklevel=2)
-            channel.deadline = time.monotonic() + timeout
-            status = channel.send({"program": program, "test": test, "entry_point": entry_point})
-            message = status or channel.receive()
-            if message == "timeout":
-                reason = f"timeout after {timeout} s"
-            elif isinstance(message, str):
-                code = proc.poll()
-                reason = (f"sandbox process ended ({message}"
-                          + (f", exit code {code})" if code is not None else ")"))
-            elif message.get("type") == "result" and isinstance(message.get("passed"), bool):
-                reason = str(message.get("reason", ""))[:MAX_REASON_CHARS]
-                return ProgramCheck(message["passed"], reason, time.monotonic() - start)
-            else:
-                reason = "sandbox protocol error: an unexpected message"
-            return ProgramCheck(False, reason, time.monotonic() - start)
-        finally:
-            survivors = end_child(proc)
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-            if survivors:
-                raise SandboxError(f"processes {survivors} of a code check survived its end.")
+    with child_process(argv, what="a code check") as proc:
+        channel = _Channel(proc, limits)
+        channel.deadline = time.monotonic() + max(10.0, timeout)
+        message = channel.receive()
+        if message != {"type": "confined"}:
+            return ProgramCheck(False, f"sandbox process did not start ({message!r})",
+                                time.monotonic() - start)
+        _, missing = inspect_confinement(proc.pid, _expected_limits(memory_limit,
+                                                                     cpu_seconds))
+        if missing and not allow_weak_isolation:
+            raise SandboxUnavailableError(
+                f"the code-check child is not confined: missing {', '.join(missing)}; the "
+                "program was not run. Pass allow_weak_isolation=True to run it anyway."
+            )
+        if missing:
+            warnings.warn(f"the code-check child is not confined: missing "
+                          f"{', '.join(missing)}; running anyway.", UnsafeSandboxWarning,
+                          stacklevel=2)
+        channel.deadline = time.monotonic() + timeout
+        status = channel.send({"program": program, "test": test, "entry_point": entry_point})
+        message = status or channel.receive()
+        if message == "timeout":
+            reason = f"timeout after {timeout} s"
+        elif isinstance(message, str):
+            code = proc.poll()
+            reason = (f"sandbox process ended ({message}"
+                      + (f", exit code {code})" if code is not None else ")"))
+        elif message.get("type") == "result" and isinstance(message.get("passed"), bool):
+            reason = str(message.get("reason", ""))[:MAX_REASON_CHARS]
+            return ProgramCheck(message["passed"], reason, time.monotonic() - start)
+        else:
+            reason = "sandbox protocol error: an unexpected message"
+        return ProgramCheck(False, reason, time.monotonic() - start)
+

@@ -8,6 +8,7 @@ sends afterwards is checked against the run's limits. At the end the child and a
 started are stopped, killed, and looked for again.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -259,16 +260,23 @@ def execute_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_
         argv.append("--no-imports")
     argv += ([] if check else ["--unchecked"]) + ([] if install_filter else ["--no-seccomp"])
     expected = _expected_limits(memory_limit, cpu_seconds)
+    with child_process(argv, what="the sandbox") as proc:
+        return _Channel(proc, limits).execute(code, query, agent, timeout, expected, weak_ok)
+
+
+@contextlib.contextmanager
+def child_process(argv, *, what):
+    """Start a sandbox child in a scratch folder; on leaving, end it and all it started.
+
+    Raises :class:`SandboxError` naming ``what`` when a process of the run survives.
+    """
     with tempfile.TemporaryDirectory(prefix="mas_sandbox_") as workdir:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=workdir, env={}, close_fds=True, start_new_session=True,
         )
-        survivors = []
         try:
-            return _Channel(proc, limits).execute(
-                code, query, agent, timeout, expected, weak_ok
-            )
+            yield proc
         finally:
             survivors = end_child(proc)
             for stream in (proc.stdin, proc.stdout):
@@ -277,9 +285,7 @@ def execute_in_child(code, query, agent, *, timeout, memory_limit, limits, weak_
                 except OSError:
                     pass
             if survivors:
-                raise SandboxError(
-                    f"processes {survivors} of the sandbox survived the end of the run."
-                )
+                raise SandboxError(f"processes {survivors} of {what} survived the end of the run.")
 
 
 class _Channel:
