@@ -38,9 +38,11 @@ NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
 #: An integer >= 2 (a number of classes, arms or clusters).
 INT_AT_LEAST_TWO = Interval(Integral, 2, None, closed="left")
 
-#: A real > 0; infinity is accepted.
+#: A real > 0. scikit-learn's open upper bound refuses infinity (as does
+#: FINITE_POSITIVE_REAL, which says so in its name); pass ``np.inf`` as the bound, closed,
+#: where a parameter must accept infinity (EVOAgent's ``cost_limit``).
 POSITIVE_REAL = Interval(Real, 0, None, closed="neither")
-#: A real >= 0; infinity is accepted.
+#: A real >= 0; infinity is refused (see POSITIVE_REAL).
 NON_NEGATIVE_REAL = Interval(Real, 0, None, closed="left")
 #: A finite real > 0.
 FINITE_POSITIVE_REAL = Interval(Real, 0, np.inf, closed="neither")
