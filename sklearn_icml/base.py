@@ -31,6 +31,7 @@ This module imports nothing from torch (nor does the skorch layer it re-exports)
 
 import abc
 import numbers
+import threading
 import time
 
 import joblib
@@ -261,6 +262,11 @@ def run_seeds(algorithm, env, seeds, n_jobs=None):
 # objects set up at first use
 
 
+# held while an object of SetUpAtFirstUseMixin builds itself at first use (re-entrant: a
+# build may set up the objects it holds)
+_SETUP_LOCK = threading.RLock()
+
+
 class SetUpAtFirstUseMixin(metaclass=abc.ABCMeta):
     """Validate the parameters and build derived state at first use, again after set_params.
 
@@ -290,9 +296,13 @@ class SetUpAtFirstUseMixin(metaclass=abc.ABCMeta):
 
     def _setup(self):
         if not self.__dict__.get("_is_set_up", False):
-            self._validate_params()
-            self._build()
-            self._is_set_up = True
+            # several threads may meet an object at its first use (a client shared by the
+            # threads of a MAS run): one builds it, the others wait, nobody builds it twice
+            with _SETUP_LOCK:
+                if not self.__dict__.get("_is_set_up", False):
+                    self._validate_params()
+                    self._build()
+                    self._is_set_up = True
         return self
 
     @abc.abstractmethod

@@ -205,3 +205,31 @@ def test_the_skorch_layer_is_re_exported_by_base():
     assert BaseNeuralEstimator is neural_base.BaseNeuralEstimator
     assert NeuralClassifierMixin is neural_base.NeuralClassifierMixin
     assert NeuralRegressorMixin is neural_base.NeuralRegressorMixin
+
+
+def test_first_use_from_many_threads_builds_once():
+    import threading
+    import time
+
+    from sklearn.base import BaseEstimator
+
+    from sklearn_icml.base import SetUpAtFirstUseMixin
+
+    class Slow(SetUpAtFirstUseMixin, BaseEstimator):
+        _parameter_constraints = {}
+        builds = 0
+
+        def _build(self):
+            type(self).builds += 1
+            self.state_ = []
+            time.sleep(0.05)  # a build long enough for the other threads to arrive
+
+    obj = Slow()
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(id(obj._setup().state_)))
+               for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert Slow.builds == 1 and len(set(seen)) == 1
