@@ -7,6 +7,7 @@ given and what is expected, and never modifies the caller's array.
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._deprecation import renamed
 
@@ -167,6 +168,8 @@ def _first_string(array):
     ``where`` is "column 'name'" for a DataFrame and "row i, column j" (or "position i")
     for an array. Only object (and string) dtypes are read entry by entry.
     """
+    if sp.issparse(array):  # scipy's sparse containers hold numbers only
+        return None
     if hasattr(array, "columns") and hasattr(array, "dtypes"):  # pandas DataFrame
         for col in array.columns:
             column = array[col]

@@ -70,3 +70,19 @@ def test_pandas_string_dtypes_are_read_as_strings():
     X = pd.DataFrame({"c": pd.Series(["x", "y"], dtype="string")})
     with pytest.raises(ValueError, match="first at column 'c'"):
         validate_input(LinearRegression(), X)
+
+
+
+@pytest.mark.parametrize("container", ["csr_matrix", "csr_array", "dok_array"])
+def test_the_string_scan_leaves_sparse_input_to_scikit_learn(container):
+    # The scan must not read a sparse container entry by entry: scipy's sparse arrays
+    # (dok_array on scipy 1.12) refuse 1-D slices, which surfaced as NotImplementedError from the
+    # error path of an estimator that refused sparse input.
+    import scipy.sparse as sp
+
+    from sklearn_icml.utils.validation import _string_error
+
+    X = getattr(sp, container)(np.eye(3))
+    assert _string_error("X", X) is None
+    with pytest.raises(TypeError, match="Sparse data was passed"):
+        check_input_array(X)
