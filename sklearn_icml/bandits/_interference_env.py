@@ -58,11 +58,19 @@ def _power_law_kernel(grid_side, beta):
 class _GridEnvironment(BaseEnvironment):
     """Round and assignment checks, ``step`` and the fixed-arm bookkeeping of a grid.
 
-    A subclass has ``grid_side``, ``n_arms`` and ``horizon`` parameters and writes
+    A subclass has ``grid_side``, ``n_arms``, ``horizon`` and ``random_state`` parameters
+    (constrained here; it adds its own to ``_parameter_constraints``) and writes
     ``_build``, ``_noise_free(t, Z)`` (outcomes of every unit, shape ``(L, L)``),
     ``_fixed_arm_rewards(t)`` (the ``k`` exact values ``r_t(i * 1)``) and, when it adds
     observation noise, ``_observe(Y)``.
     """
+
+    _parameter_constraints = {
+        "grid_side": [POSITIVE_INT],
+        "n_arms": [POSITIVE_INT],
+        "horizon": [POSITIVE_INT],
+        "random_state": ["random_state"],
+    }
 
     def _observe(self, Y):
         return Y
@@ -275,9 +283,7 @@ class InterferenceGridEnv(_GridEnvironment):
     """
 
     _parameter_constraints = {
-        "grid_side": [POSITIVE_INT],
-        "n_arms": [POSITIVE_INT],
-        "horizon": [POSITIVE_INT],
+        **_GridEnvironment._parameter_constraints,
         "interference": [StrOptions({"neighborhood", "power_law"})],
         "kappa": [NON_NEGATIVE_INT],
         "beta": [FINITE_POSITIVE_REAL],
@@ -285,7 +291,6 @@ class InterferenceGridEnv(_GridEnvironment):
         "base_amplitude": [FINITE_NON_NEGATIVE_REAL],
         "base_level": [FINITE_REAL],
         "noise_std": [FINITE_NON_NEGATIVE_REAL],
-        "random_state": ["random_state"],
     }
 
     n_units_ = BuiltAttribute()

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval
 from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
 from ..utils._deprecation import keyword_only_after
-from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT, POSITIVE_INT
+from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT
 from ._interference_env import _box_bounds, _GridEnvironment
 
 
@@ -106,14 +106,11 @@ class RandomRewardGridEnv(_GridEnvironment):
     """
 
     _parameter_constraints = {
-        "grid_side": [POSITIVE_INT],
-        "n_arms": [POSITIVE_INT],
-        "horizon": [POSITIVE_INT],
+        **_GridEnvironment._parameter_constraints,
         "arm_means": ["array-like", None],
         "reward_spread": [Interval(numbers.Real, 0, 0.5, closed="both")],
         "interference_radius": [NON_NEGATIVE_INT],
         "decay": [FINITE_NON_NEGATIVE_REAL],
-        "random_state": ["random_state"],
     }
 
     n_units_ = BuiltAttribute()
