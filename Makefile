@@ -35,8 +35,12 @@ real-data:
 	test -f $(VENV)/share/sklearn_icml/laspy-2.7.0.tar.gz || \
 	  $(PIP) download -q --no-deps --no-binary :all: laspy==2.7.0 -d $(VENV)/share/sklearn_icml
 
+# best-arm (the single-agent LUCB1 peer of the multi-agent BAI benchmark) pins scipy<1.13,
+# which would pull numpy below 2 and break pyarrow (dask, trl): it installs with --no-deps
+# (its real needs, numpy, scipy and matplotlib, are already there).
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) install -q $(TORCH) -e ".[all,dev,docs,bench]"
+	$(PIP) install -q --no-deps best-arm==0.1.1
 	touch $(BENCH_STAMP)
 
 # ruff first: a finding fails `make test` before the suite runs
