@@ -19,6 +19,8 @@ from numbers import Real
 
 __all__ = ["Progress", "is_terminal"]
 
+_clock = time.perf_counter  # looked up at each call, so that a test can replace it
+
 
 def is_terminal(stream):
     """Whether ``stream`` is an interactive terminal (False when it cannot say).
@@ -106,7 +108,7 @@ class Progress:
         self.verbose = int(verbose or 0)
         self.total = total
         self.stream = stream
-        self.start = time.perf_counter()
+        self.start = _clock()
         self._bar = None
         self._bar_checked = False
 
@@ -119,7 +121,7 @@ class Progress:
     @property
     def elapsed(self):
         """Seconds since the fit started."""
-        return time.perf_counter() - self.start
+        return _clock() - self.start
 
     def enabled(self, level=1):
         """Whether lines of ``level`` are printed (``verbose >= level > 0``)."""
