@@ -46,8 +46,7 @@ def test_torch_threads_none_is_one_thread_unless_joblib_says_more():
 
 
 def test_gam_default_uses_every_core_and_none_one_thread(monkeypatch):
-    from sklearn_icml.gam import StumpForestGAMRegressor
-    from sklearn_icml.gam import _stump_kernels
+    from sklearn_icml.gam import StumpForestGAMRegressor, _stump_kernels
 
     assert StumpForestGAMRegressor().n_jobs == -1
     seen = []
