@@ -152,7 +152,9 @@ class EVOAgent(ConstrainedPolicyGradient):
     random_state : int, RandomState instance or None, default=None
         Seeds the networks, action sampling and environment resets.
     verbose : int, default=0
-        Print one line per iteration if positive.
+        0 is silent; 1 prints one line per iteration (episode return and cost, the cost
+        quantile, the violation rate, the multiplier, the time since :meth:`run` started),
+        as a tqdm bar when stdout is a terminal.
     actor_hidden, critic_hidden, actor_lr, critic_lr, lagrangian_lr : deprecated
         The old names of ``actor_hidden_layer_sizes``, ``critic_hidden_layer_sizes``,
         ``actor_learning_rate``, ``critic_learning_rate`` and ``lagrangian_learning_rate``.
