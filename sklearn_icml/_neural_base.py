@@ -18,7 +18,7 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from .utils._param_validation import POSITIVE_INT
+from .utils._param_validation import N_JOBS
 from .utils._random import draw_seed
 
 __all__ = [
@@ -52,12 +52,15 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     skorch net through :meth:`_fit_net` and keeps it in ``net_``. The base
 
     * checks ``device`` (CPU by default, ``"cuda"`` honoured when available) and keeps
-      skorch silent unless ``verbose`` (``verbose=1`` prints skorch's per-epoch table);
+      skorch silent unless ``verbose`` (``verbose=1`` prints skorch's per-epoch table, in
+      plain text when stdout is not a terminal, with an ``elapsed`` column:
+      :class:`~sklearn_icml.utils._skorch.PlainPrintLog`);
     * disables skorch's internal validation split: validation is the user's business,
       through scikit-learn's tools;
     * seeds torch with :func:`~sklearn_icml.utils.draw_seed` of ``random_state`` under a
       forked torch RNG, so a fit is reproducible and leaves the caller's RNG alone;
-    * bounds torch's intra-op threads to ``n_jobs`` during the fit;
+    * bounds torch's intra-op threads to ``n_jobs`` during the fit (``None`` is 1, as
+      :func:`~sklearn_icml.utils._parallel.resolve_n_jobs` says);
     * adds behaviour through skorch callbacks: the subclass passes its own
       (``callbacks=[...]``) and the user's ``callbacks`` parameter is deep-copied, so a
       fit never mutates a parameter; a callback stops training when the loss is not
@@ -90,7 +93,7 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
 
     _parameter_constraints: dict = {
         "device": "no_validation",  # checked by utils._skorch.check_device in fit
-        "n_jobs": [POSITIVE_INT, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -165,7 +168,7 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         -------
         net : the fitted skorch net, also stored in ``self.net_``.
         """
-        from .utils._skorch import StopOnLoss
+        from .utils._skorch import PlainPrintLog, StopOnLoss
         from .utils._training import seeded_torch
 
         self._check_routed_params()
@@ -178,8 +181,9 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         device, n_jobs = getattr(self, "device", "cpu"), getattr(self, "n_jobs", None)
         with seeded_torch(seed, device, n_jobs) as device:
             kwargs = {"train_split": None, "verbose": verbose, "device": device}
-            if not verbose:
-                kwargs["callbacks__print_log"] = None  # skip formatting a table nobody sees
+            # skip formatting a table nobody sees; when verbose, skorch's table without ANSI
+            # colours in a log file, with the time since the fit started
+            kwargs["callbacks__print_log"] = PlainPrintLog() if verbose else None
             kwargs.update(net_kwargs)
             kwargs.update(self._routed_params())
             net = net_cls(callbacks=callbacks, **kwargs)

@@ -30,7 +30,6 @@ This module imports nothing from torch (nor does the skorch layer it re-exports)
 """
 
 import abc
-import numbers
 import threading
 import time
 
@@ -39,10 +38,12 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import HasMethods, Interval, validate_params
+from sklearn.utils._param_validation import HasMethods, validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from ._neural_base import BaseNeuralEstimator, NeuralClassifierMixin, NeuralRegressorMixin
+from .utils._param_validation import N_JOBS
+from .utils._progress import Progress
 from .utils._random import spawn_seeds
 
 __all__ = [
@@ -98,6 +99,11 @@ class BaseRunner(NonTabularInputMixin, BaseEstimator, metaclass=abc.ABCMeta):
     ``_environment_types`` (a tuple of classes, or empty for any) names what ``run``
     accepts.
 
+    A runner with a ``verbose`` parameter reports its progress: during ``_run``,
+    ``self._progress`` is a :class:`~sklearn_icml.utils._progress.Progress` named after the
+    class (its lines carry the time since ``run`` started), and ``run`` ends with a
+    ``done`` line.
+
     Examples
     --------
     >>> from sklearn_icml.base import BaseRunner
@@ -134,7 +140,13 @@ class BaseRunner(NonTabularInputMixin, BaseEstimator, metaclass=abc.ABCMeta):
             raise TypeError(
                 f"env must be a {names} for {type(self).__name__}.run. Got {env!r} instead."
             )
-        self._run(env, **run_params)
+        self._progress = Progress(type(self).__name__, getattr(self, "verbose", 0))
+        try:
+            self._run(env, **run_params)
+        finally:
+            progress = self.__dict__.pop("_progress")
+            progress.close()
+        progress.log("done")
         return self
 
     @abc.abstractmethod
@@ -179,7 +191,7 @@ def _backend_context_in_force():
         "algorithm": [HasMethods(["run", "get_params"])],
         "env": [HasMethods(["get_params"])],
         "seeds": ["array-like"],
-        "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
+        "n_jobs": N_JOBS,
     },
     prefer_skip_nested_validation=True,
 )

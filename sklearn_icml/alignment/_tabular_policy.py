@@ -17,6 +17,7 @@ from ..base import NonTabularInputMixin
 from ..utils import check_random_state
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._progress import Progress
 from ..utils.validation import check_finite, check_input_array
 from ._base import (
     _PreferenceLossMixin,
@@ -488,11 +489,15 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
 
     def _solve(self, objective, x0, ctx, a, b, p, w):
         data = objective.bind(ctx, a, b, p, w)
+        progress = Progress(type(self).__name__, self.verbose)
+        every = max(1, self.max_iter // 10)
         if self.solver == "lbfgs":
             curve = []
 
             def callback(intermediate_result):
                 curve.append(float(intermediate_result.fun))
+                if len(curve) % every == 0:
+                    progress.log(f"iter {len(curve)}", objective=curve[-1])
 
             # tiny problems: BLAS threads only add overhead (a lot on a busy machine)
             with np.errstate(over="ignore"), threadpool_limits(1, user_api="blas"):
@@ -510,10 +515,9 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         x = x0.copy()
         lr = self._learning_rate
         if self.batch_size is None and objective.phi is None and _USE_KERNEL:
-            return self._solve_kernel(objective, data, x)
+            return self._solve_kernel(objective, data, x, progress)
         curve = np.empty(self.max_iter)
         rng = check_random_state(self.random_state)
-        every = max(1, self.max_iter // 10)
         converged = False
         n_iter = 0
         for it in range(self.max_iter):
@@ -537,11 +541,11 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
                 converged = True
                 break
             x = x - lr * g
-            if self.verbose and (it + 1) % every == 0:
-                print(f"[TabularPreferencePolicy] iter {it + 1}: objective {f:.6g}")
+            if (it + 1) % every == 0:
+                progress.log(f"iter {it + 1}", objective=f)
         return x, curve[:n_iter], n_iter, converged
 
-    def _solve_kernel(self, objective, data, x):
+    def _solve_kernel(self, objective, data, x, progress):
         ia, ib, off, p, w, kl_w = data
         CK = objective.C * objective.K
         kl = np.zeros(CK) if kl_w is None else kl_w.ravel()
@@ -556,10 +560,10 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
                 f"the objective or its gradient became non-finite at iteration {n_iter + 1} "
                 f"(learning_rate={self._learning_rate!r}); lower learning_rate."
             )
-        if self.verbose:
-            every = max(1, n_iter // 10)
-            for it in range(every - 1, n_iter, every):
-                print(f"[TabularPreferencePolicy] iter {it + 1}: objective {curve[it]:.6g}")
+        # the kernel runs every iteration at once: its curve is reported when it returns
+        every = max(1, n_iter // 10)
+        for it in range(every - 1, n_iter, every):
+            progress.log(f"iter {it + 1}", objective=curve[it])
         return x, curve, n_iter, converged
 
     def _warn_convergence(self, ctx, a, b, p, w):

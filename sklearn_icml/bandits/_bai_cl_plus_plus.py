@@ -54,6 +54,9 @@ class BAIClPlusPlus(BAICl):
         Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the phase-1 order and the phase-2 test orders.
+    verbose : int, default=0
+        0 is silent; 1 prints a line when phase 1 ends and one when every agent's best arm
+        is identified, with the time since :meth:`run` started.
 
     Attributes
     ----------
@@ -137,6 +140,7 @@ class BAIClPlusPlus(BAICl):
         c_bit=1.0,
         max_total_pulls=10**12,
         random_state=None,
+        verbose=0,
     ):
         super().__init__(
             n_clusters=n_clusters,
@@ -147,6 +151,7 @@ class BAIClPlusPlus(BAICl):
             c_bit=c_bit,
             max_total_pulls=max_total_pulls,
             random_state=random_state,
+            verbose=verbose,
         )
         self.eta1 = eta1
 

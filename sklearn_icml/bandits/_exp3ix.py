@@ -64,6 +64,7 @@ class _BaseInterferenceEXP3IX(BaseRunner):
     _parameter_constraints = {
         "n_arms": [POSITIVE_INT],
         "horizon": [POSITIVE_INT],
+        "verbose": ["verbose"],
         "learning_rate": [POSITIVE_REAL, None],
         "ix_gamma": [Interval(numbers.Real, 0, 0.5, closed="left"), None],
         "random_state": ["random_state"],
@@ -254,11 +255,15 @@ class _BaseInterferenceEXP3IX(BaseRunner):
         T, L = env.horizon, env.grid_side
         rewards = np.empty(T)
         fixed = np.empty((T, self.n_arms))
+        every = max(1, T // 10)
         for t in range(T):
             Z = self.select(t, L)
             Y, rewards[t] = env.step(t, Z)
             fixed[t] = env.fixed_arm_rewards(t)
             self.update(t, Z, Y)
+            if (t + 1) % every == 0 and self._progress.enabled():
+                regret = _regret_path(rewards[: t + 1], fixed[: t + 1])[-1]
+                self._progress.log(f"round {t + 1}/{T}", regret=regret)
         path = _regret_path(rewards, fixed)
         self.rewards_ = rewards
         self.fixed_arm_rewards_ = fixed
@@ -294,6 +299,9 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     random_state : int, RandomState instance or None, default=None
         Seeds the policy's generator (:func:`~sklearn_icml.utils.check_generator`) at
         round 0.
+    verbose : int, default=0
+        0 is silent; 1 prints the regret so far every tenth of the horizon during
+        :meth:`run`, with the time since it started.
 
     Attributes
     ----------
@@ -351,12 +359,14 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     arms_ = _PerRound("_arms")
 
     @keyword_only_after(1)
-    def __init__(self, *, n_arms, horizon, learning_rate=None, ix_gamma=None, random_state=None):
+    def __init__(self, *, n_arms, horizon, learning_rate=None, ix_gamma=None, random_state=None,
+                 verbose=0):
         self.n_arms = n_arms
         self.horizon = horizon
         self.learning_rate = learning_rate
         self.ix_gamma = ix_gamma
         self.random_state = random_state
+        self.verbose = verbose
 
     def _start_extra(self):
         self._arms = np.zeros(self.horizon, dtype=np.intp)
@@ -432,6 +442,9 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         strips' and quads' cells, ``R = 2 n_cells - 1`` regions per axis) and
         ``"shifted_grid"`` draws ``rng.uniform(0, l, 2)`` (the shift); then
         ``rng.choice(k, size=(n_cells_x, n_cells_y), p=p_t)``.
+    verbose : int, default=0
+        0 is silent; 1 prints the regret so far every tenth of the horizon during
+        :meth:`run`, with the time since it started.
 
     Attributes
     ----------
@@ -535,6 +548,7 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         ix_gamma=None,
         resample_partition=True,
         random_state=None,
+        verbose=0,
     ):
         self.n_arms = n_arms
         self.horizon = horizon
@@ -546,6 +560,7 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         self.ix_gamma = ix_gamma
         self.resample_partition = resample_partition
         self.random_state = random_state
+        self.verbose = verbose
 
     def _start_extra(self):
         r = int(self.exposure_radius)

@@ -35,7 +35,8 @@ def _id_bits(n_arms):
 class _Run:
     """Book-keeping of one run: pulls per phase, rounds, messages."""
 
-    def __init__(self, env, max_total_pulls):
+    def __init__(self, env, max_total_pulls, progress):
+        self.progress = progress
         self.env = env
         self.draw = env._draw
         self.max_total_pulls = max_total_pulls
@@ -61,6 +62,7 @@ class _Run:
 
     def end_phase1(self):
         self.phase1 = int((self.env.pulls_per_agent_ - self.start).sum())
+        self.progress.log("phase 1 done", pulls=self.phase1, messages=self.n_messages)
 
     def send(self, n_messages=1, *, reals=0, bits=0):
         self.n_messages += n_messages
@@ -103,6 +105,7 @@ class _BaseMultiAgentBAI(BaseRunner):
 
     _parameter_constraints = {
         "delta": [OPEN_UNIT_INTERVAL],
+        "verbose": ["verbose"],
         "c_real": [NON_NEGATIVE_REAL],
         "c_bit": [NON_NEGATIVE_REAL],
         "max_total_pulls": [POSITIVE_INT],
@@ -112,7 +115,7 @@ class _BaseMultiAgentBAI(BaseRunner):
     def _run(self, env):
         env._setup()
         self._check_run_params(env)
-        book = _Run(env, self.max_total_pulls)
+        book = _Run(env, self.max_total_pulls, self._progress)
         rng = check_random_state(getattr(self, "random_state", None))
         best, labels, n_found, extra = self._identify(env, book, rng)
         spent = env.pulls_per_agent_ - book.start
@@ -131,6 +134,10 @@ class _BaseMultiAgentBAI(BaseRunner):
         self.communication_cost_ = float(self.c_real * book.n_reals + self.c_bit * book.n_bits)
         for name, value in extra.items():
             setattr(self, name + "_", value)
+        self._progress.log(
+            "identified", clusters_found=self.n_clusters_found_, pulls=total,
+            messages=self.n_messages_,
+        )
 
     @abc.abstractmethod
     def _identify(self, env, book, rng):
@@ -233,6 +240,9 @@ class NaiveBAI(_BaseMultiAgentBAI):
         Cost of sending one bit.
     max_total_pulls : int, default=10**12
         Safety limit of one SE call; exceeding it raises ``RuntimeError``.
+    verbose : int, default=0
+        0 is silent; 1 prints a line when phase 1 ends and one when every agent's best arm
+        is identified, with the time since :meth:`run` started.
 
     Attributes
     ----------
@@ -279,11 +289,13 @@ class NaiveBAI(_BaseMultiAgentBAI):
     (array([0, 1, 0, 1, 1, 0]), 12, 1.0)
     """
 
-    def __init__(self, *, delta=0.05, c_real=64.0, c_bit=1.0, max_total_pulls=10**12):
+    def __init__(self, *, delta=0.05, c_real=64.0, c_bit=1.0, max_total_pulls=10**12,
+                 verbose=0):
         self.delta = delta
         self.c_real = c_real
         self.c_bit = c_bit
         self.max_total_pulls = max_total_pulls
+        self.verbose = verbose
 
     def _identify(self, env, book, rng):
         n, k = env.n_agents_, env.n_arms_
@@ -325,6 +337,9 @@ class ClBAI(_BaseMultiAgentBAI):
         Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the representatives when ``representative="random"``.
+    verbose : int, default=0
+        0 is silent; 1 prints a line when phase 1 ends and one when every agent's best arm
+        is identified, with the time since :meth:`run` started.
 
     Attributes
     ----------
@@ -412,6 +427,7 @@ class ClBAI(_BaseMultiAgentBAI):
         c_bit=1.0,
         max_total_pulls=10**12,
         random_state=None,
+        verbose=0,
     ):
         self.delta = delta
         self.eta = eta
@@ -421,6 +437,7 @@ class ClBAI(_BaseMultiAgentBAI):
         self.c_bit = c_bit
         self.max_total_pulls = max_total_pulls
         self.random_state = random_state
+        self.verbose = verbose
 
     def _check_run_params(self, env):
         super()._check_run_params(env)
@@ -489,6 +506,9 @@ class BAICl(_BaseMultiAgentBAI):
         Safety limit of one SE call; exceeding it raises ``RuntimeError``.
     random_state : int, RandomState instance or None, default=None
         Draws the order in which phase 1 visits agents.
+    verbose : int, default=0
+        0 is silent; 1 prints a line when phase 1 ends and one when every agent's best arm
+        is identified, with the time since :meth:`run` started.
 
     Attributes
     ----------
@@ -576,6 +596,7 @@ class BAICl(_BaseMultiAgentBAI):
         c_bit=1.0,
         max_total_pulls=10**12,
         random_state=None,
+        verbose=0,
     ):
         self.n_clusters = n_clusters
         self.delta = delta
@@ -585,6 +606,7 @@ class BAICl(_BaseMultiAgentBAI):
         self.c_bit = c_bit
         self.max_total_pulls = max_total_pulls
         self.random_state = random_state
+        self.verbose = verbose
 
     def _check_run_params(self, env):
         super()._check_run_params(env)

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils import check_random_state
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, keyword_only_after, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._progress import Progress
 from ..utils.validation import check_input_array, validate_input
 from ._ptib_kernels import merge_costs, sib_sweeps
 from ._ptib_neighbors import NeighborRelevance
@@ -392,7 +393,7 @@ def _ptib(
     max_sweeps,
     tol,
     rng,
-    verbose=0,
+    progress=None,
     sweep=sib_sweeps,
 ):
     """The PTIB outer loop on prepared distributions (see :class:`PTIBClustering`'s Notes).
@@ -410,8 +411,8 @@ def _ptib(
         "trust": [],
         "review_matrix": [],
     }
-    if verbose:
-        print(f"[PTIB] start: equal weights, objective {value:.6f}")
+    progress = Progress("PTIB") if progress is None else progress
+    progress.log("start: equal weights", objective=value)
     n_iter = 0
     # with a single view the loop does not run and these describe the one view
     view_labels, review = [consensus.copy()], np.full((1, 1), np.nan)
@@ -443,11 +444,10 @@ def _ptib(
             ("review_matrix", review),
         ):
             history[key].append(item)
-        if verbose:
-            moved = int(np.sum(new_labels != consensus))
-            print(
-                f"[PTIB] iteration {it}: weights {np.round(new_weights, 3).tolist()}, "
-                f"objective {value:.6f}, {moved} samples moved"
+        if progress.enabled():
+            progress.log(
+                f"iteration {it}", weights=np.round(new_weights, 3).tolist(), objective=value,
+                samples_moved=int(np.sum(new_labels != consensus)),
             )
         done = np.max(np.abs(new_weights - weights)) < tol and np.array_equal(
             new_labels, consensus
@@ -460,9 +460,10 @@ def _ptib(
         # better one; cluster-level moves find it where single-sample moves cannot
         refined, refined_value = _split_merge(views, weights, consensus, K, max_sweeps, rng,
                                               sweep)
-        if verbose and not np.array_equal(refined, consensus):
-            print(f"[PTIB] split-merge refinement: objective {value:.6f} -> "
-                  f"{refined_value:.6f}")
+        if not np.array_equal(refined, consensus):
+            progress.log(
+                "split-merge refinement", objective=f"{value:.6f} -> {refined_value:.6f}"
+            )
         consensus, value = refined, refined_value
         history["objective"][-1] = value
     return _PTIBResult(
@@ -981,7 +982,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
             max_sweeps=self.max_sweeps,
             tol=self.tol,
             rng=check_random_state(self.random_state),
-            verbose=self.verbose,
+            progress=Progress(type(self).__name__, self.verbose),
         )
         self.labels_ = result.labels
         self.view_weights_ = result.weights

@@ -1,7 +1,6 @@
 """SerLiCCodec: learned lossless LiDAR reflectance coding in scan order (Zhu et al., 2025)."""
 
 import numbers
-import time
 
 import numpy as np
 from sklearn.utils._param_validation import (
@@ -20,7 +19,8 @@ from ..utils._deprecation import (
     deprecated,
     renamed_param,
 )
-from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils._param_validation import N_JOBS, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils._progress import Progress
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import check_fits_dtype
@@ -158,8 +158,9 @@ class SerLiCCodec(_BaseReflectanceCodec):
         Accept points at the sensor origin (elevation undefined): they are left out of
         the model and their reflectance is stored raw (8 bits each).
     n_jobs : int, default=1
-        torch threads during fit and coding. Decode with the same value as encode: the
-        probabilities must be bit-identical.
+        Number of CPU workers: torch threads during fit and coding (``None`` means 1 unless
+        in a :func:`joblib.parallel_config` context; -1 every core). Decode with the same
+        number as encode: the probabilities must be bit-identical.
     device : str, default="cpu"
         Device for training (``"cuda"`` if available); coding always runs on the CPU.
     random_state : int, RandomState instance or None, default=None
@@ -255,7 +256,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         "lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "prob_floor": [Interval(numbers.Real, 0, 1 / 256, closed="neither")],
         # not None: decoding must run on the thread count the encoder ran on
-        "n_jobs": [POSITIVE_INT],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(
@@ -402,7 +403,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         """
         floor = float(self.prob_floor)
         sums = [0.0, 0.0]  # bits and real points of the epoch so far
-        clock = [time.perf_counter()]
+        progress = Progress(type(self).__name__, self.verbose, total=self.max_epochs)
 
         def step(indices):
             idx = torch.from_numpy(indices).to(device)
@@ -421,18 +422,13 @@ class SerLiCCodec(_BaseReflectanceCodec):
         def end_epoch(epoch, loss):
             self.train_bpp_.append(sums[0] / sums[1])
             sums[:] = [0.0, 0.0]
-            if self.verbose:
-                print(
-                    f"epoch {epoch + 1}/{self.max_epochs}: train {self.train_bpp_[-1]:.4f} "
-                    f"bpp ({time.perf_counter() - clock[0]:.1f} s)",
-                    flush=True,
-                )
-            clock[0] = time.perf_counter()
+            progress.step(f"epoch {epoch + 1}/{self.max_epochs}", train_bpp=self.train_bpp_[-1])
 
-        run_epochs(
-            step, tensors[0].shape[0], batch_size=int(self.batch_size),
-            max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=end_epoch,
-        )
+        with progress:
+            run_epochs(
+                step, tensors[0].shape[0], batch_size=int(self.batch_size),
+                max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=end_epoch,
+            )
 
     def _config(self):
         config = super()._config()

@@ -26,6 +26,7 @@ from ..utils._param_validation import (
     POSITIVE_REAL,
     UNIT_INTERVAL_WITHOUT_ONE,
 )
+from ..utils._progress import Progress
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils._training import run_epochs, seeded_torch
@@ -545,6 +546,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
             self.permutations_ = []
             self.history_ = []
         task_seed = (self._seed + n_done) % MAX_SEED
+        progress = Progress(type(self).__name__, self.verbose)
         with seeded_torch(task_seed, self.device, self.n_jobs) as device:
             self._learn_task(features_to_float32(X), y_index, len(task_classes), n_done, device)
         self.task_classes_.append(task_classes)
@@ -555,12 +557,11 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         self.history_[-1]["train_accuracy"] = float(
             np.mean(np.argmax(task_logits, axis=1) == y_index)
         )
-        if self.verbose:
-            h = self.history_[-1]
-            print(
-                f"[LwI] task {n_done}: {len(task_classes)} classes, final loss "
-                f"{h['loss'][-1]:.4f}, train accuracy {h['train_accuracy']:.4f}"
-            )
+        h = self.history_[-1]
+        progress.log(
+            f"task {n_done}", classes=len(task_classes), final_loss=h["loss"][-1],
+            train_accuracy=h["train_accuracy"],
+        )
         return self
 
     def _learn_task(self, X, y, n_classes, t, device):

@@ -11,13 +11,14 @@ non-increasing. Everything that depends on the loss is a method of the loss obje
 """
 
 import dataclasses
-import time
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ..utils._parallel import resolve_n_jobs
+from ..utils._progress import Progress
 from . import _stump_kernels as K
 from ._rows import Stump, bin_weights, data_loss, initial_statistics
 
@@ -467,7 +468,7 @@ def path_patience(n_iter_no_change):
 
 def fit_stump_forest(
     rows, n_edges, loss, *, n_stumps, max_iter, l2_reg, min_samples_leaf, tol, init,
-    n_jobs, rng, verbose=0, name="StumpForestGAM", categorical=None, monotone=None,
+    n_jobs, rng, progress=None, label="", categorical=None, monotone=None,
     missing_bin=None, validation=None, n_iter_no_change=10, warm_start=None,
 ):
     """Initialise the stumps, then sweep (stump steps, then a leaf step) until it stops.
@@ -486,13 +487,16 @@ def fit_stump_forest(
         stump on the current residual), then runs ``PATH_SWEEPS`` sweeps over all stumps.
         With ``validation`` the path stops after :func:`path_patience` rounds without
         improvement and returns the forest of the best round.
-    max_iter, l2_reg, min_samples_leaf, tol, init, n_jobs, verbose, n_iter_no_change
+    max_iter, l2_reg, min_samples_leaf, tol, init, n_jobs, n_iter_no_change
         As the estimators' parameters (``l2_reg`` in the loss's Hessian units, see
         :meth:`StumpForestProblem`).
     rng : numpy.random.RandomState
         Draws the random init and the order in which stumps are visited.
-    name : str
-        Prefix of the verbose lines.
+    progress : :class:`~sklearn_icml.utils._progress.Progress` or None
+        Where the verbose lines go: one object for every stage of an estimator's fit, so
+        the elapsed time runs on across them. None prints nothing.
+    label : str
+        Start of this stage's lines ("fold 2/3, ", "refit on all rows, ").
     categorical, monotone : ndarray of shape (n_features,)
         Categorical mask and monotone constraints (-1, 0, 1).
     missing_bin : int
@@ -521,7 +525,8 @@ def fit_stump_forest(
     monotone = np.zeros(n_features, np.int64) if monotone is None else monotone
     missing_bin = int(n_edges.max()) + 1 if missing_bin is None else missing_bin
     auto = isinstance(n_stumps, str)
-    start = time.perf_counter()
+    progress = Progress("StumpForestGAM") if progress is None else progress
+    n_jobs = resolve_n_jobs(n_jobs)
     with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
         problem = StumpForestProblem(
             rows, n_edges, loss,
@@ -551,8 +556,7 @@ def fit_stump_forest(
         sizes = [problem.n_stumps]
         best, best_sweep = problem.state(), 0
         patience = path_patience(n_iter_no_change) if auto else n_iter_no_change
-        if verbose:
-            print(f"[{name}] init: objective {history[0]:.6g}")
+        progress.log(f"{label}init", objective=history[0])
         converged = False
         n_iter = 0
         for n_iter in range(1, max_iter + 1):
@@ -567,12 +571,12 @@ def fit_stump_forest(
             sizes.append(problem.n_stumps)
             if validation is None or scores[-1] > scores[best_sweep]:
                 best, best_sweep = problem.state(), n_iter
-            if verbose:
-                used = int(np.sum(problem.features >= 0))
-                line = f"[{name}] sweep {n_iter}: objective {history[-1]:.6g}"
+            if progress.enabled():
+                values = {"objective": history[-1]}
                 if validation is not None:
-                    line += f", validation loss {-scores[-1]:.6g}"
-                print(f"{line}, {used} stumps used, {time.perf_counter() - start:.2f} s")
+                    values["validation_loss"] = -scores[-1]
+                values["stumps_used"] = int(np.sum(problem.features >= 0))
+                progress.log(f"{label}sweep {n_iter}", **values)
             if validation is not None:
                 if auto and problem.n_stumps < PATH_OVERSHOOT * sizes[best_sweep] + MIN_GROWTH:
                     continue

@@ -30,7 +30,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..utils import check_random_state, draw_seed
 from ..utils._docstrings import fill_doc
-from ..utils._param_validation import NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
+from ..utils._param_validation import N_JOBS, NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
+from ..utils._progress import Progress
 from ..utils.validation import validate_input
 from . import _dask
 from ._encoding import (
@@ -153,11 +154,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         "n_iter_no_change": [POSITIVE_INT],
         "tol": [NON_NEGATIVE_REAL],
         "init": [StrOptions({"greedy", "random"})],
-        "n_jobs": [
-            POSITIVE_INT,
-            Interval(numbers.Integral, None, -1, closed="right"),
-            None,
-        ],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -177,7 +174,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         n_iter_no_change=10,
         tol=1e-7,
         init="greedy",
-        n_jobs=None,
+        n_jobs=-1,
         random_state=None,
         verbose=0,
     ):
@@ -436,8 +433,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         """
         common = dict(
             max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
-            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng, verbose=self.verbose,
-            name=type(self).__name__, categorical=self.is_categorical_, monotone=monotone,
+            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng,
+            progress=Progress(type(self).__name__, self.verbose),
+            categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
         )
         if isinstance(train, list):
@@ -456,7 +454,7 @@ class _BaseStumpForestGAM(BaseEstimator):
                     warm = (problem.features, problem.left, problem.leaves)
                 problem, info = fit_stump_forest(
                     all_rows, n_edges, loss, n_stumps=max(problem.n_stumps, 1),
-                    warm_start=warm, **common,
+                    warm_start=warm, label="refit on all rows, ", **common,
                 )
                 self.n_iter_ += info["n_iter"]
         if not info["converged"]:
@@ -480,9 +478,10 @@ class _BaseStumpForestGAM(BaseEstimator):
         best mean validation loss over the rounds that every fold ran, then the forest of
         that size fitted on all rows."""
         curves, sizes, self.n_iter_, converged = [], [], 0, True
-        for train, validation in zip(trains, validations):
+        for fold, (train, validation) in enumerate(zip(trains, validations), 1):
             _, info = fit_stump_forest(
-                train, n_edges, loss, n_stumps="auto", validation=validation, **common
+                train, n_edges, loss, n_stumps="auto", validation=validation,
+                label=f"fold {fold}/{len(trains)}, ", **common,
             )
             curves.append(info["validation_score"])
             sizes = max(sizes, info["sizes"], key=len)
@@ -491,7 +490,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         common_rounds = min(len(c) for c in curves)
         self.validation_score_ = np.mean([c[:common_rounds] for c in curves], axis=0)
         size = sizes[int(np.argmax(self.validation_score_))]
-        problem, info = fit_stump_forest(all_rows, n_edges, loss, n_stumps=max(size, 1), **common)
+        problem, info = fit_stump_forest(
+            all_rows, n_edges, loss, n_stumps=max(size, 1), label="refit on all rows, ", **common
+        )
         self.n_iter_ += info["n_iter"]
         if not (converged and info["converged"]):
             warnings.warn(
@@ -718,9 +719,10 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         ``"greedy"`` adds the stumps one at a time, each the best stump on the current
         residual; ``"random"`` draws a random feature and threshold per stump with zero
         leaves.
-    n_jobs : int, default=None
-        Threads of the numba kernels (parallel over features); None uses numba's default
-        (all cores), -1 all cores. Results do not depend on it.
+    n_jobs : int or None, default=-1
+        Number of CPU workers: threads of the numba kernels (parallel over features). -1
+        means every core; None means 1 unless in a :func:`joblib.parallel_config` context.
+        Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the order in which stumps are visited, the random init, the validation split
         and the rows used for binning.
@@ -917,9 +919,10 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         ``"greedy"`` adds the stumps one at a time, each the best stump on the current
         residual; ``"random"`` draws a random feature and threshold per stump with zero
         leaves.
-    n_jobs : int, default=None
-        Threads of the numba kernels (parallel over features); None uses numba's default
-        (all cores), -1 all cores. Results do not depend on it.
+    n_jobs : int or None, default=-1
+        Number of CPU workers: threads of the numba kernels (parallel over features). -1
+        means every core; None means 1 unless in a :func:`joblib.parallel_config` context.
+        Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the order in which stumps are visited, the random init, the validation split
         and the rows used for binning.

@@ -9,27 +9,24 @@ order, so both drivers give bit-identical results whatever the number of threads
 """
 
 import contextlib
-import os
 
 import numba
 import numpy as np
 from numba import prange
 
 from ..utils._numba import njit_cached, stable_sigmoid
+from ..utils._parallel import resolve_n_jobs
 
 
 @contextlib.contextmanager
 def numba_threads(n_jobs):
-    """Run numba's parallel kernels on ``n_jobs`` threads (None: numba's default).
+    """Run numba's parallel kernels on ``n_jobs`` threads (at most numba's thread pool).
 
-    ``n_jobs`` follows joblib's convention: -1 is every core, -2 all but one, and so on.
+    ``n_jobs`` has the library's one meaning (:func:`~sklearn_icml.utils._parallel.
+    resolve_n_jobs`): None is 1 unless a joblib context sets it, -1 every core, -2 all but
+    one, and so on.
     """
-    if n_jobs is None:
-        yield
-        return
-    available = numba.config.NUMBA_NUM_THREADS
-    n = n_jobs if n_jobs > 0 else (os.cpu_count() or 1) + 1 + n_jobs
-    n = int(min(max(n, 1), available))
+    n = min(resolve_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS)
     previous = numba.get_num_threads()
     numba.set_num_threads(n)
     try:

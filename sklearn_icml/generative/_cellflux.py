@@ -30,6 +30,7 @@ from ..utils._param_validation import (
     POSITIVE_REAL,
     UNIT_INTERVAL_WITHOUT_ONE,
 )
+from ..utils._progress import Progress
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import (
     check_finite_outputs,
@@ -521,14 +522,16 @@ class CellFlux(BaseEstimator):
                 ema_update(ema_params, params, ema_decay(self.n_updates_, self.ema_decay))
                 return float(loss.detach())
 
-            def report(epoch, loss):
-                if self.verbose:
-                    print(f"[CellFlux] epoch {epoch + 1}/{self.max_epochs} loss {loss:.5f}")
+            progress = Progress(type(self).__name__, self.verbose, total=self.max_epochs)
 
-            self.loss_curve_ = run_epochs(
-                step, treat_rows.shape[0], batch_size=int(self.batch_size),
-                max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=report,
-            )
+            def report(epoch, loss):
+                progress.step(f"epoch {epoch + 1}/{self.max_epochs}", loss=loss)
+
+            with progress:
+                self.loss_curve_ = run_epochs(
+                    step, treat_rows.shape[0], batch_size=int(self.batch_size),
+                    max_epochs=self.max_epochs, permutation=rng.permutation, end_epoch=report,
+                )
         self.velocity_model_ = model.eval()
         self.ema_model_ = ema.eval()
         self.n_iter_ = len(self.loss_curve_)

@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._progress import Progress
 from ._collection import (
     diag_normal_equations,
     full_cores,
@@ -281,7 +282,7 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
             return labels
         return kernel_kmeans(kernel, n_clusters, rng)
 
-    def _lloyd(self, B, A, labels, rank, rng, norms2):
+    def _lloyd(self, B, A, labels, rank, rng, norms2, progress, label=""):
         k = self.n_clusters
         fits = [None] * k
         n_iter = 0
@@ -301,10 +302,11 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
             new[stay] = labels[stay]
             badness = relative_errors(errors[np.arange(len(new)), new], norms2, squared=True)
             new = _fill_empty(new, k, badness)
-            if self.verbose:
-                inertia = float(errors[np.arange(len(new)), labels].sum())
-                print(f"[ClusteredJointLoRACompressor] Lloyd iteration {n_iter}: inertia "
-                      f"{inertia:.6g}, {int(np.sum(new != labels))} adapters moved")
+            progress.log(
+                f"{label}Lloyd iteration {n_iter}",
+                inertia=float(errors[np.arange(len(new)), labels].sum()),
+                adapters_moved=int(np.sum(new != labels)),
+            )
             if np.array_equal(new, labels):
                 return labels, fits, n_iter
             labels = new
@@ -342,8 +344,10 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
                 )
             starts = [_fill_empty(labels.astype(np.int64), self.n_clusters, np.zeros(n))]
         best = None
-        for start in starts:
-            labels, fits, n_iter = self._lloyd(B, A, start, rank, rng, norms2)
+        progress = Progress(type(self).__name__, self.verbose)
+        for i, start in enumerate(starts, 1):
+            label = f"start {i}/{len(starts)}, " if len(starts) > 1 else ""
+            labels, fits, n_iter = self._lloyd(B, A, start, rank, rng, norms2, progress, label)
             inertia = self._inertia(B, A, labels, fits)
             if best is None or inertia < best[0]:
                 best = (inertia, labels, fits, n_iter)

@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._progress import Progress
 from ._collection import (
     diag_normal_equations,
     full_cores,
@@ -36,7 +37,7 @@ def _initial_V(B, A, rank, init, svd_solver, rng):
     )
 
 
-def _fit_full(B, A, rank, V, *, max_iter, tol, svd_solver, rng, total, verbose, label=""):
+def _fit_full(B, A, rank, V, *, max_iter, tol, svd_solver, rng, total, progress):
     """Alternating orthogonal iteration for the full-core joint-compression objective.
 
     Each half-step takes the exact top-``rank`` singular subspace, so the captured energy
@@ -53,9 +54,7 @@ def _fit_full(B, A, rank, V, *, max_iter, tol, svd_solver, rng, total, verbose, 
         V = top_left_basis(At, np.matmul(Bt, U), rank, svd_solver=svd_solver, random_state=rng)
         captured = float(np.sum(full_cores(B, A, U, V) ** 2))
         history.append(_captured_fraction(captured, total))
-        if verbose:
-            print(f"[JointLoRACompressor{label}] full iteration {n_iter}: captured fraction "
-                  f"{history[-1]:.10f}")
+        progress.log(f"full iteration {n_iter}", captured_fraction=f"{history[-1]:.10f}")
         if previous is not None and abs(captured - previous) <= tol * max(captured, _TINY):
             break
         previous = captured
@@ -66,7 +65,7 @@ def _diag_error(norms2_sum, S, gram, rhs):
     return float(norms2_sum - 2.0 * np.sum(S * rhs) + np.einsum("na,ab,nb->", S, gram, S))
 
 
-def _fit_diag(B, A, rank, U, V, *, max_iter, tol, total, verbose, label=""):
+def _fit_diag(B, A, rank, U, V, *, max_iter, tol, total, progress):
     """Block-coordinate least squares for the diagonal-core objective.
 
     Each block (the cores, U, V) is set to its exact least-squares minimiser, so the error
@@ -96,9 +95,7 @@ def _fit_diag(B, A, rank, U, V, *, max_iter, tol, total, verbose, label=""):
         S = solve_sym(gram, rhs.T).T
         captured = total - _diag_error(total, S, gram, rhs)
         history.append(_captured_fraction(captured, total))
-        if verbose:
-            print(f"[JointLoRACompressor{label}] diag iteration {n_iter}: captured fraction "
-                  f"{history[-1]:.10f}")
+        progress.log(f"diag iteration {n_iter}", captured_fraction=f"{history[-1]:.10f}")
         if abs(captured - previous) <= tol * max(abs(captured), _TINY):
             break
         previous = captured
@@ -127,12 +124,16 @@ JOINT_FIT_CONSTRAINTS = {
 
 
 def joint_fit(B, A, *, rank, core, init, max_iter, tol, normalize, svd_solver, rng,
-              verbose=0, V_init=None, label=""):
+              progress=None, V_init=None):
     """Fit (U, V, cores) on padded stacks; the numerical core of the compressors.
+
+    ``progress`` (a :class:`~sklearn_icml.utils._progress.Progress`, None for none) gets a
+    line per iteration.
 
     Returns a dict with ``U``, ``V``, ``cores`` (for the unnormalised collection),
     ``history``, ``n_iter`` and ``norms2``.
     """
+    progress = Progress("joint_fit") if progress is None else progress
     norms2 = squared_norms(B, A)
     Bw = B
     if normalize:
@@ -142,12 +143,11 @@ def joint_fit(B, A, *, rank, core, init, max_iter, tol, normalize, svd_solver, r
     V = _initial_V(Bw, A, rank, init, svd_solver, rng) if V_init is None else V_init
     U, V, history, n_iter = _fit_full(
         Bw, A, rank, V, max_iter=max_iter, tol=tol, svd_solver=svd_solver, rng=rng,
-        total=total, verbose=verbose, label=label,
+        total=total, progress=progress,
     )
     if core == "diag":
         U, V, _, history, n_iter = _fit_diag(
-            Bw, A, rank, U, V, max_iter=max_iter, tol=tol, total=total, verbose=verbose,
-            label=label,
+            Bw, A, rank, U, V, max_iter=max_iter, tol=tol, total=total, progress=progress,
         )
     cores = optimal_cores(B, A, U, V, core)
     return {"U": U, "V": V, "cores": cores, "history": np.asarray(history),
@@ -293,7 +293,7 @@ class JointLoRACompressor(_BaseLoRACompressor):
         result = joint_fit(
             B, A, rank=rank, core=self.core, init=self.init, max_iter=self.max_iter,
             tol=self.tol, normalize=self.normalize, svd_solver=self.svd_solver, rng=rng,
-            verbose=self.verbose,
+            progress=Progress(type(self).__name__, self.verbose),
         )
         self._set_compressed(result, B, A, ranks)
 

@@ -17,7 +17,8 @@ from sklearn.utils._param_validation import StrOptions, validate_params
 
 from ..utils import draw_seed
 from ..utils._deprecation import REMOVED_IN, deprecated
-from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT
+from ..utils._parallel import resolve_n_jobs
+from ..utils._param_validation import N_JOBS, NON_NEGATIVE_INT, POSITIVE_INT
 from ._serving import _torch, separate_lora_forward, shared_basis_forward
 
 
@@ -35,7 +36,7 @@ from ._serving import _torch, separate_lora_forward, shared_basis_forward
         "n_warmup": [NON_NEGATIVE_INT],
         "core": [StrOptions({"full", "diag"})],
         "include_base": ["boolean"],
-        "n_jobs": [POSITIVE_INT, None],
+        "n_jobs": N_JOBS,
         "dtype": [StrOptions({"float32", "float64", "bfloat16"})],
     },
     prefer_skip_nested_validation=True,
@@ -78,7 +79,9 @@ def time_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
     include_base : bool, default=True
         Add the base product ``W0 x`` to every path (as a real layer does).
     n_jobs : int, default=None
-        torch's intra-op threads during the run (restored afterwards); None keeps torch's.
+        Number of CPU workers, here torch's intra-op threads during the run (restored
+        afterwards); None means 1 unless in a :func:`joblib.parallel_config` context, -1
+        every core.
     dtype : {"float32", "float64", "bfloat16"}, default="float32"
         Tensor dtype.
 
@@ -125,7 +128,6 @@ def time_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
     def randn(*shape, scale=1.0):
         return (torch.randn(*shape, generator=gen) * scale).to(tdtype)
 
-    old_threads = torch.get_num_threads()
     out = {k: [] for k in (
         "shared_seconds", "separate_seconds", "shared_tokens_per_s", "separate_tokens_per_s",
         "shared_memory_bytes", "separate_memory_bytes", "speedup", "shared_ratio_to_single",
@@ -197,7 +199,7 @@ def time_multi_lora_forward(d_in=1024, d_out=1024, r0=16, rank=64,
             "d_in": d_in, "d_out": d_out, "r0": r0, "rank": rank, "batch": batch,
             "tokens": tokens, "n_repeats": n_repeats, "n_warmup": n_warmup, "core": core,
             "include_base": include_base, "dtype": dtype,
-            "n_jobs": n_jobs if n_jobs is not None else old_threads,
+            "n_jobs": resolve_n_jobs(n_jobs),
         },
     }
 

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 
 from ..utils import draw_seed
 from ..utils._deprecation import keyword_only_after
-from ..utils._param_validation import POSITIVE_INT
+from ..utils._parallel import resolve_n_jobs
+from ..utils._param_validation import N_JOBS, POSITIVE_INT
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
 from ._validation import StringInputMixin, check_pool
@@ -69,7 +70,8 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seed of the k-means grouping.
     n_jobs : int, default=None
-        Threads that run the (query, MAS) evaluations side by side (None: one). An LLM
+        Number of CPU workers: threads that run the (query, MAS) evaluations side by side
+        (``None`` means 1 unless in a :func:`joblib.parallel_config` context). An LLM
         client that batches concurrent calls (:class:`TransformersLLM`) then generates
         the agents' calls of several runs together; results do not depend on it when the
         LLM's replies do not depend on call order.
@@ -138,7 +140,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
         "refine_llm": [callable, None],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],
-        "n_jobs": [POSITIVE_INT, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, *, pool=None, executor=None, n_groups=8, grouping="tfidf-kmeans",
@@ -211,10 +213,11 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
             result = self.executor.execute(self.pool_[j], queries[i])
             return _is_correct(result, answers[i], checker), result.n_calls
 
-        if self.n_jobs in (None, 1):
+        n_jobs = resolve_n_jobs(self.n_jobs)
+        if n_jobs == 1:
             outcomes = [run(i, j) for i, j in jobs]
         else:
-            outcomes = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            outcomes = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(run)(i, j) for i, j in jobs
             )
         scores = np.zeros((n, k))

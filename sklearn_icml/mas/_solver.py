@@ -8,7 +8,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
 from ..utils._deprecation import keyword_only_after
-from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
+from ..utils._parallel import resolve_n_jobs
+from ..utils._param_validation import N_JOBS, POSITIVE_INT, POSITIVE_REAL
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
@@ -58,8 +59,9 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seed of the grouping and of the classifier.
     n_jobs : int, default=None
-        Threads that run MAS programs side by side: the pool's evaluation in ``fit`` and
-        the queries of ``predict`` (None: one). An LLM client that batches concurrent calls
+        Number of CPU workers: threads that run MAS programs side by side, the pool's
+        evaluation in ``fit`` and the queries of ``predict`` (``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context). An LLM client that batches concurrent calls
         (:class:`TransformersLLM`) then generates the calls of several runs together.
 
     Attributes
@@ -133,7 +135,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         "allow_weak_isolation": ["boolean"],
         "answer_checker": [callable, None],
         "random_state": ["random_state"],
-        "n_jobs": [POSITIVE_INT, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(self, *, llm=None, pool=None, n_groups=8, repeats=1, consistency=True,
@@ -227,10 +229,11 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
         programs, results, raws, notes = [], [], [], []
         generated = self.router_._generate_many(queries)
         jobs = [(program, query) for query, (program, _, _, _) in zip(queries, generated)]
-        if self.n_jobs in (None, 1):
+        n_jobs = resolve_n_jobs(self.n_jobs)
+        if n_jobs == 1:
             runs = [self.executor_.execute(program, query) for program, query in jobs]
         else:
-            runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            runs = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(self.executor_.execute)(program, query) for program, query in jobs
             )
         for result, (program, raw, used_fallback, note) in zip(runs, generated):

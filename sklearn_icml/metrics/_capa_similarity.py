@@ -1,18 +1,18 @@
 """CAPASimilarity: CAPA between a set of scikit-learn classifiers, out of fold."""
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from ..utils._deprecation import keyword_only_after
+from ..utils._param_validation import N_JOBS
+from ..utils._progress import Progress
 from ..utils.validation import _string_error, check_not_complex, validate_input
 from ._capa import capa_matrix
 
@@ -51,7 +51,8 @@ class CAPASimilarity(BaseEstimator):
         estimators are taken as already fitted and ``fit(X, y)`` only scores them on
         ``(X, y)``.
     n_jobs : int, default=None
-        Jobs for the cross-validation fits (joblib).
+        Number of CPU workers: joblib workers of the cross-validation fits. ``None`` means
+        1 unless in a :func:`joblib.parallel_config` context; -1 means every core.
     refit : bool, default=True
         After cross-validation, also fit every estimator on all of ``(X, y)`` and keep it in
         ``estimators_``, as :class:`~sklearn.model_selection.GridSearchCV` refits its best
@@ -59,6 +60,11 @@ class CAPASimilarity(BaseEstimator):
         ``refit=False`` skips these fits when only ``similarity_`` and ``accuracy_`` are
         wanted (``similarity`` and ``estimators_`` are then not available). Ignored with
         ``cv="prefit"``, whose estimators are already fitted.
+    verbose : int, default=0
+        0 is silent; 1 prints a line per estimator (its out-of-fold accuracy and the time
+        since ``fit`` started) and one per refit; a larger value also passes
+        ``verbose - 1`` to :func:`~sklearn.model_selection.cross_val_predict` (joblib's own
+        messages about the folds, on stderr).
 
     Attributes
     ----------
@@ -114,17 +120,20 @@ class CAPASimilarity(BaseEstimator):
         "estimators": [list],
         "discrete": ["boolean"],
         "cv": ["cv_object", StrOptions({"prefit"})],
-        "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
+        "n_jobs": N_JOBS,
         "refit": ["boolean"],
+        "verbose": ["verbose"],
     }
 
     @keyword_only_after(1)
-    def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None, refit=True):
+    def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None, refit=True,
+                 verbose=0):
         self.estimators = estimators
         self.discrete = discrete
         self.cv = cv
         self.n_jobs = n_jobs
         self.refit = refit
+        self.verbose = verbose
 
     def _validate_estimators(self):
         if len(self.estimators) < 1:
@@ -178,28 +187,43 @@ class CAPASimilarity(BaseEstimator):
             )
         y_index = encoder.transform(y)
 
+        n = len(self.estimators)
+        progress = Progress(type(self).__name__, self.verbose, total=n)
+
+        def report(i, name, what, proba):
+            # the accuracy of out-of-fold probabilities is the estimator's validation score
+            if progress.enabled():
+                progress.step(f"{name} ({i}/{n}) {what}",
+                              accuracy=np.mean(proba.argmax(axis=1) == y_index))
+            return proba
+
         if self.cv == "prefit":
             estimators = [est for _, est in self.estimators]
             for est in estimators:
                 check_is_fitted(est)
             probas = [
-                self._run(name, X, self._aligned_proba, est, X)
-                for name, est in zip(self.names_, estimators)
+                report(i, name, "prefit",
+                       self._run(name, X, self._aligned_proba, est, X))
+                for i, (name, est) in enumerate(zip(self.names_, estimators), 1)
             ]
             self.estimators_ = estimators
         else:
             cv = check_cv(self.cv, y, classifier=True)
             probas = [
-                self._run(name, X, cross_val_predict, clone(est), X, y_index, cv=cv,
-                          method="predict_proba", n_jobs=self.n_jobs)
-                for name, est in self.estimators
+                report(i, name, "out of fold",
+                       self._run(name, X, cross_val_predict, clone(est), X, y_index, cv=cv,
+                                 method="predict_proba", n_jobs=self.n_jobs,
+                                 verbose=max(0, self.verbose - 1)))
+                for i, (name, est) in enumerate(self.estimators, 1)
             ]
             if self.refit:
-                self.estimators_ = [
-                    self._run(name, X, clone(est).fit, X, y) for name, est in self.estimators
-                ]
+                self.estimators_ = []
+                for name, est in self.estimators:
+                    self.estimators_.append(self._run(name, X, clone(est).fit, X, y))
+                    progress.log(f"{name}: refitted on all rows")
             elif hasattr(self, "estimators_"):
                 del self.estimators_
+        progress.close()
         self._check_probas(probas, X)
         self.similarity_ = capa_matrix(y_index, probas, discrete=self.discrete)
         self.accuracy_ = np.array([np.mean(p.argmax(axis=1) == y_index) for p in probas])

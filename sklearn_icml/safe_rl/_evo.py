@@ -144,14 +144,17 @@ class EVOAgent(ConstrainedPolicyGradient):
         If True, a second :meth:`run` continues training the same networks, buffers and
         multiplier for ``max_iter`` more iterations instead of starting afresh.
     n_jobs : int or None, default=1
-        torch intra-op threads during :meth:`run` and :meth:`predict` (None: torch's
-        setting).
+        Number of CPU workers: torch intra-op threads during :meth:`run` and
+        :meth:`predict`. ``None`` means 1 unless in a :func:`joblib.parallel_config`
+        context; -1 every core.
     device : str, default="cpu"
         Torch device.
     random_state : int, RandomState instance or None, default=None
         Seeds the networks, action sampling and environment resets.
     verbose : int, default=0
-        Print one line per iteration if positive.
+        0 is silent; 1 prints one line per iteration (episode return and cost, the cost
+        quantile, the violation rate, the multiplier, the time since :meth:`run` started),
+        as a tqdm bar when stdout is a terminal.
     actor_hidden, critic_hidden, actor_lr, critic_lr, lagrangian_lr : deprecated
         The old names of ``actor_hidden_layer_sizes``, ``critic_hidden_layer_sizes``,
         ``actor_learning_rate``, ``critic_learning_rate`` and ``lagrangian_learning_rate``.
@@ -411,7 +414,8 @@ class EVOAgent(ConstrainedPolicyGradient):
             "lagrange": float(self.lagrange_), "kl": float(kl_val),
         }
         self.history_.append(record)
-        if self.verbose:
-            print(f"iteration {len(self.history_)}: ret={record['ep_ret']:.3f} "
-                  f"cost={record['ep_cost']:.3f} q_hat={c_stat:.3f} "
-                  f"viol={record['violation_rate']:.3f} case={case} lam={self.lagrange_:.3f}")
+        self._progress.step(
+            f"iteration {len(self.history_)}", episode_return=record["ep_ret"],
+            episode_cost=record["ep_cost"], q_hat=c_stat,
+            violation_rate=record["violation_rate"], case=case, lagrange=self.lagrange_,
+        )

@@ -22,6 +22,7 @@ from ..utils import check_random_state, draw_seed, optional_import
 from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import (
     CLOSED_UNIT_INTERVAL,
+    N_JOBS,
     NON_NEGATIVE_REAL,
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -140,7 +141,7 @@ class ConstrainedPolicyGradient(BaseRunner):
         "lagrangian_optimizer": [StrOptions({"sgd", "adam"})],
         "cg_damping": [NON_NEGATIVE_REAL],
         "warm_start": ["boolean"],
-        "n_jobs": [POSITIVE_INT, None],
+        "n_jobs": N_JOBS,
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -213,6 +214,7 @@ class ConstrainedPolicyGradient(BaseRunner):
             if env is not self.env_:  # warm start on another environment: a new episode
                 self.env_ = self._make_env(env)
                 self._obs = None
+        self._progress.total = self.max_iter  # a bar over the iterations on a terminal
         with seeded(draw_seed(self._rng), self.device), torch_threads(self.n_jobs):
             for _ in range(self.max_iter):
                 self._iteration()

@@ -20,7 +20,8 @@ verbose : int, default=0
     0 is silent; larger values print progress.""",
     "torch_n_jobs": """\
 n_jobs : int or None, default=1
-    torch intra-op threads during fit and predict (``None`` leaves torch's setting).""",
+    Number of CPU workers fit and predict may use, here torch's intra-op threads. ``None``
+    means 1 unless in a :func:`joblib.parallel_config` context; -1 means every core.""",
     "device": """\
 device : str, default="cpu"
     torch device to train and predict on ("cuda" when available).""",

@@ -22,6 +22,7 @@ __all__ = [
     "FINITE_POSITIVE_REAL",
     "FINITE_REAL",
     "INT_AT_LEAST_TWO",
+    "N_JOBS",
     "NON_NEGATIVE_INT",
     "NON_NEGATIVE_REAL",
     "OPEN_UNIT_INTERVAL",
@@ -37,6 +38,9 @@ POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
 #: An integer >= 2 (a number of classes, arms or clusters).
 INT_AT_LEAST_TWO = Interval(Integral, 2, None, closed="left")
+#: ``n_jobs`` (see :func:`~sklearn_icml.utils._parallel.resolve_n_jobs`): an integer other
+#: than 0 (-1 all cores, -2 all but one, ...) or None.
+N_JOBS = [POSITIVE_INT, Interval(Integral, None, -1, closed="right"), None]
 
 #: A real > 0. scikit-learn's open upper bound refuses infinity (as does
 #: FINITE_POSITIVE_REAL, which says so in its name); pass ``np.inf`` as the bound, closed,

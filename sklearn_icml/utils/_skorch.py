@@ -27,12 +27,16 @@ importing this module without the ``neural`` extra raises an ImportError naming 
 
 import contextlib
 import copy
+import sys
+import time
 
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._optional import optional_import
+from ._parallel import resolve_n_jobs
+from ._progress import is_terminal
 
 torch = optional_import("torch", "neural")
 skorch = optional_import("skorch", "neural")
@@ -78,8 +82,10 @@ def torch_threads(n_jobs):
 
     Small networks trained one tiny mini-batch at a time gain nothing from intra-op
     parallelism, and on a machine where other processes keep the cores busy, torch's
-    spinning worker threads can make each step tens of times slower. ``None`` leaves
-    torch's setting alone.
+    spinning worker threads can make each step tens of times slower. ``n_jobs`` has the
+    library's one meaning (:func:`~sklearn_icml.utils._parallel.resolve_n_jobs`): ``None``
+    is 1 thread unless a :func:`joblib.parallel_config` context sets ``n_jobs``, -1 every
+    core.
 
     Examples
     --------
@@ -92,11 +98,8 @@ def torch_threads(n_jobs):
     >>> torch.get_num_threads() == before
     True
     """
-    if n_jobs is None:
-        yield
-        return
     before = torch.get_num_threads()
-    torch.set_num_threads(int(n_jobs))
+    torch.set_num_threads(resolve_n_jobs(n_jobs))
     try:
         yield
     finally:
@@ -219,6 +222,52 @@ class StopOnLoss(skorch.callbacks.Callback):
             raise KeyboardInterrupt
 
 
+class PlainPrintLog(skorch.callbacks.PrintLog):
+    """skorch's per-epoch table, plain when stdout is not a terminal, with the fit's clock.
+
+    skorch's ``PrintLog`` colours the best value of each column with ANSI codes, which end
+    up as escape sequences in a log file or a captured output. This one colours only when
+    it prints to a terminal, and marks the best values with ``*`` otherwise (a ``sink``
+    other than ``print`` is never a terminal). Each row also gets an ``elapsed`` column,
+    last: the seconds since training started (skorch's ``dur`` is the epoch's own), as the
+    library's other progress lines have (:mod:`sklearn_icml.utils._progress`).
+
+    Examples
+    --------
+    >>> from sklearn_icml.utils._skorch import PlainPrintLog
+    >>> log = PlainPrintLog().initialize()
+    >>> log._start = 0.0
+    >>> row = {"epoch": 1, "train_loss": 0.5, "train_loss_best": True, "dur": 0.1}
+    >>> "\x1b" in log.table(row), "0.5000*" in log.table(row)
+    (False, True)
+    """
+
+    def initialize(self):
+        super().initialize()
+        self._start = time.perf_counter()
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        self._start = time.perf_counter()
+
+    def _plain(self):
+        return self.sink is not print or not is_terminal(sys.stdout)
+
+    def table(self, row):
+        return super().table({**row, "elapsed": time.perf_counter() - self._start})
+
+    def _sorted_keys(self, keys):
+        ordered = [key for key in super()._sorted_keys(keys) if key != "elapsed"]
+        return ordered + ["elapsed"] if "elapsed" in keys else ordered
+
+    def format_row(self, row, key, color):
+        best = bool(row.get(key + "_best"))
+        if not (best and self._plain()):
+            return super().format_row(row, key, color)
+        plain = {k: v for k, v in row.items() if k != key + "_best"}
+        return f"{super().format_row(plain, key, color)}*"
+
+
 def relu_mlp(n_features, n_outputs, hidden_layer_sizes=()):
     """``Linear -> ReLU -> ... -> Linear`` as a ``torch.nn.Sequential`` (linear when empty).
 
@@ -263,7 +312,8 @@ def float64_outputs(
         Name of the module's method to call instead of ``forward``.
     device : str, default="cpu"
     n_jobs : int or None, default=None
-        torch intra-op threads during the evaluation (None leaves torch's setting).
+        torch intra-op threads during the evaluation (None is 1, -1 every core; see
+        :func:`torch_threads`).
 
     Returns
     -------

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..utils import check_generator, optional_import
+from ..utils._progress import Progress
 from ..utils._skorch import relu_mlp
 from ._hypergradient import _one_step_hypergradient, weighted_sgd_step
 from ._weighting_model import WeightingMLP, effective_sample_size
@@ -212,6 +213,7 @@ class BilevelState:
         # batch order and validation draws: a numpy Generator seeded from torch's RNG,
         # which the estimator seeded from random_state for this fit
         self.rng = check_generator(int(torch.randint(2**31 - 1, ()).item()))
+        self.progress = Progress(type(net).__name__, self.verbose)  # one clock for the fit
         self.learner_stream = _IndexStream(self.n, self.batch_size, self.rng)
         self.dwm_stream = _IndexStream(self.n, self.batch_size, self.rng)
         device = net.device
@@ -360,12 +362,11 @@ class BilevelState:
             stats["uniform_share"] = self._plain_share / max(self._count_total, 1)
         net.history.record("valid_loss", stats["val_loss"])
         net.history.record("ess_mean", stats["ess_mean"])
-        if self.verbose and stats["low_ess_fraction"] > 0:
-            print(
+        if stats["low_ess_fraction"] > 0:
+            self.progress.log(
                 f"stage {stats['stage']}: {stats['low_ess_fraction']:.0%} of the batches had an "
                 f"effective sample size below {LOW_ESS_FRACTION:.0%} of the batch (min "
-                f"{stats['ess_min']:.3f}); concentrated weights are common with the DWM.",
-                flush=True,
+                f"{stats['ess_min']:.3f}); concentrated weights are common with the DWM"
             )
         self.stage_stats.append(stats)
         self.stage += 1

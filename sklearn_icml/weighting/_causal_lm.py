@@ -129,7 +129,8 @@ class DWMCausalLM(DWMCharLM):
     callbacks : list of (str, skorch.callbacks.Callback), default=None
         Extra skorch callbacks of the learner's net.
     n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and scoring.
+        Number of CPU workers: torch intra-op threads during ``fit`` and scoring (``None``
+        means 1 unless in a :func:`joblib.parallel_config` context; -1 every core).
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, the LoRA initialisation, the DWM and the batch order.
     device : str or torch.device, default="cpu"

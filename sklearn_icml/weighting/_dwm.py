@@ -390,7 +390,9 @@ class DWMClassifier(NeuralClassifierMixin, _TabularDWM):
         Extra skorch callbacks of the learner's net (copied in ``fit``). An epoch is a
         stage: ``on_epoch_begin`` runs after the stage's DWM updates.
     n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction (restored afterwards).
+        Number of CPU workers: torch intra-op threads during ``fit`` and prediction
+        (restored afterwards). ``None`` means 1 unless in a :func:`joblib.parallel_config`
+        context; -1 every core.
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, both networks and the batch order.
     device : str or torch.device, default="cpu"
@@ -601,7 +603,9 @@ class DWMRegressor(NeuralRegressorMixin, _TabularDWM):
         Extra skorch callbacks of the learner's net (copied in ``fit``). An epoch is a
         stage: ``on_epoch_begin`` runs after the stage's DWM updates.
     n_jobs : int or None, default=1
-        torch intra-op threads during ``fit`` and prediction (restored afterwards).
+        Number of CPU workers: torch intra-op threads during ``fit`` and prediction
+        (restored afterwards). ``None`` means 1 unless in a :func:`joblib.parallel_config`
+        context; -1 every core.
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, both networks and the batch order.
     device : str or torch.device, default="cpu"

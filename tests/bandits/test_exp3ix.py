@@ -467,3 +467,16 @@ def test_constructor_by_position_warns_and_gives_the_same_object(cls, args, name
         env = InterferenceGridEnv(grid_side=6, n_arms=3, horizon=20, random_state=0)
         np.testing.assert_array_equal(obj.run(env).cumulative_regret_,
                                       clone(expected).run(clone(env)).cumulative_regret_)
+
+
+def test_run_is_quiet_by_default_and_verbose_reports_the_regret(capsys):
+    env = InterferenceGridEnv(grid_side=4, n_arms=3, horizon=40, theta=[0.5, 0.4, 0.3],
+                              random_state=0)
+    SwitchbackEXP3IX(n_arms=3, horizon=40, random_state=0).run(env)
+    assert capsys.readouterr().out == ""
+    policy = SwitchbackEXP3IX(n_arms=3, horizon=40, random_state=0, verbose=1).run(env)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 11 and lines[-1].startswith("[SwitchbackEXP3IX] done, ")
+    assert lines[3].startswith("[SwitchbackEXP3IX] round 16/40: regret ")
+    assert f"round 40/40: regret {policy.regret_:.6g}, " in lines[9]
+    assert not hasattr(policy, "_progress")  # nothing of the run's printing is kept

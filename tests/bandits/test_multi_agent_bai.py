@@ -493,3 +493,17 @@ def test_score_is_a_deprecated_alias_of_best_arm_accuracy():
         assert algo.score(env) == best_arm_accuracy(algo, env) == 1.0
     with pytest.raises(TypeError, match="algorithm must be"):
         best_arm_accuracy(object(), env)
+
+
+def test_verbose_reports_phase_one_and_the_identification(capsys):
+    env = ClusteredBanditEnv(means=STRESS_MEANS, assignment=STRESS_ASSIGNMENT, random_state=0)
+    BAICl(n_clusters=2, eta=0.2, random_state=0).run(env)
+    assert capsys.readouterr().out == ""
+    env = ClusteredBanditEnv(means=STRESS_MEANS, assignment=STRESS_ASSIGNMENT, random_state=0)
+    algo = BAICl(n_clusters=2, eta=0.2, random_state=0, verbose=1).run(env)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0].split(",")[0] for line in lines] == [
+        "[BAICl] phase 1 done", "[BAICl] identified", "[BAICl] done"
+    ]
+    assert f"pulls {algo.phase_samples_['phase1']}, " in lines[0]
+    assert f"pulls {algo.sample_complexity_}, " in lines[1]

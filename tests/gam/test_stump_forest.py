@@ -736,3 +736,25 @@ def test_monotonic_cst_bad_input_raises(clf_data):
     y3 = np.arange(X.shape[0]) % 3
     with pytest.raises(ValueError, match="multiclass"):
         StumpForestGAMClassifier(**FAST, monotonic_cst=[1, 0, 0, 0, 0, 0]).fit(X, y3)
+
+
+def test_verbose_size_search_and_refit_are_one_run_on_one_clock(reg_data, capsys, monkeypatch):
+    import itertools
+
+    from sklearn_icml.utils import _progress
+
+    ticks = itertools.count()
+    monkeypatch.setattr(_progress, "_clock", lambda: float(next(ticks)))  # 1 s per reading
+    X, y = reg_data
+    StumpForestGAMRegressor(
+        n_stumps=12, max_iter=50, min_samples_leaf=10, early_stopping=True,
+        n_iter_no_change=1, random_state=0, verbose=1,
+    ).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert any("validation loss" in line for line in lines)
+    refit = [i for i, line in enumerate(lines) if "refit on all rows" in line]
+    assert refit and refit[0] > 0  # the search's lines, then the refit's
+    seconds = [float(line.rsplit(", ", 1)[1].removesuffix(" s")) for line in lines]
+    # one clock: the refit goes on counting from where the search stopped
+    assert seconds == sorted(seconds) and len(set(seconds)) == len(seconds)
+    assert all(line.startswith("[StumpForestGAMRegressor] ") for line in lines)

@@ -164,3 +164,21 @@ def test_refit_false_skips_the_fits_on_all_rows():
     with pytest.raises(AttributeError, match="no attribute 'similarity'") as info:
         sim.similarity(X, Y)
     assert "refit=True" in str(info.value.__cause__)
+
+
+def test_verbose_prints_a_line_per_estimator_with_its_accuracy(capsys):
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = make_classification(120, random_state=0)
+    estimators = [("lr", LogisticRegression()), ("nb", GaussianNB())]
+    CAPASimilarity(estimators=estimators, cv=3).fit(X, y)
+    assert capsys.readouterr().out == ""
+    sim = CAPASimilarity(estimators=estimators, cv=3, verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and "\x1b" not in "".join(lines)
+    assert lines[0].startswith("[CAPASimilarity] lr (1/2) out of fold: accuracy ")
+    assert f"accuracy {sim.accuracy_[1]:.6g}, " in lines[1]
+    assert lines[2].startswith("[CAPASimilarity] lr: refitted on all rows, ")
+    assert all(line.endswith(" s") for line in lines)

@@ -1,5 +1,8 @@
 """The shared skorch helpers: seeding, threads, devices, labels."""
 
+import io
+import sys
+
 import numpy as np
 import pytest
 
@@ -38,8 +41,9 @@ def test_torch_threads_restores_even_on_error():
         assert torch.get_num_threads() == 1
         raise RuntimeError
     assert torch.get_num_threads() == before
-    with torch_threads(None):
-        assert torch.get_num_threads() == before
+    with torch_threads(None):  # n_jobs=None is one worker, as everywhere in the library
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
 
 
 def test_check_device():
@@ -93,3 +97,36 @@ def test_base_checks_the_trained_weights_are_finite():
         module.bias.fill_(float("nan"))
     with pytest.raises(ValueError, match="'bias' became non-finite; lower learning_rate"):
         net._check_finite_parameters()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_plain_print_log_colours_only_on_a_terminal(monkeypatch):
+    from sklearn_icml.utils._skorch import PlainPrintLog
+
+    row = {"epoch": 2, "train_loss": 0.25, "train_loss_best": True, "dur": 0.5}
+    log = PlainPrintLog().initialize()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    table = log.table(row)
+    assert "\x1b" not in table and "0.2500*" in table
+    assert table.splitlines()[0].split()[-1] == "elapsed"  # the fit's clock, last
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    assert "\x1b" in log.table(row)  # skorch's colours where they show as colours
+    log = PlainPrintLog(sink=lambda text: None).initialize()
+    assert "\x1b" not in log.table(row)  # a sink other than print is never a terminal
+
+
+def test_verbose_neural_fit_writes_a_plain_table_with_elapsed_time(capsys):
+    from sklearn_icml.datasets import make_streaming_parity
+    from sklearn_icml.neural import StreamingParityRNNClassifier
+
+    X, y = make_streaming_parity(max_length=5)
+    StreamingParityRNNClassifier(hidden_size=8, max_epochs=3, random_state=0, verbose=1).fit(
+        X, y
+    )
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "train_loss" in out and "elapsed" in out
+    assert len(out.strip().splitlines()) == 2 + 3  # header, rule, one row per epoch
