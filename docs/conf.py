@@ -105,7 +105,8 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     # every script of examples/ is executed in the full build, not only plot_*.py
     "filename_pattern": r"\.py$",
-    "within_subsection_order": "FileNameSortKey",
+    # the headline methods first, in the user guide's order (docs/_ext/gallery_figures.py)
+    "within_subsection_order": "gallery_figures.HeadlineOrder",
     "ignore_pattern": r"(__init__|_harness)\.py$",
     "reset_argv": "example_argv.example_argv",
     "doc_module": ("sklearn_icml",),
@@ -115,7 +116,10 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "min_reported_time": 5,
     "matplotlib_animations": False,
-    "image_scrapers": ("matplotlib",),
+    # matplotlib's scraper, which also stores each example's figure and first panel under
+    # _static/figures/: the user-guide pages and the gallery's thumbnails show them in every
+    # build, the fast one included (docs/_ext/gallery_figures.py)
+    "image_scrapers": ("gallery_figures",),
     "capture_repr": (),
     "show_memory": False,
 }

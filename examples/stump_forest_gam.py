@@ -6,7 +6,7 @@ The data are additive with known parts: a step in x0, a sine in x1, a parabola i
 in x3 and two pure-noise features. The stump forest recovers each part as a step function
 with a handful of stumps, and the picture shows it.
 
-Run: ``python examples/stump_forest_gam.py [output.png]``
+Run: ``python examples/stump_forest_gam.py [output.png]`` (needs the ``datasets`` extra).
 """
 
 import sys
@@ -80,4 +80,6 @@ print("log-odds by home:", dict(zip(home.categories, home.scores.round(2))),
 fig = clf.plot_shape_functions(ncols=4)
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/stump_forest_gam_thumb.png"
