@@ -74,7 +74,8 @@ print(f"credit default: test AUC {auc:.3f} with {int(np.sum(clf.features_ >= 0))
 order = np.argsort(clf.term_importances())[::-1]
 print("terms by importance:", [str(clf.feature_names_in_[j]) for j in order[:5]])
 home = clf.shape_functions()[list(credit.columns).index("Home")]
-print("log-odds by home:", dict(zip(home.categories, home.scores.round(2))),
+print("log-odds by home:", {str(k): round(float(v), 2)
+                            for k, v in zip(home.categories, home.scores)},
       f"missing: {home.missing_score:+.2f}")
 
 fig = clf.plot_shape_functions(ncols=4)
