@@ -41,9 +41,10 @@ class ExampleFigure(SphinxDirective):
             text = f"The figure of this section is drawn by the example {link}.\n"
             return self.parse_text_to_nodes(text)
         self.env.note_dependency(str(image))
+        # at its own size (100 pixels per inch of the figure), never wider than the page
+        width = f"   :width: {self.options['width']}\n" if "width" in self.options else ""
         text = (
-            f".. figure:: /_static/figures/{stem}.png\n"
-            f"   :width: {self.options.get('width', '100%')}\n"
+            f".. figure:: /_static/figures/{stem}.png\n{width}"
             f"   :alt: {caption}\n\n"
             f"   {caption} Code: {link}.\n"
         )
