@@ -73,7 +73,7 @@ docs: $(STAMP)
 docs-fast: $(STAMP)
 	$(SPHINX) -b html -E -W --keep-going -D plot_gallery=0 docs docs/_build/html-fast
 
-# render three pages of docs/_build/html in headless Chromium and save screenshots (not in CI)
+# render six pages of docs/_build/html in headless Chromium and save screenshots (not in CI)
 docs-check:
 	test -f docs/_build/html/index.html || $(MAKE) --no-print-directory docs
 	sh docs/check_pages.sh docs/_build/html docs/_build/screenshots

@@ -130,10 +130,15 @@ def fmt(value, digits=4):
     return str(value)
 
 
+def _cell(text):
+    # a "|" inside a cell (|beta_A|^2, say) would end the cell and break the whole table
+    return str(text).replace("|", "\\|")
+
+
 def table(headers, rows):
     """A markdown table."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(fmt(c)) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -337,7 +337,7 @@ def e2_tables(state):
     )
     report.add_table(
         "E2c. Training time per 1,000 steps (1 torch thread, shared loaded machine; "
-        "prototype on an idle machine with 2 threads: H=1 4.4 s, H=2 6.0-6.3 s)",
+        "reference on an idle machine with 2 threads: H=1 4.4 s, H=2 6.0-6.3 s)",
         ["run", "seconds / 1,000 steps (median over seeds)"],
         state.time_rows,
     )
@@ -484,16 +484,16 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
     X100, y100 = LinearICLTaskSampler(n_context=100, random_state=105).sample(n_eval)
     rows = []
     expected = {
-        "MSE (L=40)": "[0.235, 0.26]; prototype 40k 0.2459",
-        "MSE at L=20": "0.37 +- 0.015; prototype 0.3675",
-        "MSE at L=100": "0.165 +- 0.01; prototype 0.1652",
-        "omega per head": "~ +-0.13 (prototype 40k +0.142/-0.146)",
-        "mu per head": "~ +-3.45 (prototype 40k +3.07/-3.14)",
+        "MSE (L=40)": "[0.235, 0.26]; reference 40k 0.2459",
+        "MSE at L=20": "0.37 +- 0.015; reference 0.3675",
+        "MSE at L=100": "0.165 +- 0.01; reference 0.1652",
+        "omega per head": "~ +-0.13 (reference 40k +0.142/-0.146)",
+        "mu per head": "~ +-3.45 (reference 40k +3.07/-3.14)",
         "GD step sum omega mu": "[0.80, 1.00]; optimum 0.879",
-        "diag ratio (x-block), min": ">= 0.98; prototype 0.997",
-        "homogeneity (var of diag)": "prototype 2.4e-6 / 7.5e-6",
-        "last-entry ratio, min": ">= 0.999; prototype 0.99993",
-        "zero-sum": "<= 0.05; prototype 0.012",
+        "diag ratio (x-block), min": ">= 0.98; reference 0.997",
+        "homogeneity (var of diag)": "reference 2.4e-6 / 7.5e-6",
+        "last-entry ratio, min": ">= 0.999; reference 0.99993",
+        "zero-sum": "<= 0.05; reference 0.012",
     }
     vals = {}
     runs = [("long", m_long)] if m_short is None else [("short", m_short), ("long", m_long)]
@@ -519,7 +519,7 @@ def e5(report, m_short, steps_short, steps_long, n_eval):
     report.add_table(
         f"E5. Longer training: H=2, seed 0, {steps_short:,} vs {steps_long:,} steps "
         f"(reference run 40,000), {n_eval:,} prompts per length",
-        ["quantity", "target / prototype", f"{steps_short:,} steps", f"{steps_long:,} steps"],
+        ["quantity", "target / reference", f"{steps_short:,} steps", f"{steps_long:,} steps"],
         rows,
         note=(
             f"Training time {t_long:.0f} s ({t_long / steps_long * 1000:.1f} s per 1,000 steps). "
@@ -653,7 +653,7 @@ def main():
     start = time.perf_counter()
     notes = (
         "Training is scaled down from the reference run's 40,000 steps per model because 8 sessions "
-        "share the 2-core machine (tens of ms per step instead of the prototype's 6 ms): "
+        "share the 2-core machine (tens of ms per step instead of the reference run's 6 ms): "
         f"E2 trains H=1 {steps[1]:,}, H=2 {steps[2]:,}, H=4 {steps[4]:,}, H=8 {steps[8]:,} "
         f"steps, seeds {SEEDS}; E5 trains H=2 for {steps_long:,} steps. E2 evaluates on "
         f"{n_eval:,} prompts per model (se ~0.002), E3 on {n_e3:,} per length (reference run 50,000). "

@@ -136,7 +136,7 @@ def e1_main_run(report, quick):
         1000: make_streaming_parity(1000, 1000, n_per_length=100, random_state=13),
         10000: make_streaming_parity(10000, 10000, n_per_length=20, random_state=14),
     }
-    # seeds in parallel: one thread each, as the reference prototype ran two seeds on 2 cores
+    # seeds in parallel: one thread each, as the reference run ran two seeds on 2 cores
     runs = Parallel(n_jobs=len(seeds))(
         delayed(_e1_seed)(seed, epochs, every, X, y, probe_tests, final_tests) for seed in seeds
     )
@@ -147,25 +147,25 @@ def e1_main_run(report, quick):
 
     n_analysed = results[seeds[0]][0.01]["auto"].prefixes.shape[0]
     rows = [
-        ("loss at epoch 1", "~0.40 (prototype)", col(lambda r: r["losses"][0])),
-        ("loss at epoch 5", "~0.254 (prototype)", col(lambda r: r["losses"][min(4, len(r["losses"]) - 1)])),
+        ("loss at epoch 1", "~0.40 (reference)", col(lambda r: r["losses"][0])),
+        ("loss at epoch 5", "~0.254 (reference)", col(lambda r: r["losses"][min(4, len(r["losses"]) - 1)])),
         ("plateau 0.25 +- 0.01 starts by epoch", "<= 10", col(lambda r: r["plateau"][0])),
         ("plateau held until epoch", ">= 400", col(lambda r: r["plateau"][1])),
-        ("first epoch with loss < 0.1", "508-518 (prototype)", col(lambda r: r["below_0.1"])),
+        ("first epoch with loss < 0.1", "508-518 (reference)", col(lambda r: r["below_0.1"])),
         ("transition epoch (first loss < 1e-3)", "[450, 650]", col(lambda r: r["transition"])),
         ("loss stays < 1e-3 after", "yes", col(lambda r: r["stays_below"])),
-        ("final loss", "7.6e-6 .. 5.3e-5 (prototype)", col(lambda r: r["losses"][-1])),
+        ("final loss", "7.6e-6 .. 5.3e-5 (reference)", col(lambda r: r["losses"][-1])),
     ]
     for length in (10, 100, 1000, 10000):
         n = 20 if length == 10000 else 100
         rows.append((f"accuracy, {n} sequences of length {length}", ">= 0.99",
                      col(lambda r, L=length: r[f"acc{L}"])))
     rows += [
-        (f"states at merge_frac 0.01 (of {n_analysed} analysed)", "< 5% (prototype 27-30)",
+        (f"states at merge_frac 0.01 (of {n_analysed} analysed)", "< 5% (reference 27-30)",
          col(lambda r: f"{r[0.01]['auto'].n_states} ({100 * r[0.01]['auto'].n_states / n_analysed:.1f}%)")),
-        ("states at merge_frac 0.1", "prototype 12-14", col(lambda r: r[0.1]["auto"].n_states)),
+        ("states at merge_frac 0.1", "reference 12-14", col(lambda r: r[0.1]["auto"].n_states)),
         ("automaton complete (0.01)", "yes", col(lambda r: r[0.01]["auto"].is_complete())),
-        ("conflicting transitions (0.01 / 0.1)", "report (prototype 7 / 44, one seed)",
+        ("conflicting transitions (0.01 / 0.1)", "report (reference 7 / 44, one seed)",
          col(lambda r: f"{r[0.01]['auto'].n_conflicts} / {r[0.1]['auto'].n_conflicts}")),
         ("different-parity pairs merged", "0",
          col(lambda r: r[0.01]["stats"]["n_different_merged"])),
@@ -176,14 +176,14 @@ def e1_main_run(report, quick):
         ("same-parity fraction change, transition -> end", "within +-0.01", col(lambda r: r["trend"])),
         ("minimal states, initial state left out", "2", col(lambda r: r["min_unknown"])),
         ("minimal states, h0 read-out used as its output", "2 or 3", col(lambda r: r["min_model"])),
-        ("fit time, s (incl. probes)", "89-121 s per seed (prototype)", col(lambda r: r["fit_s"])),
+        ("fit time, s (incl. probes)", "89-121 s per seed (reference)", col(lambda r: r["fit_s"])),
         ("median epoch time, s (1 thread)", "-", col(lambda r: r["epoch_s"])),
     ]
     report.add_table(
         f"E1 main run: defaults, {epochs} epochs, seeds {', '.join(map(str, seeds))}",
         ["quantity", "target", "measured (per seed)"],
         rows,
-        note="Targets from the paper (a reference torch prototype where marked). Fit time includes "
+        note="Targets from the paper (a reference torch implementation where marked). Fit time includes "
         f"the probe every {every} epochs (extraction of the 2047 prefixes and accuracy on 50 "
         "sequences of length 1000 and 10 of length 10,000); the epoch time does not.",
     )
@@ -430,7 +430,7 @@ def peers(report, quick, e1):
         [("StreamingParityRNNClassifier (skorch)", t_skorch, t_skorch / t_plain),
          ("plain torch loop, same module and batches", t_plain, 1.0)],
         note=f"1000 epochs therefore take about {1000 * t_skorch / n_ep:.0f} s here "
-        "(the reference prototype: 89 s alone, 119-121 s sharing 2 cores).",
+        "(the reference run: 89 s alone, 119-121 s sharing 2 cores).",
     )
 
 

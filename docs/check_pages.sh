@@ -1,6 +1,7 @@
 #!/bin/sh
-# Render three pages of the built site in headless Chromium and save screenshots, so that a
-# person can look at what a reader sees: the home page, one user-guide page, one API page.
+# Render pages of the built site in headless Chromium and save screenshots, so that a person
+# can look at what a reader sees: the home page, the user-guide index, the GAM's page, the
+# gallery, a benchmark page with a wide table and one API page.
 # Usage: sh docs/check_pages.sh [html dir] [output dir]   (make docs-check; not part of CI)
 # Needs Debian's chromium (apt-get install -y chromium).
 set -eu
@@ -14,7 +15,8 @@ fi
 mkdir -p "$OUT"
 HTML=$(cd "$HTML" && pwd)
 OUT=$(cd "$OUT" && pwd)
-for page in index user_guide/stump_forest_gam api/generated/sklearn_icml.gam.StumpForestGAMRegressor; do
+for page in index user_guide/index user_guide/stump_forest_gam auto_examples/index \
+    benchmarks/f16_high_frame_rate_video api/generated/sklearn_icml.gam.StumpForestGAMClassifier; do
     file="$HTML/$page.html"
     test -f "$file" || { echo "docs-check: $file is missing (run make docs)" >&2; exit 1; }
     name=$(echo "$page" | tr '/' '_')

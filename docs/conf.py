@@ -105,7 +105,8 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     # every script of examples/ is executed in the full build, not only plot_*.py
     "filename_pattern": r"\.py$",
-    "within_subsection_order": "FileNameSortKey",
+    # the headline methods first, in the user guide's order (docs/_ext/gallery_figures.py)
+    "within_subsection_order": "gallery_figures.HeadlineOrder",
     "ignore_pattern": r"(__init__|_harness)\.py$",
     "reset_argv": "example_argv.example_argv",
     "doc_module": ("sklearn_icml",),
@@ -115,7 +116,10 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "min_reported_time": 5,
     "matplotlib_animations": False,
-    "image_scrapers": ("matplotlib",),
+    # matplotlib's scraper, which also stores each example's figure and first panel under
+    # _static/figures/: the user-guide pages and the gallery's thumbnails show them in every
+    # build, the fast one included (docs/_ext/gallery_figures.py)
+    "image_scrapers": ("gallery_figures",),
     "capture_repr": (),
     "show_memory": False,
 }
@@ -150,11 +154,22 @@ import re  # noqa: E402
 _TRAILING_UNDERSCORE = re.compile(r"(?<![\w`\\])([A-Za-z]\w*?)_(?=[\s,.;:)\]]|$)")
 
 
+def _escape_outside_literals(text):
+    parts = re.split(r"(``.*?``|`[^`]*`_?)", text)
+    return "".join(p if k % 2 else _TRAILING_UNDERSCORE.sub(r"\1\\_", p)
+                   for k, p in enumerate(parts))
+
+
 def _escape_attribute_names(app, what, name, obj, options, lines):
     in_literal, literal_indent = False, 0
+    # inside an inline ``literal`` that a docstring wraps onto the next line
+    # (``F(x) = intercept_ + sum_t`` / ``s_t(x)``): nothing there is escaped
+    in_inline = False
     for i, line in enumerate(lines):
         stripped = line.lstrip()
         indent = len(line) - len(stripped)
+        if not stripped:
+            in_inline = False
         if in_literal:
             if stripped and indent <= literal_indent:
                 in_literal = False
@@ -164,10 +179,17 @@ def _escape_attribute_names(app, what, name, obj, options, lines):
             if stripped.startswith((".. code", ".. math")):
                 in_literal, literal_indent = True, indent
             continue
-        parts = re.split(r"(``.*?``|`[^`]*`_?)", line)
-        parts = [p if k % 2 else _TRAILING_UNDERSCORE.sub(r"\1\\_", p)
-                 for k, p in enumerate(parts)]
-        lines[i] = "".join(parts)
+        head, rest = "", line
+        if in_inline:
+            close = line.find("``")
+            if close < 0:
+                continue
+            head, rest, in_inline = line[:close + 2], line[close + 2:], False
+        tail = ""
+        opened = [m for m in re.finditer(r"``.*?``|``", rest)]
+        if opened and opened[-1].group() == "``":
+            rest, tail, in_inline = rest[:opened[-1].start()], rest[opened[-1].start():], True
+        lines[i] = head + _escape_outside_literals(rest) + tail
         if line.rstrip().endswith("::"):
             in_literal, literal_indent = True, indent
 

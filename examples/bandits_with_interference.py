@@ -78,4 +78,6 @@ ax_std.legend()
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).with_suffix(".png"))
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/bandits_with_interference_thumb.png"

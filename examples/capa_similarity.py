@@ -10,6 +10,7 @@ Run: ``python examples/capa_similarity.py [output.png]``
 """
 
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -53,4 +54,6 @@ ax.set_title("CAPA between classifiers on digits")
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else "capa_similarity.png"
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/capa_similarity_thumb.png"

@@ -74,4 +74,6 @@ for i, p in enumerate(perts):
 fig.suptitle("CellFlux: controls, generated and real treated digits", fontsize=9)
 fig.tight_layout()
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/cellflux_flow_matching_thumb.png"

@@ -72,4 +72,6 @@ axes[1].set(xlabel="stage", ylabel="validation MSE (source A)", yscale="log", xt
 axes[1].legend()
 fig.tight_layout()
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/data_weighting_model_thumb.png"

@@ -100,4 +100,6 @@ ax2.legend()
 fig.tight_layout()
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/dp_stratified_sampling_thumb.png"

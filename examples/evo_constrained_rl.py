@@ -49,4 +49,6 @@ axes[0].legend()
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=90)
-print(f"saved {out}")
+print(f"saved {pathlib.Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/evo_constrained_rl_thumb.png"

@@ -53,4 +53,6 @@ ax.set_ylabel("accuracy")
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/f16_high_frame_rate_video_thumb.png"

@@ -74,4 +74,6 @@ ax.legend()
 fig.tight_layout()
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("flat_lora.png")
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/flat_lora_thumb.png"

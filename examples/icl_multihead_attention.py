@@ -90,4 +90,6 @@ ax.set_ylabel("test MSE")
 ax.legend(fontsize=8)
 out = sys.argv[1] if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/icl_multihead_attention_thumb.png"

@@ -16,6 +16,7 @@ Run: ``python examples/lora_joint_compression.py [output.png]``
 
 import sys
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -102,4 +103,6 @@ ax2.set_title("Memory")
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else "lora_joint_compression.png"
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/lora_joint_compression_thumb.png"

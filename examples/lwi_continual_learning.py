@@ -54,4 +54,6 @@ ax.legend()
 fig.tight_layout()
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=100)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/lwi_continual_learning_thumb.png"

@@ -88,4 +88,6 @@ ax.set_xlim(0, 10)
 fig.tight_layout()
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/mas_gpt_thumb.png"

@@ -65,4 +65,6 @@ ax.legend()
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else Path(__file__).with_name("multi_agent_bai.png")
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/multi_agent_bai_thumb.png"

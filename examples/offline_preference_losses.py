@@ -93,4 +93,6 @@ axes[0, 0].legend(fontsize=7)
 fig.suptitle("Policy against training steps, per loss and normaliser (pairs sampled from mu)")
 fig.tight_layout()
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/offline_preference_losses_thumb.png"

@@ -17,6 +17,7 @@ Run: ``python examples/privacy_amplification_partitioning.py [output.png]``
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -84,7 +85,7 @@ ax2.legend()
 fig.tight_layout()
 out = sys.argv[1] if len(sys.argv) > 1 else "privacy_amplification_partitioning.png"
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
 
 if importlib.util.find_spec("torch") is None:
     sys.exit(0)
@@ -163,3 +164,5 @@ print(
     f"epsilon {accountant.get_epsilon(DELTA):.3f} (PartitionRDPAccountant). Opacus' own "
     f"figure {opacus_eps:.3f} assumes Poisson sampling and does not apply: ignore it."
 )
+
+# sphinx_gallery_thumbnail_path = "_static/figures/privacy_amplification_partitioning_thumb.png"

@@ -76,4 +76,6 @@ fig.colorbar(im, ax=ax_r)
 fig.tight_layout()
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=100)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/ptib_clustering_thumb.png"

@@ -60,3 +60,5 @@ ax1.axhline(8, color="k", lw=0.8, ls="--")
 ax1.set(title="coded intensity", ylabel="bits per point")
 fig.tight_layout()
 fig.savefig(out, dpi=100)
+
+# sphinx_gallery_thumbnail_path = "_static/figures/serlic_real_lidar_thumb.png"

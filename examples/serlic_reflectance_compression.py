@@ -88,4 +88,6 @@ axes[2].set_xlabel("azimuth bin")
 fig.colorbar(im, ax=axes[2], pad=0.01)
 fig.tight_layout()
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/serlic_reflectance_compression_thumb.png"

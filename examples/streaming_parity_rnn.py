@@ -67,4 +67,6 @@ minimal.plot(ax=axes[2])
 axes[2].set_title(f"minimal automaton ({minimal.n_states} states)")
 fig.tight_layout()
 fig.savefig(out, dpi=120)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/streaming_parity_rnn_thumb.png"

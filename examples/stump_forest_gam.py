@@ -6,7 +6,7 @@ The data are additive with known parts: a step in x0, a sine in x1, a parabola i
 in x3 and two pure-noise features. The stump forest recovers each part as a step function
 with a handful of stumps, and the picture shows it.
 
-Run: ``python examples/stump_forest_gam.py [output.png]``
+Run: ``python examples/stump_forest_gam.py [output.png]`` (needs the ``datasets`` extra).
 """
 
 import sys
@@ -74,10 +74,13 @@ print(f"credit default: test AUC {auc:.3f} with {int(np.sum(clf.features_ >= 0))
 order = np.argsort(clf.term_importances())[::-1]
 print("terms by importance:", [str(clf.feature_names_in_[j]) for j in order[:5]])
 home = clf.shape_functions()[list(credit.columns).index("Home")]
-print("log-odds by home:", dict(zip(home.categories, home.scores.round(2))),
+print("log-odds by home:", {str(k): round(float(v), 2)
+                            for k, v in zip(home.categories, home.scores)},
       f"missing: {home.missing_score:+.2f}")
 
 fig = clf.plot_shape_functions(ncols=4)
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_suffix(".png")
 fig.savefig(out, dpi=110)
-print(f"saved {out}")
+print(f"saved {Path(out).name}")
+
+# sphinx_gallery_thumbnail_path = "_static/figures/stump_forest_gam_thumb.png"

@@ -1,24 +1,18 @@
 """``.. example-figure:: <example name>``: a gallery example's figure on a user-guide page.
 
-The full build (``make docs``) runs the examples, and the directive shows the first figure of
-``examples/<name>.py`` with a link to the example; a figure that is missing there is a
-warning (an error under ``-W``). The fast build (``plot_gallery=0``) runs no example and has
-no figure: the directive then shows only the link, unless an earlier full build left the
-figure in ``docs/auto_examples/images``.
+The directive shows the figure of ``examples/<name>.py`` with a caption and a link to the
+example. The figure is the committed image ``docs/_static/figures/<name>.png``, so every
+build shows it, the fast one (``make docs-fast``, no example run) included; the full build
+(``make docs``) runs the examples and refreshes the images (:mod:`gallery_figures`). An
+example without its image is a warning (an error under ``-W``).
 """
 
-from pathlib import Path
-
 from docutils.parsers.rst import directives
+from gallery_figures import FIGURES
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
-
-
-def _gallery_executed(config):
-    value = config.plot_gallery
-    return str(value).strip().lower() not in {"0", "false", "no", "off", ""}
 
 
 class ExampleFigure(SphinxDirective):
@@ -32,26 +26,28 @@ class ExampleFigure(SphinxDirective):
     def run(self):
         name = self.arguments[0]
         index = self.options.get("index", 1)
-        image = f"auto_examples/images/sphx_glr_{name}_{index:03d}.png"
-        exists = (Path(self.env.srcdir) / image).exists()
+        stem = name if index == 1 else f"{name}_{index}"
+        image = FIGURES / f"{stem}.png"
         caption = " ".join(line.strip() for line in self.content)
         caption = caption or f"The figure of the example ``{name}``."
         link = f":ref:`sphx_glr_auto_examples_{name}.py`"
-        if exists:
-            text = (
-                f".. figure:: /{image}\n   :width: {self.options.get('width', '100%')}\n\n"
-                f"   {caption} Code: {link}.\n"
+        if not image.exists():
+            logger.warning(
+                "example-figure: %s has no image %s (run `make docs`, or "
+                "`python docs/_ext/gallery_figures.py examples/%s.py`)",
+                name, image.relative_to(FIGURES.parents[1]), name,
+                location=self.get_location(),
             )
-        else:
-            if _gallery_executed(self.config):
-                logger.warning(
-                    "example-figure: %s has no figure %s (did the example run?)",
-                    name, image, location=self.get_location(),
-                )
-            text = (
-                f".. note::\n\n   The figure of this section is drawn by the example {link}; "
-                f"``make docs`` runs it and shows it here.\n"
-            )
+            text = f"The figure of this section is drawn by the example {link}.\n"
+            return self.parse_text_to_nodes(text)
+        self.env.note_dependency(str(image))
+        # at its own size (100 pixels per inch of the figure), never wider than the page
+        width = f"   :width: {self.options['width']}\n" if "width" in self.options else ""
+        text = (
+            f".. figure:: /_static/figures/{stem}.png\n{width}"
+            f"   :alt: {caption}\n\n"
+            f"   {caption} Code: {link}.\n"
+        )
         return self.parse_text_to_nodes(text)
 
 
