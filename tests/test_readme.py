@@ -42,13 +42,18 @@ def test_home_page_shows_the_readme_code():
 
 
 def test_quick_start_runs(tmp_path):
-    """The first block of the README (the quick start) runs and prints what it promises: the
-    names, their out-of-fold accuracies and a symmetric similarity matrix."""
+    """The first block of the README (the quick start) runs and prints what it promises: a
+    progress line per model (verbose=1), then the names, their out-of-fold accuracies and a
+    symmetric similarity matrix."""
     result = _run(_markdown_python_blocks(README)[0], tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("['lr', 'knn', 'nb'] [0.9"), result.stdout
-    assert len(lines) == 4  # the names and accuracies, then three rows of the matrix
+    progress = [line for line in lines if line.startswith("[CAPASimilarity]")]
+    assert [line.split()[1] for line in progress] == ["lr", "knn", "nb"], result.stdout
+    assert all(re.search(r", \d+\.\d\d s$", line) for line in progress), result.stdout
+    rest = lines[len(progress):]
+    assert rest[0].startswith("['lr', 'knn', 'nb'] [0.9"), result.stdout
+    assert len(rest) == 4  # the names and accuracies, then three rows of the matrix
 
 
 @pytest.mark.parametrize("k", range(1, len(_markdown_python_blocks(README))))
