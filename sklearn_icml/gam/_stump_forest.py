@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -117,6 +118,11 @@ def fill_doc_pieces(cls):
     return fill_doc(cls, _PIECES)
 
 
+def _dense_table(X):
+    """Whether ``X`` is a numpy array or nested lists (not sparse, not something else)."""
+    return isinstance(X, np.ndarray | list | tuple)
+
+
 def _chunkwise_on_dask(method):
     """``method(X)`` that, for a dask array or DataFrame ``X``, gives a dask array computed
     chunk by chunk (:func:`._dask.predict`)."""
@@ -215,9 +221,9 @@ class _BaseStumpForestGAM(BaseEstimator):
         """Learn ``is_categorical_`` and ``categories_``; X with categories coded."""
         by_dtype = isinstance(self.categorical_features, str) or self.categorical_features is None
         if not is_dataframe(X):
-            if by_dtype and not hasattr(X, "dtype") and not isinstance(X, list | tuple):
+            if not _dense_table(X) and (by_dtype or issparse(X)):
                 self._categories = None
-                return X  # not an array: validate_input says what is wrong
+                return X  # validate_input refuses it, or says what is wrong
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
             if X.ndim != 2:
                 self._categories = None
@@ -233,10 +239,8 @@ class _BaseStumpForestGAM(BaseEstimator):
     def _code_categories(self, X):
         categories = getattr(self, "_categories", None)
         if not is_dataframe(X):
-            if categories is None and not hasattr(X, "dtype") and not isinstance(
-                X, list | tuple
-            ):
-                return X  # not an array: validate_input says what is wrong
+            if not _dense_table(X) and (categories is None or issparse(X)):
+                return X  # validate_input refuses it, or says what is wrong
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
             if X.ndim != 2 or X.shape[1] != self.n_features_in_:
                 return X  # validate_input says what is wrong
