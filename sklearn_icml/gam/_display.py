@@ -353,11 +353,11 @@ def _draw_numeric(ax, shape, curve_labels, xscale):
     if xscale == "log":
         ax.set_xscale("log")
     ax.set_xlim(position(lo), position(hi))
-    if quantile:
-        ticks = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
-        values = np.interp(ticks, knots_q, knots_x)
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([f"{v:.3g}" for v in values], fontsize="small")
+    if quantile:  # ticks at the bin edges nearest to the 10, 25, 50, 75, 90 % quantiles
+        near = np.abs(shape.edge_quantiles[None, :] - _TICK_QUANTILES[:, None]).argmin(axis=1)
+        near = np.unique(near)
+        ax.set_xticks(shape.edge_quantiles[near])
+        ax.set_xticklabels([_format_number(v) for v in edges[near]], fontsize="small")
         ax.set_xlabel(f"{shape.name} (quantile scale)", fontsize="small")
     else:
         ax.set_xlabel(shape.name, fontsize="small")
@@ -368,6 +368,16 @@ def _draw_numeric(ax, shape, curve_labels, xscale):
         ax.annotate("missing", (1.0, 1.0), xycoords="axes fraction", ha="right",
                     va="bottom", fontsize="x-small")
     return artists
+
+
+_TICK_QUANTILES = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+
+
+def _format_number(value):
+    """A tick label: 3 significant digits, thousands written out (1,800 rather than 1.8e+03)."""
+    if 1e3 <= abs(value) < 1e7:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
 
 
 def _draw_categorical(ax, shape, curve_labels):
@@ -688,5 +698,5 @@ def _format_value(value):
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return "missing"
     if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
-        return f"{float(value):.4g}"
+        return _format_number(float(value)) if abs(float(value)) >= 1e3 else f"{value:.4g}"
     return str(value)
