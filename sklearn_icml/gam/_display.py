@@ -353,7 +353,7 @@ def _draw_numeric(ax, shape, curve_labels, xscale):
     if xscale == "log":
         ax.set_xscale("log")
     ax.set_xlim(position(lo), position(hi))
-    if quantile:  # ticks at the bin edges nearest to the 10, 25, 50, 75, 90 % quantiles
+    if quantile:  # ticks at the bin edges nearest to the 10, 50 and 90 % quantiles
         near = np.abs(shape.edge_quantiles[None, :] - _TICK_QUANTILES[:, None]).argmin(axis=1)
         near = np.unique(near)
         ax.set_xticks(shape.edge_quantiles[near])
@@ -370,7 +370,7 @@ def _draw_numeric(ax, shape, curve_labels, xscale):
     return artists
 
 
-_TICK_QUANTILES = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+_TICK_QUANTILES = np.array([0.1, 0.5, 0.9])
 
 
 def _format_number(value):
