@@ -227,7 +227,8 @@ class ShapeFunctionDisplay:
         columns = _feature_index(estimator, features)
         if not columns:
             raise ValueError("features must name at least one feature. Got [] instead.")
-        shapes = [_shape(estimator, j, weights) for j in columns]
+        fitted = estimator._shapes()  # feature -> scores (P, n_values), unsqueezed
+        shapes = [_shape(estimator, j, fitted.get(j), weights) for j in columns]
         display = cls(shapes=shapes, ylabel=ylabel, curve_labels=labels)
         return display.plot(ax=ax, xscale=xscale, n_cols=n_cols, figsize=figsize)
 
@@ -285,13 +286,12 @@ class ShapeFunctionDisplay:
         return self
 
 
-def _shape(estimator, j, weights):
-    """The panel of feature ``j``: its shape's scores times ``weights``."""
+def _shape(estimator, j, shape, weights):
+    """The panel of feature ``j``: its fitted ``shape`` (None when no stump uses it), the
+    scores times ``weights``."""
     names = estimator._feature_names()
-    shapes = estimator._shapes()  # feature -> scores (P, n_values), unsqueezed
     n_values = estimator._leaves.shape[2]
     has_missing = bool(estimator._bin_weight[j, estimator.max_bins] > 0)
-    shape = shapes.get(j)
     if estimator.is_categorical_[j]:
         categories = estimator.categories_[j]
         scores = shape.scores if shape is not None else np.zeros((categories.size, n_values))
