@@ -16,10 +16,6 @@ from sklearn_icml.gam import (
     TermImportanceDisplay,
 )
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 PARAMS = {"n_stumps": 30, "max_iter": 5, "min_samples_leaf": 10, "l2_reg": 1.0,
           "random_state": 0}
 
@@ -28,10 +24,15 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+@pytest.fixture
+def plt():
+    """matplotlib's pyplot on the Agg backend (the ``plot`` extra); figures closed after."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    yield pyplot
+    pyplot.close("all")
 
 
 def _frame(n=1500, seed=0):
@@ -210,7 +211,7 @@ def test_access_by_position_still_works_with_a_future_warning(table):
         model.shape_functions()["city"], terms["city"], model.term_importances()["age"]
 
 
-def test_plot_shape_functions_takes_names_and_indices(table):
+def test_plot_shape_functions_takes_names_and_indices(table, plt):
     _, _, model = table
     by_name = model.plot_shape_functions(features=["age", "city"])
     by_index = model.plot_shape_functions(features=[0, 1])
@@ -222,7 +223,7 @@ def test_plot_shape_functions_takes_names_and_indices(table):
 
 
 # -- displays ----------------------------------------------------------------------------------
-def test_shape_function_display_draws_into_the_given_axes(table):
+def test_shape_function_display_draws_into_the_given_axes(table, plt):
     _, _, model = table
     fig, axes = plt.subplots(1, 2)
     display = ShapeFunctionDisplay.from_estimator(model, ["age", "city"], ax=axes)
@@ -239,7 +240,7 @@ def test_shape_function_display_draws_into_the_given_axes(table):
     assert shown == list(model.shape_functions())
 
 
-def test_classifier_shape_axis_names_the_log_odds_class(churn):
+def test_classifier_shape_axis_names_the_log_odds_class(churn, plt):
     X, _, clf = churn
     assert clf.classes_.tolist() == ["churn", "stay"]
     display = ShapeFunctionDisplay.from_estimator(clf, ["tenure"])
@@ -254,7 +255,7 @@ def test_classifier_shape_axis_names_the_log_odds_class(churn):
         ShapeFunctionDisplay.from_estimator(clf, class_of_interest="gone")
 
 
-def test_multiclass_shape_display_draws_one_labelled_curve_per_class():
+def test_multiclass_shape_display_draws_one_labelled_curve_per_class(plt):
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(900, 2))
     y = np.where(X[:, 0] < -0.7, "low", np.where(X[:, 0] > 0.7, "high", "mid"))
@@ -266,7 +267,7 @@ def test_multiclass_shape_display_draws_one_labelled_curve_per_class():
     assert one.axes_.ravel()[0].get_ylabel() == "logit of 'high' (softmax)"
 
 
-def test_quantile_axis_places_values_by_training_quantile(churn):
+def test_quantile_axis_places_values_by_training_quantile(churn, plt):
     X, _, clf = churn
     display = ShapeFunctionDisplay.from_estimator(clf, ["tenure"], xscale="quantile")
     ax = display.axes_.ravel()[0]
@@ -286,7 +287,7 @@ def test_quantile_axis_places_values_by_training_quantile(churn):
     np.testing.assert_allclose(xs[1:-1], shares, atol=1e-12)
 
 
-def test_log_axis_takes_positive_features_and_refuses_others(table, churn):
+def test_log_axis_takes_positive_features_and_refuses_others(table, churn, plt):
     _, _, clf = churn
     display = ShapeFunctionDisplay.from_estimator(clf, ["tenure"], xscale="log")
     assert display.axes_.ravel()[0].get_xscale() == "log"
@@ -308,13 +309,13 @@ def test_log_axis_takes_positive_features_and_refuses_others(table, churn):
         ({"class_of_interest": "a"}, "class_of_interest is for classifiers"),
     ],
 )
-def test_shape_display_bad_arguments_name_the_argument(table, kwargs, match):
+def test_shape_display_bad_arguments_name_the_argument(table, kwargs, match, plt):
     _, _, model = table
     with pytest.raises(ValueError, match=match):
         ShapeFunctionDisplay.from_estimator(model, **kwargs)
 
 
-def test_shape_display_needs_one_axes_per_feature(table):
+def test_shape_display_needs_one_axes_per_feature(table, plt):
     _, _, model = table
     _, ax = plt.subplots()
     with pytest.raises(ValueError, match=r"ax must be None or one matplotlib Axes per panel"):
@@ -323,7 +324,7 @@ def test_shape_display_needs_one_axes_per_feature(table):
     assert display.axes_.ravel()[0] is ax
 
 
-def test_term_importance_display_ranks_the_terms_largest_first(table):
+def test_term_importance_display_ranks_the_terms_largest_first(table, plt):
     _, _, model = table
     _, ax = plt.subplots()
     display = TermImportanceDisplay.from_estimator(model, max_terms=4, ax=ax)
@@ -345,7 +346,7 @@ def test_term_importance_display_ranks_the_terms_largest_first(table):
             TermImportanceDisplay.from_estimator(model, max_terms=bad)
 
 
-def test_local_explanation_adds_up_to_the_prediction(table):
+def test_local_explanation_adds_up_to_the_prediction(table, plt):
     frame, _, model = table
     row = frame.iloc[[7]]
     _, ax = plt.subplots()
@@ -370,7 +371,7 @@ def test_local_explanation_adds_up_to_the_prediction(table):
         LocalExplanationDisplay.from_estimator(model, frame.iloc[:2])
 
 
-def test_local_explanation_of_a_classifier_names_its_class(churn):
+def test_local_explanation_of_a_classifier_names_its_class(churn, plt):
     X, _, clf = churn
     row = X.iloc[[3]]
     display = LocalExplanationDisplay.from_estimator(clf, row)
@@ -382,7 +383,7 @@ def test_local_explanation_of_a_classifier_names_its_class(churn):
     assert churn_view.prediction == pytest.approx(-display.prediction, abs=1e-10)
 
 
-def test_displays_refuse_an_unfitted_or_foreign_estimator():
+def test_displays_refuse_an_unfitted_or_foreign_estimator(plt):
     from sklearn.exceptions import NotFittedError
     from sklearn.linear_model import LinearRegression
 
