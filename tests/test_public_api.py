@@ -3,7 +3,8 @@
 Each public class is a ``BaseEstimator``: ``get_params`` lists the ``__init__`` parameters,
 ``set_params`` takes them back, :func:`sklearn.base.clone` rebuilds an equal object, the
 repr works and the unfitted object pickles. The only public classes that are not are the
-kinds listed in ``_OTHER_MANNERS``, which follow their own library's manners.
+kinds listed in ``_OTHER_MANNERS``, which follow their own library's manners, and
+scikit-learn's displays.
 """
 
 import dataclasses
@@ -55,6 +56,14 @@ def _is_record(cls):
     return dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
 
 
+def _is_display(cls):
+    """scikit-learn's displays (``RocCurveDisplay``, ``PartialDependenceDisplay``) hold a
+    picture, not parameters: built by ``from_estimator``, drawn again by ``plot``."""
+    return cls.__name__.endswith("Display") and all(
+        callable(getattr(cls, m, None)) for m in ("from_estimator", "plot")
+    )
+
+
 CLASSES = sorted(_public_classes())
 
 def _same(a, b):
@@ -80,6 +89,8 @@ def _same(a, b):
 def test_public_class_params_round_trip(qualname, cls):
     if _is_record(cls):
         pytest.skip("a record of results, not a configurable object")
+    if _is_display(cls):
+        pytest.skip("a display: scikit-learn's Display manners (from_estimator, plot)")
     for kind, _reason in _other_manners():
         if issubclass(cls, kind) and not issubclass(cls, BaseEstimator):
             pytest.skip(f"follows its own library's manners: {_reason}")

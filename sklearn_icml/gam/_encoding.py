@@ -3,8 +3,9 @@
 A stump forest sees every feature as small integer codes (:mod:`._binning` gives the codes of
 numeric features). This module adds what real tables need, as HistGradientBoosting does:
 
-* categorical columns (``categorical_features``) are coded ``0..n_categories - 1`` by the
-  sorted categories seen in ``fit``;
+* categorical columns (``categorical_features``; by default the text and ``category`` columns
+  of a DataFrame, as EBM takes them) are coded ``0..n_categories - 1`` by the sorted
+  categories seen in ``fit``;
 * missing values (NaN, ``None``, ``pd.NA``) and categories not seen in ``fit`` get the
   missing code ``max_bins``, one past the largest code a feature can have.
 """
@@ -28,7 +29,7 @@ def categorical_mask(X, categorical_features):
     if isinstance(categorical_features, str) and categorical_features == "from_dtype":
         if not frame:
             return np.zeros(n_features, dtype=bool)
-        return np.array([str(dtype) == "category" for dtype in X.dtypes], dtype=bool)
+        return np.array([_is_text_or_category(X, j) for j in range(n_features)], dtype=bool)
     if categorical_features is None:
         return np.zeros(n_features, dtype=bool)
     values = np.asarray(categorical_features)
@@ -78,6 +79,85 @@ def categorical_mask(X, categorical_features):
     )
 
 
+# what pandas' infer_dtype says of an object column that holds numbers only (such a column
+# stays numeric under "from_dtype"; any string in it makes it categorical)
+_NUMERIC_OBJECTS = {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+
+
+def _is_text_or_category(X, j):
+    """Whether column ``j`` of DataFrame ``X`` is categorical under ``"from_dtype"``: the
+    ``category`` and pandas string dtypes, and object columns that hold text (an object
+    column of dask ``X`` is taken as text: its values are not read)."""
+    import pandas as pd
+
+    dtype = X.dtypes.iloc[j]
+    if isinstance(dtype, pd.CategoricalDtype | pd.StringDtype):
+        return True
+    if getattr(dtype, "kind", None) != "O":
+        return False
+    if hasattr(X, "__dask_graph__"):
+        return True
+    kind = pd.api.types.infer_dtype(X.iloc[:, j], skipna=True)
+    return kind not in _NUMERIC_OBJECTS
+
+
+def _first_text(X, columns):
+    """``(column, value)`` of the first string among ``columns`` of ``X`` (a DataFrame or a
+    2-D array), or None; numeric columns cost one look at their dtype."""
+    import pandas as pd
+
+    frame = is_dataframe(X)
+    if not frame:
+        values = np.asarray(X)
+        if values.ndim != 2 or values.dtype.kind not in "USO":
+            return None
+    for j in columns:
+        if frame:
+            if getattr(X.dtypes.iloc[j], "kind", "O") in "biufcmM":
+                continue
+            column = X.iloc[:, j].to_numpy(dtype=object)
+        else:
+            column = values[:, j]
+        if pd.api.types.infer_dtype(column, skipna=True) in _NUMERIC_OBJECTS:
+            continue
+        for value in column:
+            if isinstance(value, str | bytes):
+                return (X.columns[j] if frame else j), value
+    return None
+
+
+def refuse_text(X, categorical, estimator, fitted):
+    """Raise a ValueError naming the GAM's own categorical handling if a column of ``X``
+    that is not categorical (``categorical``: boolean mask) holds text; ``fitted`` says
+    whether the mask is the fitted model's (predict) or ``categorical_features``' (fit)."""
+    numeric = [j for j in range(X.shape[1]) if not categorical[j]]
+    found = _first_text(X, numeric)
+    if found is None:
+        return
+    column, value = found
+    name = type(estimator).__name__
+    where = f"column {column!r}" if is_dataframe(X) else f"column {column}"
+    if fitted:
+        raise ValueError(
+            f"X holds text in {where}, a numeric feature when {name} was fitted; pass the "
+            "columns the model was fitted on (its categorical features are "
+            f"{[str(c) for c in np.asarray(estimator._feature_names())[categorical]]!r}). "
+            f"Got {value!r} instead."
+        )
+    how = (
+        f"name the column in categorical_features (now {estimator.categorical_features!r})"
+        if is_dataframe(X)
+        else f"pass categorical_features=[{column}, ...] (the indices of the text columns), "
+        "or X as a DataFrame with categorical_features='from_dtype'"
+    )
+    raise ValueError(
+        f"X holds text in {where}, which is not a categorical feature. {name} takes text "
+        "columns as categorical features itself (categories sorted; missing values and "
+        "categories unseen in fit share the missing bin), no encoder needed: "
+        f"{how}. Got {value!r} instead."
+    )
+
+
 def _column(X, j):
     return X.iloc[:, j] if is_dataframe(X) else np.asarray(X)[:, j]
 
@@ -112,7 +192,9 @@ def sorted_categories(seen, max_bins, feature_name):
     if cats.size > max_bins:
         raise ValueError(
             f"categorical feature {feature_name!r} has {cats.size} categories, more "
-            f"than max_bins={max_bins}; raise max_bins or group rare categories. Got "
+            f"than max_bins={max_bins}; raise max_bins, group rare categories, or leave "
+            "the column out of categorical_features (a text column is categorical under "
+            f"categorical_features='from_dtype'). Got "
             f"{cats.size} categories instead."
         )
     return cats

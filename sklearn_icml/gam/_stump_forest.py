@@ -5,8 +5,8 @@ regularized decision stump forests", ICML 2025. The pieces of a fit live next to
 :mod:`._binning` (candidate thresholds), :mod:`._encoding` (categories, missing values),
 :mod:`._loss` (the losses and their steps), :mod:`._rows` (passes over the rows as sums),
 :mod:`._optimizer` (the alternating optimisation), :mod:`._dask` (the fit on dask
-partitions), :mod:`._stump_kernels` (numba kernels) and :mod:`._plotting` (shape-function
-plots).
+partitions), :mod:`._stump_kernels` (numba kernels), :mod:`._inspection` (the results of
+the inspection methods, labelled by feature name) and :mod:`._display` (the displays).
 """
 
 import functools
@@ -14,6 +14,8 @@ import numbers
 import warnings
 
 import numpy as np
+import pandas as pd
+from scipy.sparse import issparse
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -34,6 +36,7 @@ from ..utils._param_validation import N_JOBS, NON_NEGATIVE_REAL, OPEN_UNIT_INTER
 from ..utils._progress import Progress
 from ..utils.validation import validate_input
 from . import _dask
+from ._display import ShapeFunctionDisplay
 from ._encoding import (
     bin_features,
     categorical_mask,
@@ -42,10 +45,11 @@ from ._encoding import (
     feature_bin_edges,
     is_dataframe,
     learn_categories,
+    refuse_text,
 )
+from ._inspection import FeatureContributions, ShapeFunctions, TermImportances
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
-from ._plotting import plot_shape_functions
 from ._row_source import InMemoryRows
 from ._rows import cross_validation_folds, validation_split
 
@@ -113,6 +117,11 @@ n_iter_no_change : int, default=10
 
 def fill_doc_pieces(cls):
     return fill_doc(cls, _PIECES)
+
+
+def _dense_table(X):
+    """Whether ``X`` is a numpy array or nested lists (not sparse, not something else)."""
+    return isinstance(X, np.ndarray | list | tuple)
 
 
 def _chunkwise_on_dask(method):
@@ -208,15 +217,16 @@ class _BaseStumpForestGAM(BaseEstimator):
     def _code_categories_fit(self, X):
         """Learn ``is_categorical_`` and ``categories_``; X with categories coded."""
         by_dtype = isinstance(self.categorical_features, str) or self.categorical_features is None
-        if by_dtype and not is_dataframe(X):  # a plain array has no categorical dtype
-            self._categories = None
-            return X
         if not is_dataframe(X):
+            if not _dense_table(X) and (by_dtype or issparse(X)):
+                self._categories = None
+                return X  # validate_input refuses it, or says what is wrong
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
             if X.ndim != 2:
                 self._categories = None
                 return X  # validate_input says what is wrong
         mask = categorical_mask(X, self.categorical_features)
+        refuse_text(X, mask, self, fitted=False)
         if not mask.any():
             self._categories = None
             return X
@@ -225,15 +235,23 @@ class _BaseStumpForestGAM(BaseEstimator):
 
     def _code_categories(self, X):
         categories = getattr(self, "_categories", None)
-        if categories is None:
-            return X
         if not is_dataframe(X):
+            if not _dense_table(X) and (categories is None or issparse(X)):
+                return X  # validate_input refuses it, or says what is wrong
             X = np.asarray(X, dtype=object if np.asarray(X).dtype.kind in "USO" else None)
-            if X.ndim != 2 or X.shape[1] != len(categories):
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
                 return X  # validate_input says what is wrong
-        elif X.shape[1] != len(categories):
+        elif X.shape[1] != self.n_features_in_:
             return X
-        return encode_categories(X, categories)
+        refuse_text(X, self.is_categorical_, self, fitted=True)
+        return X if categories is None else encode_categories(X, categories)
+
+    def _feature_names(self):
+        """The names of the features: ``feature_names_in_``, else ``x0, x1, ...``."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = [f"x{j}" for j in range(self.n_features_in_)]
+        return np.asarray(names, dtype=object)
 
     def _bin(self, X):
         """Validated bin codes of ``X`` (shape (n_features, n_samples))."""
@@ -254,8 +272,8 @@ class _BaseStumpForestGAM(BaseEstimator):
             Training data; NaN marks a missing value. float32 and float64 arrays are
             binned as they are, without a copy (float32 gives the model of its values
             cast to float64); other dtypes are converted to float64. A DataFrame sets
-            ``feature_names_in_``, and its ``category`` columns are categorical features
-            by default (see ``categorical_features``). A dask array or DataFrame (``dask``
+            ``feature_names_in_``, and its ``category`` and text columns are categorical
+            features by default (see ``categorical_features``). A dask array or DataFrame (``dask``
             extra) is fitted where its partitions are: only sums over rows reach the
             client, and the model is the one an in-memory fit of the same rows gives
             (with early stopping, other rows are held out: a split per partition).
@@ -580,16 +598,33 @@ class _BaseStumpForestGAM(BaseEstimator):
 
         Returns
         -------
-        shapes : dict of int to Bunch
-            For a numeric feature ``j``, ``shapes[j]`` has ``kind="numeric"``,
+        shapes : Bunch of feature name to Bunch
+            Keyed by feature name (``feature_names_in_``, else ``"x0"``, ``"x1"``, ...), in
+            column order. For a numeric feature, ``shapes[name]`` has ``kind="numeric"``,
             ``thresholds`` (sorted, shape (P-1,)) and ``scores`` of shape (P,) (or
             (P, n_classes) for a multiclass classifier): piece ``p`` covers
-            ``thresholds[p-1] < x_j <= thresholds[p]``. A categorical feature has
+            ``thresholds[p-1] < x <= thresholds[p]``. A categorical feature has
             ``kind="categorical"``, ``categories`` and one score per category. Both have
-            ``missing_score``, the value of a missing ``x_j`` (and of a category not seen
+            ``missing_score``, the value of a missing ``x`` (and of a category not seen
             in ``fit``). ``f_j(x_j)`` plus ``intercept_``, summed over features, is the
-            model's
-            raw prediction.
+            model's raw prediction (for a classifier the log-odds of ``classes_[1]``, or
+            the class logits). A column position as key (the keys of 0.2) still works
+            until 0.4, with a FutureWarning.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from sklearn_icml.gam import StumpForestGAMRegressor
+        >>> X = pd.DataFrame({"age": [20, 30, 40, 50, 60, 70] * 10,
+        ...                   "city": ["Lyon", "Nice", "Paris"] * 20})
+        >>> y = X["age"] / 10 + (X["city"] == "Paris")
+        >>> model = StumpForestGAMRegressor(n_stumps=4, min_samples_leaf=5,
+        ...                                 l2_reg=0.0).fit(X, y)
+        >>> shapes = model.shape_functions()
+        >>> list(shapes)
+        ['age', 'city']
+        >>> shapes["city"].kind, shapes["city"].categories.tolist()
+        ('categorical', ['Lyon', 'Nice', 'Paris'])
         """
         check_is_fitted(self)
         squeeze = self._leaves.shape[2] == 1
@@ -599,7 +634,7 @@ class _BaseStumpForestGAM(BaseEstimator):
                 shape.scores = shape.scores[:, 0]
                 shape.missing_score = float(shape.missing_score[0])
             out[j] = shape
-        return out
+        return ShapeFunctions(out, self._feature_names())
 
     def _contributions(self, xb):
         out = np.zeros((xb.shape[1], xb.shape[0], self._leaves.shape[2]))
@@ -618,13 +653,42 @@ class _BaseStumpForestGAM(BaseEstimator):
 
         Returns
         -------
-        contributions : ndarray of shape (n_samples, n_features)
-            ``intercept_ + contributions.sum(axis=1)`` is the raw prediction (the regression
-            prediction or the decision function); unused features contribute 0. A
-            multiclass classifier returns shape (n_samples, n_features, n_classes).
+        contributions : pandas.DataFrame of shape (n_samples, n_features)
+            One column per feature, named as in :meth:`shape_functions`; the rows keep
+            the index of a DataFrame ``X``. ``intercept_ + contributions.sum(axis=1)`` is
+            the raw prediction (the regression prediction or the decision function);
+            unused features contribute 0. A multiclass classifier has one column per
+            class and feature (columns ``(class, feature)``: ``contributions[c]`` are the
+            terms of class ``c``). Indexing by position as the ndarray of 0.2
+            (``contributions[:, j]``) still works until 0.4, with a FutureWarning.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from sklearn_icml.gam import StumpForestGAMRegressor
+        >>> X = pd.DataFrame({"age": [20, 30, 40, 50, 60, 70] * 10,
+        ...                   "city": ["Lyon", "Nice", "Paris"] * 20})
+        >>> y = X["age"] / 10 + (X["city"] == "Paris")
+        >>> model = StumpForestGAMRegressor(n_stumps=4, min_samples_leaf=5,
+        ...                                 l2_reg=0.0).fit(X, y)
+        >>> terms = model.feature_contributions(X.head(3))
+        >>> terms.columns.tolist()
+        ['age', 'city']
+        >>> bool(abs(model.intercept_ + terms.sum(axis=1) - model.predict(X.head(3))).max()
+        ...      < 1e-12)
+        True
         """
         out = self._contributions(self._bin(X))
-        return out[:, :, 0] if out.shape[2] == 1 else out
+        names = self._feature_names()
+        index = X.index if is_dataframe(X) else None
+        if out.shape[2] == 1:
+            values, columns = out[:, :, 0], pd.Index(names, name="feature")
+        else:  # (n, features, classes) -> columns (class, feature)
+            values = out.transpose(0, 2, 1).reshape(out.shape[0], -1)
+            columns = pd.MultiIndex.from_product(
+                [self.classes_, names], names=["class", "feature"]
+            )
+        return FeatureContributions(values, index=index, columns=columns)
 
     def term_importances(self):
         """Mean absolute centred contribution of each feature on the training rows.
@@ -636,42 +700,67 @@ class _BaseStumpForestGAM(BaseEstimator):
 
         Returns
         -------
-        importances : ndarray of shape (n_features,)
-            Zero for features no stump uses.
+        importances : pandas.Series of shape (n_features,)
+            Indexed by feature name, in column order (``.sort_values(ascending=False)``
+            ranks them; :class:`TermImportanceDisplay` draws them); zero for features no
+            stump uses. An int key (a position, as in the ndarray of 0.2) still works
+            until 0.4, with a FutureWarning.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from sklearn_icml.gam import StumpForestGAMRegressor
+        >>> X = pd.DataFrame({"age": [20, 30, 40, 50, 60, 70] * 10,
+        ...                   "city": ["Lyon", "Nice", "Paris"] * 20})
+        >>> y = X["age"] / 10 + (X["city"] == "Paris")
+        >>> model = StumpForestGAMRegressor(n_stumps=4, min_samples_leaf=5,
+        ...                                 l2_reg=0.0).fit(X, y)
+        >>> model.term_importances().sort_values(ascending=False).index.tolist()
+        ['age', 'city']
         """
         check_is_fitted(self)
         weight = self._bin_weight[:, :, None]
         total = weight.sum(axis=1, keepdims=True)
         mean = (weight * self._table).sum(axis=1, keepdims=True) / total
         deviation = (weight * np.abs(self._table - mean)).sum(axis=1) / total[:, 0]
-        return deviation.mean(axis=1)
+        return TermImportances(
+            deviation.mean(axis=1),
+            index=pd.Index(self._feature_names(), name="feature"),
+            name="importance",
+        )
 
     def _raw_predict(self, X):
         xb = self._bin(X)
         return self._intercept[None, :] + self._contributions(xb).sum(axis=1)
 
     def plot_shape_functions(self, features=None, *, ncols=3, figsize=None):
-        """Draw one panel per used feature (matplotlib, imported lazily).
+        """Draw one panel per feature: :meth:`ShapeFunctionDisplay.from_estimator`'s figure.
 
         Numeric features are step lines over a rug of the training quantiles (the bin
         edges); categorical features are bars, one per category; a feature whose shape
-        gives missing values a value of their own gets a bar "missing" beside it.
+        gives missing values a value of their own gets a bar "missing" beside it. The
+        display (``plot`` extra) has more options: the x scale (``"log"``,
+        ``"quantile"``), the class of interest, Axes to draw into.
 
         Parameters
         ----------
-        features : list of int, default=None
-            Features to draw; by default every feature used by a stump, in index order.
+        features : list of str or int, default=None
+            Features to draw, by name or column index; by default every feature used by
+            a stump, in column order.
         ncols : int, default=3
             Panels per row.
         figsize : tuple of float, default=None
-            Figure size; by default 3.2 x 2.6 inches per panel.
+            Figure size; by default 3.4 x 2.8 inches per panel.
 
         Returns
         -------
         fig : matplotlib.figure.Figure
             The figure; multiclass models draw one line (or bar group) per class.
         """
-        return plot_shape_functions(self, features, ncols, figsize)
+        display = ShapeFunctionDisplay.from_estimator(
+            self, features, n_cols=ncols, figsize=figsize
+        )
+        return display.figure_
 
 
 @fill_doc_pieces
@@ -699,11 +788,14 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         ``max_bins`` categories.
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
-        Which features are categorical, as in HistGradientBoosting: ``"from_dtype"`` takes
-        the DataFrame columns of ``category`` dtype; else indices, column names, or a
-        boolean mask; None: none. A stump on a categorical feature sends a set of
-        categories left (the best set, found by sorting the categories by their
-        gradient/Hessian ratio). Categories not seen in ``fit`` are treated as missing.
+        Which features are categorical. ``"from_dtype"`` takes the DataFrame columns of
+        ``category`` dtype, as HistGradientBoosting does, and its text columns (pandas
+        string dtypes, and object columns holding strings), as EBM does; else indices,
+        column names, or a boolean mask; None: none. A stump on a categorical feature
+        sends a set of categories left (the best set, found by sorting the categories by
+        their gradient/Hessian ratio). Missing values (NaN, None, ``pd.NA``) and
+        categories not seen in ``fit`` share the missing bin. Text in a column that is not
+        categorical is refused with a ValueError that says how to make it categorical.
     monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
         Monotone constraint per feature: 1 increasing, -1 decreasing, 0 none (a dict maps
         feature names or indices to constraints). Held exactly: every stump on a
@@ -829,8 +921,8 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     ...                                 random_state=0).fit(X, y)
     >>> round(model.score(X, y), 2)
     0.9
-    >>> sorted(model.shape_functions())[:4]
-    [0, 1, 2, 3]
+    >>> list(model.shape_functions())[:4]
+    ['x0', 'x1', 'x2', 'x3']
     """
 
     def _encode_target(self, X, y):
@@ -899,11 +991,14 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         ``max_bins`` categories.
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
-        Which features are categorical, as in HistGradientBoosting: ``"from_dtype"`` takes
-        the DataFrame columns of ``category`` dtype; else indices, column names, or a
-        boolean mask; None: none. A stump on a categorical feature sends a set of
-        categories left (the best set, found by sorting the categories by their
-        gradient/Hessian ratio). Categories not seen in ``fit`` are treated as missing.
+        Which features are categorical. ``"from_dtype"`` takes the DataFrame columns of
+        ``category`` dtype, as HistGradientBoosting does, and its text columns (pandas
+        string dtypes, and object columns holding strings), as EBM does; else indices,
+        column names, or a boolean mask; None: none. A stump on a categorical feature
+        sends a set of categories left (the best set, found by sorting the categories by
+        their gradient/Hessian ratio). Missing values (NaN, None, ``pd.NA``) and
+        categories not seen in ``fit`` share the missing bin. Text in a column that is not
+        categorical is refused with a ValueError that says how to make it categorical.
     monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
         Monotone constraint per feature: 1 increasing, -1 decreasing, 0 none (a dict maps
         feature names or indices to constraints). Held exactly: every stump on a

@@ -192,9 +192,9 @@ def test_monotone_constraints_on_dask_are_the_in_memory_fit(client, data, classe
     )
     _assert_same_forest(model, memory, X)
     shapes = model.shape_functions()
-    for j, sign in ((0, 1), (2, -1)):
-        if j in shapes:
-            assert np.all(sign * np.diff(shapes[j].scores) >= 0)
+    for name, sign in (("x0", 1), ("x2", -1)):
+        if name in shapes:
+            assert np.all(sign * np.diff(shapes[name].scores) >= 0)
     Xc, labels = classes_data
     params = {**PARAMS, "n_stumps": 4, "max_iter": 1, "monotonic_cst": [0, 0, 1, 0]}
     memory = StumpForestGAMClassifier(**params).fit(Xc, labels > 0)

@@ -168,18 +168,21 @@ def test_additivity_and_locality_of_contributions(reg_data, clf_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(**FAST).fit(X, y)
     contrib = model.feature_contributions(X)
-    np.testing.assert_allclose(model.predict(X), model.intercept_ + contrib.sum(1), atol=1e-10)
+    np.testing.assert_allclose(
+        model.predict(X), model.intercept_ + contrib.sum(axis=1), atol=1e-10
+    )
     np.testing.assert_allclose(model.predict(X), _stump_sum(model, X), atol=1e-10)
     j = int(model.features_[0])
     X2 = X.copy()
     X2[:, j] = np.random.default_rng(0).permutation(X2[:, j])
-    changed = np.any(model.feature_contributions(X2) != contrib, axis=0)
-    assert changed[j] and changed.sum() == 1
+    changed = (model.feature_contributions(X2) != contrib).any(axis=0)
+    assert changed[f"x{j}"] and changed.sum() == 1
 
     X, y = clf_data
     clf = StumpForestGAMClassifier(**FAST).fit(X, y)
     np.testing.assert_allclose(
-        clf.decision_function(X), clf.intercept_ + clf.feature_contributions(X).sum(1), atol=1e-10
+        clf.decision_function(X), clf.intercept_ + clf.feature_contributions(X).sum(axis=1),
+        atol=1e-10,
     )
     np.testing.assert_allclose(clf.decision_function(X), _stump_sum(clf, X), atol=1e-10)
 
@@ -188,16 +191,17 @@ def test_shape_functions_reproduce_contributions(reg_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(**FAST).fit(X, y)
     shapes = model.shape_functions()
-    assert set(shapes) == set(model.features_[model.features_ >= 0].tolist())
+    used = sorted(set(model.features_[model.features_ >= 0].tolist()))
+    assert list(shapes) == [f"x{j}" for j in used]
     contrib = model.feature_contributions(X)
-    for j, shape in shapes.items():
+    for name, shape in shapes.items():
         thresholds, values = shape.thresholds, shape.scores
         assert shape.kind == "numeric"
         assert np.all(np.diff(thresholds) > 0) and values.shape == (thresholds.size + 1,)
-        piece = np.searchsorted(thresholds, X[:, j])
-        np.testing.assert_allclose(values[piece], contrib[:, j], atol=1e-12)
-    unused = sorted(set(range(X.shape[1])) - set(shapes))
-    assert np.all(contrib[:, unused] == 0)
+        piece = np.searchsorted(thresholds, X[:, int(name[1:])])
+        np.testing.assert_allclose(values[piece], contrib[name], atol=1e-12)
+    unused = [f"x{j}" for j in range(X.shape[1]) if f"x{j}" not in shapes]
+    assert np.all(contrib[unused] == 0)
 
 
 # limits of the L2 penalty and of the target
@@ -322,8 +326,9 @@ def test_plot_shape_functions_draws_one_panel_per_used_feature(reg_data):
     fig = model.plot_shape_functions(ncols=2)
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == len(model.shape_functions())
+    assert [ax.get_title() for ax in visible] == list(model.shape_functions())
     plt.close(fig)
-    with pytest.raises(ValueError, match="features must be indices"):
+    with pytest.raises(ValueError, match="features must be feature names"):
         model.plot_shape_functions(features=[99])
 
 
@@ -449,7 +454,7 @@ def test_missing_values_fit_predict_and_match_the_stump_sum(reg_data):
             out += np.where(left, lv[0], lv[1])
     np.testing.assert_allclose(pred, out, atol=1e-10)
     np.testing.assert_allclose(
-        pred, model.intercept_ + model.feature_contributions(X_nan).sum(1), atol=1e-10
+        pred, model.intercept_ + model.feature_contributions(X_nan).sum(axis=1), atol=1e-10
     )
     _assert_monotone(model.objective_history_)
     e = 0.5 * np.sum((y - pred) ** 2) + model.l2_reg / 2 * np.sum(model.leaf_values_**2)
@@ -469,7 +474,7 @@ def test_missing_side_is_learned_when_missingness_carries_the_signal():
     assert model.features_[0] == 0 and np.isinf(model.thresholds_[0])
     side = 0 if model.missing_go_to_left_[0] else 1
     assert model.leaf_values_[0, side] + model.intercept_ == pytest.approx(5.0, abs=0.05)
-    assert model.shape_functions()[0].missing_score + model.intercept_ == pytest.approx(
+    assert model.shape_functions()["x0"].missing_score + model.intercept_ == pytest.approx(
         5.0, abs=0.05
     )
 
@@ -513,7 +518,7 @@ def test_categorical_from_dtype_learns_the_category_effects():
     frame, y, effect = _categorical_frame(3000, 0)
     model = StumpForestGAMRegressor(random_state=0).fit(frame, y)
     np.testing.assert_array_equal(model.is_categorical_, [True, False])
-    shape = model.shape_functions()[0]
+    shape = model.shape_functions()["color"]
     assert shape.kind == "categorical" and list(shape.categories) == list("abcdef")
     truth = np.array([effect[c] for c in "abcdef"])
     centred = shape.scores - shape.scores.mean()
@@ -523,10 +528,10 @@ def test_categorical_from_dtype_learns_the_category_effects():
     assert all(model.left_categories_[t] is not None for t in cat_stumps)
     test = frame.iloc[:3].copy()
     test["color"] = pd.Categorical(["zzz", None, "a"])
-    contrib = model.feature_contributions(test)
-    assert contrib[0, 0] == pytest.approx(shape.missing_score)
-    assert contrib[1, 0] == pytest.approx(shape.missing_score)
-    assert contrib[2, 0] == pytest.approx(shape.scores[0])
+    contrib = model.feature_contributions(test)["color"]
+    assert contrib.iloc[0] == pytest.approx(shape.missing_score)
+    assert contrib.iloc[1] == pytest.approx(shape.missing_score)
+    assert contrib.iloc[2] == pytest.approx(shape.scores[0])
 
 
 def test_categorical_features_by_index_name_and_mask_agree():
@@ -672,9 +677,12 @@ def test_term_importances_are_mean_absolute_centred_contributions(reg_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(**FAST).fit(X, y)
     contrib = model.feature_contributions(X)
-    expected = np.abs(contrib - contrib.mean(0)).mean(0)
-    np.testing.assert_allclose(model.term_importances(), expected, atol=1e-12)
-    assert model.term_importances()[4:].sum() < model.term_importances()[:4].sum() / 10
+    expected = (contrib - contrib.mean(axis=0)).abs().mean(axis=0)
+    importances = model.term_importances()
+    pd.testing.assert_series_equal(
+        importances, expected, atol=1e-12, check_names=False, check_series_type=False
+    )
+    assert importances.iloc[4:].sum() < importances.iloc[:4].sum() / 10
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -690,8 +698,9 @@ def test_monotone_constraints_hold_on_random_data(seed):
                     random_state=seed).fit(X, target)
         shapes = model.shape_functions()
         for j, sign in enumerate(cst):
-            if sign and j in shapes:
-                assert np.all(sign * np.diff(shapes[j].scores) >= 0), shapes[j].scores
+            if sign and f"x{j}" in shapes:
+                scores = shapes[f"x{j}"].scores
+                assert np.all(sign * np.diff(scores) >= 0), scores
         for t in np.flatnonzero(model.features_ >= 0):
             sign = cst[model.features_[t]]
             assert sign * (model.leaf_values_[t, 1] - model.leaf_values_[t, 0]) >= 0
@@ -700,7 +709,7 @@ def test_monotone_constraints_hold_on_random_data(seed):
             if sign:
                 Z = np.zeros((101, 3))
                 Z[:, j] = grid
-                f = model.feature_contributions(Z)[:, j]
+                f = model.feature_contributions(Z)[f"x{j}"]
                 assert np.all(sign * np.diff(f) >= 0)
         _assert_monotone(model.objective_history_)
 
