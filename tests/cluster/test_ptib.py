@@ -565,6 +565,37 @@ def test_sparse_kernels_match_numpy_reference_on_neighbor_views(n_steps):
     )
 
 
+@pytest.mark.parametrize("kind", ["neighbors", "features"])
+def test_lower_bound_of_the_merge_cost_holds(kind):
+    # the sweep skips a cluster whose lower bound shows it cannot win; the bound must never
+    # exceed the exact cost, whatever the overlap of the row with the cluster
+    from sklearn_icml.cluster._ptib_kernels import _lower_bounds, _row_view_starts
+
+    rng = check_random_state(3)
+    if kind == "neighbors":
+        Xs, _ = _blob_views(15)
+        views = _neighbor_views(Xs, 4, 2)
+    else:
+        views = _random_views(rng, 45, [6, 9, 4])
+    K, n, V = 4, views.P.shape[0], views.n_views
+    w = np.array([0.5, 0.0, 0.5]) if kind == "features" else np.array([0.2, 0.5, 0.3])
+    labels = _random_partition(n, K, rng)
+    S = np.zeros((K, views.P.shape[1]))
+    np.add.at(S, labels, views.P.toarray())
+    counts = np.bincount(labels, minlength=K).astype(np.int64)
+    data, indices, indptr, col_view = views.kernel_args()
+    exact = merge_costs(data, indices, indptr, col_view, views.plogp, w, S, counts)
+    starts = _row_view_starts(indices, indptr, col_view, V)
+    ST = np.ascontiguousarray(S.T)
+    bound = np.empty(K)
+    for i in range(n):
+        _lower_bounds(data, indices, starts, i, w, ST, counts, np.empty((V, K)),
+                      np.empty((V, K)), bound)
+        assert np.all(bound <= exact[i] + 1e-12)
+    if kind == "neighbors":  # the bound is what lets the sweep skip clusters
+        assert np.mean(bound > exact.min(axis=1, keepdims=True) - 1e-12) > 0.2
+
+
 def test_neighbor_relevance_rows_and_bandwidth():
     from sklearn_icml.cluster._ptib_neighbors import NeighborRelevance
 
