@@ -713,6 +713,35 @@ def test_auto_relevance_takes_neighbors_for_real_valued_views():
     assert model.relevance_ == ["neighbors", "neighbors"]
 
 
+def test_auto_relevance_reads_counts_from_the_values_not_the_dtype():
+    # the features model is a bag of tokens: most features that occur in a sample occur
+    # once. Integer pixel counts (scikit-learn's digits, 0-16) are mostly large values: the
+    # neighbourhood model, which clusters them far better, is chosen
+    from sklearn.datasets import load_digits
+
+    from sklearn_icml.cluster._ptib import _is_count_view
+
+    pixels = load_digits().data[:200]
+    assert np.all(pixels == np.round(pixels)) and pixels.min() == 0
+    assert not _is_count_view(pixels, was_sparse=False)
+    model = PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0)
+    assert model.fit([pixels[:, :32], pixels[:, 32:]]).relevance_ == ["neighbors"] * 2
+    # short bags of tokens (fewer tokens than features) are counts; so is a 0/1 view of
+    # presences
+    for n_tokens in (5, 20):
+        Xs, _ = make_multiview_counts(30, n_clusters=3, n_tokens=n_tokens, random_state=0)
+        assert all(_is_count_view(X, was_sparse=False) for X in Xs), n_tokens
+    Xs, _ = _easy_views()
+    assert _is_count_view((Xs[0] > 0).astype(float), was_sparse=False)
+    # rounded real-valued measurements shifted to be non-negative are not counts
+    blobs, _ = _blob_views(20)
+    rounded = np.round(10 * (blobs[0] - blobs[0].min()))
+    assert not _is_count_view(rounded, was_sparse=False)
+    # a sparse non-negative view is counts whatever its values; a negative one is not
+    assert _is_count_view(pixels, was_sparse=True)
+    assert not _is_count_view(pixels - 1.0, was_sparse=True)
+
+
 def test_auto_relevance_takes_the_features_model_for_sparse_views():
     from scipy import sparse
 
