@@ -28,7 +28,15 @@ is skipped without a log: on neighbourhood views (``relevance="neighbors"``) a s
 neighbours lie in few clusters, so most (entry, cluster) pairs are skipped. Views of
 weight 0 are skipped whole (each row's entries are sorted by column, so a view's entries
 are one contiguous run). ``S log S`` is cached per cluster and column and updated on each
-move, ``p log p`` per stored entry once per call. The numpy reference computes the
+move, ``p log p`` per stored entry once per call. The numba kernel stores the sums column-major
+(D, K), so that one column's sums over all clusters share a cache line.
+
+Two things keep the logarithms few without changing a decision. The sample's own cluster is
+scored without taking the row out of its sums (``p + s' = S``, whose ``S log S`` is cached),
+and its sums change only if the sample moves. Every other cluster first gets a lower bound of
+its cost, with one logarithm per view (:func:`_lower_bounds`); a cluster whose bound shows
+that it cannot beat the best cost so far by ``TIE_TOL`` is skipped. On neighbourhood views
+that is nearly every other cluster. The numpy reference computes the
 Jensen-Shannon divergence from its definition on the dense matrix instead, and the tests
 check that the two agree.
 """
@@ -81,8 +89,11 @@ def _entry_xlogx(data):
 
 
 @njit_cached()
-def _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t):
-    """n * Delta(i, t) for row ``i`` against cluster ``t`` (see the module docstring)."""
+def _cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, t):
+    """n * Delta(i, t) for row ``i`` against cluster ``t`` (see the module docstring).
+
+    ``ST`` and ``SlogS`` are (D, K): a column's sums over all clusters lie side by side.
+    """
     n_t = counts[t]
     size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
     total = 0.0
@@ -92,15 +103,91 @@ def _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t):
             continue
         part = size_term
         for e in range(starts[i, v], starts[i, v + 1]):
-            s = S[t, indices[e]]
+            s = ST[indices[e], t]
             if s > 0.0:
-                part += elogp[e] + SlogS[t, indices[e]] - _xlogx(data[e] + s)
+                part += elogp[e] + SlogS[indices[e], t] - _xlogx(data[e] + s)
         total += w * part
     return total
 
 
 @njit_cached()
-def _add_row(data, indices, indptr, i, S, SlogS, t, sign):
+def _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c, rest, rest_log):
+    """n * Delta(i, c) for row ``i`` against its own cluster c with the row taken out.
+
+    The cluster's sums are left as they are: with ``s' = max(S - p, 0)`` the sums without
+    the row, an entry adds ``p log p + s' log s' - S log S`` (``p + s' = S``), and ``S log
+    S`` is cached, so an entry costs one logarithm. ``rest`` and ``rest_log`` receive
+    ``s'`` and ``s' log s'`` of every entry of the row (all views), for when the row moves.
+    """
+    n_c = counts[c] - 1
+    size_term = _xlogx(n_c + 1.0) - _xlogx(float(n_c))
+    first = starts[i, 0]
+    total = 0.0
+    for v in range(weights.shape[0]):
+        w = weights[v]
+        if w == 0.0:
+            continue  # its entries of rest are filled only if the row moves
+        part = size_term
+        for e in range(starts[i, v], starts[i, v + 1]):
+            r = max(ST[indices[e], c] - data[e], 0.0)
+            rest[e - first] = r
+            if r > 0.0:
+                rest_log[e - first] = _xlogx(r)
+                part += elogp[e] + rest_log[e - first] - SlogS[indices[e], c]
+            else:
+                rest_log[e - first] = 0.0
+        total += w * part
+    return total
+
+
+@njit_cached()
+def _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, out):
+    """A lower bound of ``n * Delta(i, t)`` for every cluster t, with V * K logarithms.
+
+    Per view, an entry's term is ``f(p, s) = -p log(1 + s/p) - s log(1 + p/s)``, with
+    ``s log(1 + p/s) <= p`` and, by Jensen's inequality (log(1 + x) is concave),
+    ``sum_e p_e log(1 + s_e/p_e) <= P log(1 + S/P)`` where P and S sum p and s over the
+    entries whose cluster sum is positive. So the view's part of the cost is at least
+    ``size_term - P log(1 + S/P) - P``. On neighbourhood views a sample's neighbours lie
+    in few clusters, so the bound of every other cluster is close to its size term and
+    above the cost of the sample's own cluster: those clusters need no exact cost.
+    """
+    K = ST.shape[1]
+    V = weights.shape[0]
+    for v in range(V):
+        for t in range(K):
+            mass[v, t] = 0.0
+            overlap[v, t] = 0.0
+        if weights[v] == 0.0:
+            continue
+        for e in range(starts[i, v], starts[i, v + 1]):
+            y = indices[e]
+            p = data[e]
+            if p <= 0.0:
+                continue
+            for t in range(K):
+                s = ST[y, t]
+                if s > 0.0:
+                    mass[v, t] += p
+                    overlap[v, t] += s
+    for t in range(K):
+        n_t = counts[t]
+        size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
+        total = 0.0
+        for v in range(V):
+            w = weights[v]
+            if w == 0.0:
+                continue
+            P = mass[v, t]
+            part = size_term
+            if P > 0.0:
+                part -= P * np.log1p(overlap[v, t] / P) + P
+            total += w * part
+        out[t] = total
+
+
+@njit_cached()
+def _add_row(data, indices, indptr, i, ST, SlogS, t, sign):
     """Add (``sign=1``) or take out (``sign=-1``) row i from cluster t's sums.
 
     Taking out can leave a rounding residue below 0 where the row was the only
@@ -108,25 +195,31 @@ def _add_row(data, indices, indptr, i, S, SlogS, t, sign):
     """
     for e in range(indptr[i], indptr[i + 1]):
         y = indices[e]
-        S[t, y] = max(S[t, y] + sign * data[e], 0.0)
-        SlogS[t, y] = _xlogx(S[t, y])
+        ST[y, t] = max(ST[y, t] + sign * data[e], 0.0)
+        SlogS[y, t] = _xlogx(ST[y, t])
 
 
 @njit_cached()
 def _cluster_state(data, indices, indptr, labels, n_clusters, n_columns):
+    """Cluster sums ``ST`` (D, K), their ``x log x`` and the cluster sizes."""
     n = indptr.shape[0] - 1
-    S = np.zeros((n_clusters, n_columns))
+    ST = np.zeros((n_columns, n_clusters))
     counts = np.zeros(n_clusters, dtype=np.int64)
     for i in range(n):
         t = labels[i]
         counts[t] += 1
         for e in range(indptr[i], indptr[i + 1]):
-            S[t, indices[e]] += data[e]
-    SlogS = np.zeros((n_clusters, n_columns))
-    for t in range(n_clusters):
-        for y in range(n_columns):
-            SlogS[t, y] = _xlogx(S[t, y])
-    return S, SlogS, counts
+            ST[indices[e], t] += data[e]
+    SlogS = np.zeros((n_columns, n_clusters))
+    for y in range(n_columns):
+        for t in range(n_clusters):
+            SlogS[y, t] = _xlogx(ST[y, t])
+    return ST, SlogS, counts
+
+
+# A cluster whose lower bound exceeds the best cost so far by more than this cannot win; the
+# margin covers the rounding of the bound and of the exact cost (sums of O(1) terms).
+_BOUND_MARGIN = 1e-9
 
 
 @njit_cached()
@@ -157,12 +250,28 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
         Sweeps run (the last one moved nothing unless ``max_sweeps`` was reached).
     n_moves : int
         Samples moved in all sweeps together.
+
+    Notes
+    -----
+    The clusters are tried in the reference's order (the sample's own cluster, then the
+    others by index) and a cluster replaces the best so far only if its cost is lower by
+    more than ``TIE_TOL``. A cluster whose lower bound (:func:`_lower_bounds`) already
+    rules that out is skipped without computing its cost, which changes no decision.
     """
     n = indptr.shape[0] - 1
     K = n_clusters
-    S, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
-    starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
+    V = weights.shape[0]
+    ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
+    starts = _row_view_starts(indices, indptr, col_view, V)
     elogp = _entry_xlogx(data)
+    mass = np.empty((V, K))
+    overlap = np.empty((V, K))
+    bound = np.empty(K)
+    width = 0
+    for i in range(n):
+        width = max(width, indptr[i + 1] - indptr[i])
+    rest = np.empty(width)  # the own cluster's sums without the sample, and their x log x
+    rest_log = np.empty(width)
     n_sweeps = 0
     n_moves = 0
     for s in range(orders.shape[0]):
@@ -173,20 +282,33 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
             c = labels[i]
             if counts[c] == 1:
                 continue  # never empty a cluster
-            _add_row(data, indices, indptr, i, S, SlogS, c, -1.0)
-            counts[c] -= 1
+            best = _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c,
+                             rest, rest_log)
             best_t = c
-            best = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, c)
+            _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, bound)
             for t in range(K):
                 if t == c:
                     continue
-                cost = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t)
+                if bound[t] > best - TIE_TOL + _BOUND_MARGIN * (1.0 + abs(best)):
+                    continue
+                cost = _cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, t)
                 if cost < best - TIE_TOL:
                     best = cost
                     best_t = t
-            _add_row(data, indices, indptr, i, S, SlogS, best_t, 1.0)
-            counts[best_t] += 1
             if best_t != c:
+                first = indptr[i]
+                for v in range(V):
+                    for e in range(starts[i, v], starts[i, v + 1]):
+                        y = indices[e]
+                        if weights[v] == 0.0:
+                            ST[y, c] = max(ST[y, c] - data[e], 0.0)
+                            SlogS[y, c] = _xlogx(ST[y, c])
+                        else:
+                            ST[y, c] = rest[e - first]
+                            SlogS[y, c] = rest_log[e - first]
+                counts[c] -= 1
+                _add_row(data, indices, indptr, i, ST, SlogS, best_t, 1.0)
+                counts[best_t] += 1
                 labels[i] = best_t
                 moved += 1
         n_moves += moved
@@ -197,19 +319,23 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
 
 @njit_cached()
 def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
-    """``n * Delta(i, t)`` of every row of ``P`` against every cluster, shape (m, K)."""
+    """``n * Delta(i, t)`` of every row of ``P`` against every cluster, shape (m, K).
+
+    ``S`` is (K, D), the clusters' column sums.
+    """
     m = indptr.shape[0] - 1
     K = S.shape[0]
-    SlogS = np.empty_like(S)
-    for t in range(K):
-        for y in range(S.shape[1]):
-            SlogS[t, y] = _xlogx(S[t, y])
+    ST = np.ascontiguousarray(S.T)
+    SlogS = np.empty_like(ST)
+    for y in range(ST.shape[0]):
+        for t in range(K):
+            SlogS[y, t] = _xlogx(ST[y, t])
     starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
     elogp = _entry_xlogx(data)
     out = np.empty((m, K))
     for i in range(m):
         for t in range(K):
-            out[i, t] = _cost(data, indices, starts, elogp, i, weights, S, SlogS, counts, t)
+            out[i, t] = _cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, t)
     return out
 
 

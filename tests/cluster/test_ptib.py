@@ -565,6 +565,37 @@ def test_sparse_kernels_match_numpy_reference_on_neighbor_views(n_steps):
     )
 
 
+@pytest.mark.parametrize("kind", ["neighbors", "features"])
+def test_lower_bound_of_the_merge_cost_holds(kind):
+    # the sweep skips a cluster whose lower bound shows it cannot win; the bound must never
+    # exceed the exact cost, whatever the overlap of the row with the cluster
+    from sklearn_icml.cluster._ptib_kernels import _lower_bounds, _row_view_starts
+
+    rng = check_random_state(3)
+    if kind == "neighbors":
+        Xs, _ = _blob_views(15)
+        views = _neighbor_views(Xs, 4, 2)
+    else:
+        views = _random_views(rng, 45, [6, 9, 4])
+    K, n, V = 4, views.P.shape[0], views.n_views
+    w = np.array([0.5, 0.0, 0.5]) if kind == "features" else np.array([0.2, 0.5, 0.3])
+    labels = _random_partition(n, K, rng)
+    S = np.zeros((K, views.P.shape[1]))
+    np.add.at(S, labels, views.P.toarray())
+    counts = np.bincount(labels, minlength=K).astype(np.int64)
+    data, indices, indptr, col_view = views.kernel_args()
+    exact = merge_costs(data, indices, indptr, col_view, views.plogp, w, S, counts)
+    starts = _row_view_starts(indices, indptr, col_view, V)
+    ST = np.ascontiguousarray(S.T)
+    bound = np.empty(K)
+    for i in range(n):
+        _lower_bounds(data, indices, starts, i, w, ST, counts, np.empty((V, K)),
+                      np.empty((V, K)), bound)
+        assert np.all(bound <= exact[i] + 1e-12)
+    if kind == "neighbors":  # the bound is what lets the sweep skip clusters
+        assert np.mean(bound > exact.min(axis=1, keepdims=True) - 1e-12) > 0.2
+
+
 def test_neighbor_relevance_rows_and_bandwidth():
     from sklearn_icml.cluster._ptib_neighbors import NeighborRelevance
 
@@ -680,6 +711,35 @@ def test_auto_relevance_takes_neighbors_for_real_valued_views():
     assert negative_ints.min() < 0
     model.fit([nonneg, negative_ints])
     assert model.relevance_ == ["neighbors", "neighbors"]
+
+
+def test_auto_relevance_reads_counts_from_the_values_not_the_dtype():
+    # the features model is a bag of tokens: most features that occur in a sample occur
+    # once. Integer pixel counts (scikit-learn's digits, 0-16) are mostly large values: the
+    # neighbourhood model, which clusters them far better, is chosen
+    from sklearn.datasets import load_digits
+
+    from sklearn_icml.cluster._ptib import _is_count_view
+
+    pixels = load_digits().data[:200]
+    assert np.all(pixels == np.round(pixels)) and pixels.min() == 0
+    assert not _is_count_view(pixels, was_sparse=False)
+    model = PTIBClustering(n_clusters=3, n_init=1, max_iter=1, random_state=0)
+    assert model.fit([pixels[:, :32], pixels[:, 32:]]).relevance_ == ["neighbors"] * 2
+    # short bags of tokens (fewer tokens than features) are counts; so is a 0/1 view of
+    # presences
+    for n_tokens in (5, 20):
+        Xs, _ = make_multiview_counts(30, n_clusters=3, n_tokens=n_tokens, random_state=0)
+        assert all(_is_count_view(X, was_sparse=False) for X in Xs), n_tokens
+    Xs, _ = _easy_views()
+    assert _is_count_view((Xs[0] > 0).astype(float), was_sparse=False)
+    # rounded real-valued measurements shifted to be non-negative are not counts
+    blobs, _ = _blob_views(20)
+    rounded = np.round(10 * (blobs[0] - blobs[0].min()))
+    assert not _is_count_view(rounded, was_sparse=False)
+    # a sparse non-negative view is counts whatever its values; a negative one is not
+    assert _is_count_view(pixels, was_sparse=True)
+    assert not _is_count_view(pixels - 1.0, was_sparse=True)
 
 
 def test_auto_relevance_takes_the_features_model_for_sparse_views():
