@@ -4,7 +4,7 @@ Run: python benchmarks/cellflux_flow_matching.py [--quick] [--only E1,E2,E3] [--
 
 Without options it runs E1-E3 at the scaled-down sizes (E1 10 epochs, E2 6 epochs with
 noise_level=0) and rewrites ``benchmarks/results/cellflux_flow_matching.md``.
-``--full-epochs`` uses the epochs of the reference runs that calibrated the targets instead: E1 50 epochs;
+``--full-epochs`` uses the epochs of the reference calibration prototypes instead: E1 50 epochs;
 E2 12 epochs for the noise_level=0 run, plus the defaults run (noise_level 1.0, noise_prob 0.5,
 skewed time, CFG off) at 40 epochs. ``--only`` runs a subset. A run with either option
 APPENDS a labelled section to the results file (the earlier tables are kept) instead of
@@ -162,7 +162,7 @@ def run_e2(report, quick, full_epochs=False):
             lambda k: model_def.predict(query, perturbation=f"P{k}"))
         extra_note = (f" Defaults run: noise_level 1.0, noise_prob 0.5, skewed time, CFG off "
                       f"(cfg_scale 0, cond_drop_prob 0), **{epochs_def} epochs** "
-                      f"({model_def.n_updates_} steps; the reference run used 40), fit "
+                      f"({model_def.n_updates_} steps; the reference prototype used 40), fit "
                       f"{fit_def_s:.0f} s.")
     methods |= {"peer: mean shift": lambda k: mean_shift(query, Xc, X[y == f"P{k}"]),
                "peer: linear Gaussian OT": lambda k: linear_gaussian_ot(query, Xc, X[y == f"P{k}"]),
@@ -194,7 +194,7 @@ def run_e2(report, quick, full_epochs=False):
         rows,
         note=(f"{n} rows per class; MLP (256, 256, 256) FiLM, batch 32, AdamW lr 1e-4, EMA, "
               f"skewed time, noise_level=0 (as calibrated), Heun/EDM 51 points, "
-              f"**{epochs} epochs** ({model.n_updates_} steps; the reference run used 12). "
+              f"**{epochs} epochs** ({model.n_updates_} steps; the reference prototype used 12). "
               f"FD(controls, treated) is about 9.25 in closed form. CellFlux fit {fit_s:.0f} s, "
               f"sampling {n} rows {sample_s:.2f} s (median of 3).{extra_note}"),
     )

@@ -253,7 +253,7 @@ def e2(report, quick, runs, curves):
         ["EVO violation rate", "<= 0.03", per_seed("ppo_lag", E, "violation_rate"),
          per_seed("cpo", E, "violation_rate")],
         ["EVO / baseline violation", "<= 1/3", ratio("ppo_lag"), ratio("cpo")],
-        ["EVO violation rate, all epochs", "~0.018 (reference, ppo_lag)", all_epochs("ppo_lag"),
+        ["EVO violation rate, all epochs", "~0.018 (prototype, ppo_lag)", all_epochs("ppo_lag"),
          all_epochs("cpo")],
         ["EVO final multiplier", "rising (20-40 after 50-100 epochs, ppo_lag)", lam("ppo_lag"),
          "- (CPO has none)"],

@@ -129,7 +129,7 @@ def main(argv=None):
         f"AdamW lr 2e-3 cosine, {epochs} epochs, batch 64), one torch thread, on a shared "
         "2-core machine (other jobs running, so absolute times are inflated; compare "
         "ratios). Neural fit times are single runs (a fit takes minutes); predict and "
-        "encoder times are medians of 3. The reference column gives the values of the reference run that calibrated the targets.",
+        "encoder times are medians of 3. Prototype values are those of the reference prototype.",
     )
 
     def model(**kw):
@@ -169,7 +169,7 @@ def main(argv=None):
     report.add_table(
         "E1: frame-rate sweep (direction task, 2 s videos)",
         ["train/test fps", "target (test acc.)", "measured", "in target", "Bayes limit",
-         "<= Bayes + 0.04", "train acc.", "fit s", "reference"],
+         "<= Bayes + 0.04", "train acc.", "fit s", "prototype"],
         rows,
     )
     report.write()
@@ -187,7 +187,7 @@ def main(argv=None):
         rows.append([f"{rate} FPS", target, round(acc, 3), verdict, round(bayes, 3), proto_a])
     report.add_table(
         "E3a: low-FPS decoding of the 16-FPS direction model (no retraining)",
-        ["inference fps", "target", "measured", "in target", "Bayes limit", "reference"],
+        ["inference fps", "target", "measured", "in target", "Bayes limit", "prototype"],
         rows,
     )
 
@@ -215,7 +215,7 @@ def main(argv=None):
         ])
     report.add_table(
         "E3b: radius task (label in every frame), trained at 16 FPS, read at lower rates",
-        ["inference fps", "target", "measured", "in target", "reference",
+        ["inference fps", "target", "measured", "in target", "prototype",
          "encode s (test set, incl. repetition)", "x fewer frames encoded"],
         rows,
         note=f"Radius model: train accuracy {rclf.score(Xr, yr):.3f}, fit {rfit:.0f} s. "
@@ -236,7 +236,7 @@ def main(argv=None):
     report.add_table(
         "E2: aligner ablation (1-s videos, 16 FPS)",
         ["aligner", "target (test acc.)", "measured", "in target", "train acc.", "fit s",
-         "reference"],
+         "prototype"],
         [
             ["multiframe", ">= 0.63 and >= meanpool + 0.10", round(mf, 3),
              "met" if mf >= 0.63 and mf >= mp + 0.10 else "MISSED", round(e2["multiframe"][1], 3),
@@ -355,10 +355,10 @@ def run_long(report, model, n_long, Xt, yt, X1t, y1t):
                      Target(0.45, limit).check(a), "", "", {8: 0.548, 4: 0.476, 2: 0.498, 1: 0.501}[r]])
     del XL, yL
     headers = ["experiment", "target", "measured", "in target", "train acc.", "fit s",
-               "reference"]
+               "prototype"]
     heading = f"Long variant: {n_long} training videos (same test sets)"
     note = (
-        "The 4-FPS model of the long variant (target 0.52 - 0.64, reference 0.554) is not "
+        "The 4-FPS model of the long variant (target 0.52 - 0.64, prototype 0.554) is not "
         "trained here, to keep the run within its time budget; its Bayes limit is the same "
         "0.6 as with 2,000 videos."
     )

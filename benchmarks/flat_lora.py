@@ -88,7 +88,7 @@ def e2():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rows.append(("bfloat16 regenerate (info)", "~4e-2 (reference)",
+        rows.append(("bfloat16 regenerate (info)", "~4e-2 (prototype)",
                      _cycles(torch.bfloat16, "regenerate")))
     return rows
 
@@ -343,7 +343,7 @@ def main(argv=None):
          f"sharpness rho 0.05 ({draws} draws)", "unperturbed train loss", "fit+eval s"],
         rows,
         note=(f"Pre-trained model: clean {pre_row['clean']:.1f}%, noisy-4 {pre_row['n4']:.1f}%,"
-              f" noisy-6 {pre_row['n6']:.1f}%, shifted {pre_row['shift']:.1f}% (reference: "
+              f" noisy-6 {pre_row['n6']:.1f}%, shifted {pre_row['shift']:.1f}% (prototype: "
               "97.2, 85.3, 72.9, 44.4)."),
     )
     lora = res["LoRA (rho 0)"]
@@ -374,7 +374,7 @@ def main(argv=None):
                     f"{t1 / t0:.2f}", "2.0-2.8"))
     targets.append(("wall-time ratio, wide MLP 64-1024-1024-2 (batch 512)", "~1.0-1.1 (paper,"
                     " large models)", f"{w1 / w0:.2f}", "-"))
-    rep.add_table("E3 targets", ["target", "expected", "measured", "reference"], targets)
+    rep.add_table("E3 targets", ["target", "expected", "measured", "prototype"], targets)
 
     if not quick:
         mem = []
