@@ -45,6 +45,9 @@ X, y, f = make_additive_regression(6000, random_state=0)
 X = pd.DataFrame(X, columns=["step", "sine", "parabola", "neg_step", "noise_a", "noise_b"])
 X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=1 / 3, random_state=0)
 
+# the default size comes from the data (n_stumps="auto"): a path of growing forests, each
+# warm-started from the last, is scored on held-out rows, and the forest of the best size
+# is fitted on all rows
 model = StumpForestGAMRegressor(random_state=0).fit(X_tr, y_tr)
 stumps = GradientBoostingRegressor(max_depth=1, n_estimators=500, random_state=0).fit(X_tr, y_tr)
 

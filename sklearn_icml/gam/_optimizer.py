@@ -496,7 +496,7 @@ def fit_stump_forest(
         Where the verbose lines go: one object for every stage of an estimator's fit, so
         the elapsed time runs on across them. None prints nothing.
     label : str
-        Start of this stage's lines ("fold 2/3, ", "refit on all rows, ").
+        Start of this stage's lines ("refit on all rows, " for the final fit).
     categorical, monotone : ndarray of shape (n_features,)
         Categorical mask and monotone constraints (-1, 0, 1).
     missing_bin : int

@@ -125,17 +125,3 @@ def validation_split(n_samples, fraction, seed, stratify=None):
     except ValueError:  # a class too small to stratify, or too few rows
         train, val = train_test_split(rows, test_size=fraction, random_state=seed)
     return np.sort(train), np.sort(val)
-
-
-def cross_validation_folds(n_samples, n_folds, seed, stratify=None):
-    """Sorted indices ``(train, validation)`` of each of ``n_folds`` folds (``KFold``
-    shuffled with ``seed``, or ``StratifiedKFold`` by ``stratify`` when every class has at
-    least ``n_folds`` rows)."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    rows = np.arange(n_samples)
-    if stratify is not None and np.min(np.unique(stratify, return_counts=True)[1]) >= n_folds:
-        splits = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(rows, stratify)
-    else:
-        splits = KFold(n_folds, shuffle=True, random_state=seed).split(rows)
-    return [(np.sort(train), np.sort(val)) for train, val in splits]

@@ -51,17 +51,11 @@ from ._inspection import FeatureContributions, ShapeFunctions, TermImportances
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._row_source import InMemoryRows
-from ._rows import cross_validation_folds, validation_split
+from ._rows import validation_split
 
 # X is validated as float64, or kept as float32: the binning reads both without a copy
 # (:mod:`._binning`), and float32 input fits and predicts as the same values in float64
 _BINNED_DTYPES = [np.float64, np.float32]
-
-# n_stumps="auto" on fewer rows than this (in memory) chooses the size by CV_FOLDS-fold
-# cross-validation of the size path instead of one validation split: on small data one
-# split's validation loss is too noisy to choose the size, and the paths are cheap there
-CV_MAX_ROWS = 20_000
-CV_FOLDS = 5
 
 
 # parameters the regressor and the classifier share, filled into both docstrings
@@ -77,10 +71,9 @@ n_stumps : int or "auto", default="auto"
     loss by more than ``tol``. Its stump steps add up to a few sweeps of the largest
     forest, not to the square of its size. The forest of the best round's size is
     then fitted on all rows (the validation rows too), warm started from the path's
-    forest. With fewer than 20,000 rows (in memory) the size is instead chosen by
-    5-fold cross-validation: the path runs on each fold, T is the size of the best
-    mean validation loss, and the final forest starts from the greedy
-    initialisation. An integer fixes T. The model has at most ``3 T + 1``
+    forest, so that the whole search costs little more than one fit of that size
+    (as early stopping does in gradient boosting, on one validation split at every
+    data size). An integer fixes T. The model has at most ``3 T + 1``
     parameters (a threshold or category set and two leaf values per stump, plus the
     intercept).
 max_iter : int, default=100
@@ -101,12 +94,11 @@ early_stopping : "auto" or bool, default="auto"
     Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
     when their mean loss has not improved by more than ``tol`` in
     ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size (see
-    ``n_stumps``; on fewer than 20,000 rows by cross-validation instead), and the
-    final forest of that size is fitted on all rows; with a fixed ``n_stumps`` the
-    forest of the best sweep is kept (as it is also when ``max_iter`` ends the size
-    search). ``"auto"`` is on when ``n_stumps="auto"``. Without early stopping, the
-    fit stops at the first sweep that lowers the objective per unit of sample weight
-    by at most ``tol``.
+    ``n_stumps``), and the final forest of that size is fitted on all rows; with a
+    fixed ``n_stumps`` the forest of the best sweep is kept (as it is also when
+    ``max_iter`` ends the size search). ``"auto"`` is on when ``n_stumps="auto"``.
+    Without early stopping, the fit stops at the first sweep that lowers the objective
+    per unit of sample weight by at most ``tol``.
 validation_fraction : float, default=0.1
     Share of the rows held out for early stopping.
 n_iter_no_change : int, default=10
@@ -400,15 +392,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         xb = bin_features(X, self.bin_edges_, self.max_bins)
         if not self.do_early_stopping_:
             return InMemoryRows(xb, y, w), None, None
-        if self.n_stumps == "auto" and CV_FOLDS <= X.shape[0] < CV_MAX_ROWS:
-            folds = cross_validation_folds(
-                X.shape[0], CV_FOLDS, draw_seed(rng), y if is_classifier(self) else None
-            )
-            train = [InMemoryRows(np.ascontiguousarray(xb[:, tr]), y[tr], w[tr])
-                     for tr, _ in folds]
-            validation = [InMemoryRows(np.ascontiguousarray(xb[:, va]), y[va], w[va])
-                          for _, va in folds]
-            return train, validation, InMemoryRows(xb, y, w)
         train, val = validation_split(
             X.shape[0], self.validation_fraction, draw_seed(rng),
             y if is_classifier(self) else None,
@@ -456,8 +439,6 @@ class _BaseStumpForestGAM(BaseEstimator):
             categorical=self.is_categorical_, monotone=monotone,
             missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
         )
-        if isinstance(train, list):
-            return self._fit_cross_validated(train, validation, all_rows, n_edges, loss, common)
         problem, info = fit_stump_forest(
             train, n_edges, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
@@ -484,38 +465,6 @@ class _BaseStumpForestGAM(BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
                 f"{what}; increase max_iter.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        self.objective_history_ = info["history"]
-        self._store_forest(problem, loss, problem.bin_weight())
-        return self
-
-    def _fit_cross_validated(self, trains, validations, all_rows, n_edges, loss, common):
-        """``n_stumps="auto"`` on small data: the size path on each fold, the size of the
-        best mean validation loss over the rounds that every fold ran, then the forest of
-        that size fitted on all rows."""
-        curves, sizes, self.n_iter_, converged = [], [], 0, True
-        for fold, (train, validation) in enumerate(zip(trains, validations), 1):
-            _, info = fit_stump_forest(
-                train, n_edges, loss, n_stumps="auto", validation=validation,
-                label=f"fold {fold}/{len(trains)}, ", **common,
-            )
-            curves.append(info["validation_score"])
-            sizes = max(sizes, info["sizes"], key=len)
-            self.n_iter_ += info["n_iter"]
-            converged = converged and info["converged"]
-        common_rounds = min(len(c) for c in curves)
-        self.validation_score_ = np.mean([c[:common_rounds] for c in curves], axis=0)
-        size = sizes[int(np.argmax(self.validation_score_))]
-        problem, info = fit_stump_forest(
-            all_rows, n_edges, loss, n_stumps=max(size, 1), label="refit on all rows, ", **common
-        )
-        self.n_iter_ += info["n_iter"]
-        if not (converged and info["converged"]):
-            warnings.warn(
-                f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
-                "the validation loss was still improving; increase max_iter.",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -854,13 +803,12 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         each sweep up to the one kept; non-increasing.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit, or each round of the size path (the mean over the folds when
-        the size is cross-validated); only with early stopping.
+        early-stopped fit, or each round of the size path; only with early stopping.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
-        Sweeps run (with ``n_stumps="auto"``: the rounds of the size paths, of every fold
-        when cross-validated, and the sweeps of the final fit).
+        Sweeps run (with ``n_stumps="auto"``: the rounds of the size path and the sweeps
+        of the final fit).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -1059,13 +1007,12 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         each sweep up to the one kept; non-increasing.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit, or each round of the size path (the mean over the folds when
-        the size is cross-validated); only with early stopping.
+        early-stopped fit, or each round of the size path; only with early stopping.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
-        Sweeps run (with ``n_stumps="auto"``: the rounds of the size paths, of every fold
-        when cross-validated, and the sweeps of the final fit).
+        Sweeps run (with ``n_stumps="auto"``: the rounds of the size path and the sweeps
+        of the final fit).
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)

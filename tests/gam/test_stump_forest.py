@@ -586,10 +586,7 @@ class _StumpStepCounter:
         monkeypatch.setattr(_optimizer.StumpForestProblem, "stump_step", counted)
 
 
-def test_auto_size_on_one_split_stops_early_and_keeps_the_best_round(reg_data, monkeypatch):
-    from sklearn_icml.gam import _stump_forest
-
-    monkeypatch.setattr(_stump_forest, "CV_MAX_ROWS", 0)  # one validation split
+def test_auto_size_on_one_split_stops_early_and_keeps_the_best_round(reg_data):
     X, y = reg_data
     model = StumpForestGAMRegressor(random_state=0).fit(X, y)
     assert model.do_early_stopping_
@@ -619,9 +616,6 @@ def test_auto_size_search_costs_stump_steps_linear_in_the_size(reg_data, monkeyp
     """The size path visits each stump once per round (a warm-started sweep) and grows the
     forest geometrically, so its stump steps add up to a few times the largest size, not
     to its square (as re-sweeping a forest grown by a constant number of stumps does)."""
-    from sklearn_icml.gam import _stump_forest
-
-    monkeypatch.setattr(_stump_forest, "CV_MAX_ROWS", 0)  # one validation split
     X, y, _ = make_additive_regression(4000, random_state=2)
     counter = _StumpStepCounter(monkeypatch)
     model = StumpForestGAMRegressor(random_state=0).fit(X, y)
@@ -640,27 +634,41 @@ def test_auto_size_search_costs_stump_steps_linear_in_the_size(reg_data, monkeyp
     assert sizes[-1] > 50  # large enough for the bound to say something
 
 
-def test_auto_size_on_small_data_is_cross_validated(reg_data, monkeypatch):
-    from sklearn_icml.gam import _stump_forest
+class _PathCounter:
+    """Records the training and validation rows of each size path (``n_stumps="auto"``)
+    and the size of each fixed-size fit."""
 
-    X, y = reg_data  # fewer rows than CV_MAX_ROWS
-    assert X.shape[0] < _stump_forest.CV_MAX_ROWS
-    counter = _StumpStepCounter(monkeypatch)
+    def __init__(self, monkeypatch):
+        from sklearn_icml.gam import _stump_forest
+
+        self.paths, self.fixed = [], []
+        fit = _stump_forest.fit_stump_forest
+
+        def counted(rows, *args, n_stumps, validation=None, **kwargs):
+            if n_stumps == "auto":
+                self.paths.append((rows.shape[1], validation.shape[1]))
+            else:
+                self.fixed.append(n_stumps)
+            return fit(rows, *args, n_stumps=n_stumps, validation=validation, **kwargs)
+
+        monkeypatch.setattr(_stump_forest, "fit_stump_forest", counted)
+
+
+@pytest.mark.parametrize("n_samples", [60, 600, 4000])
+def test_auto_size_runs_one_path_on_one_validation_split_at_every_size(n_samples, monkeypatch):
+    """Small tables too: one path on ``1 - validation_fraction`` of the rows, scored on the
+    rest, then one fit of the chosen size on all rows (no path per fold)."""
+    X, y, _ = make_additive_regression(n_samples, random_state=0)
+    paths = _PathCounter(monkeypatch)
     model = StumpForestGAMRegressor(random_state=0).fit(X, y)
-    scores = model.validation_score_  # the mean over the folds, round by round
-    sizes = _path_sizes(len(scores) - 1)
-    assert model.n_stumps_ == sizes[int(np.argmax(scores))]
-    # every fold's path is linear in its size (above), the final fit is cold: its greedy
-    # initialisation and its sweeps
-    final_steps = model.n_stumps_ * len(model.objective_history_)
-    fold_bound = (1 + _optimizer.PATH_SWEEPS) * 5 * _optimizer.next_size(
-        int(_optimizer.GROWTH * (2 * max(sizes) + _optimizer.MIN_GROWTH))
-    )
-    assert counter.n <= _stump_forest.CV_FOLDS * fold_bound + final_steps
-    _assert_monotone(model.objective_history_)
-    np.testing.assert_array_equal(
-        StumpForestGAMRegressor(random_state=0).fit(X, y).leaf_values_, model.leaf_values_
-    )
+    n_val = int(np.ceil(model.validation_fraction * n_samples))
+    assert paths.paths == [(n_samples - n_val, n_val)]
+    assert paths.fixed == [model.n_stumps_]
+    y_classes = (y > np.median(y)).astype(int)
+    paths = _PathCounter(monkeypatch)
+    clf = StumpForestGAMClassifier(random_state=0).fit(X, y_classes)
+    assert paths.paths == [(n_samples - n_val, n_val)]
+    assert paths.fixed == [clf.n_stumps_]
 
 
 def test_convergence_warning_when_max_iter_ends_the_fit(reg_data, capsys):
