@@ -120,7 +120,7 @@ def peers(report, tests, scan_orders, quick):
         f"Peers on the test sweeps (seeds {TEST_SEEDS.start}..{TEST_SEEDS.stop - 1})",
         ["coder", "bpp mean", "min", "max", "note"],
         rows,
-        note="Reference run (means): oracle 3.96, order-0 5.92, differences 4.40, "
+        note="Reference prototype (means): oracle 3.96, order-0 5.92, differences 4.40, "
         "zlib scan 5.70, lzma scan 4.55, zlib random 6.15, lzma random 6.08.",
     )
     return per_sweep
@@ -212,7 +212,7 @@ def e1(report, train, tests, peer_bpp, configs):
             [f"{tag}: (c) coded size within 0.5% + 64 B of cross-entropy", "5/5",
              f"{int(bound.sum())}/5", bool(bound.all())],
             [f"{tag}: (d) exact round trip", "True", str(exact), exact],
-            [f"{tag}: parameters / fit time", "~44K (GRU reference run) / -",
+            [f"{tag}: parameters / fit time", "~44K (GRU prototype) / -",
              f"{codec.n_params_} / {fit_s:.0f} s", "-"],
         ]
         for k, seed in enumerate(TEST_SEEDS):
@@ -224,7 +224,7 @@ def e1(report, train, tests, peer_bpp, configs):
         "2 layers, batch 32, lr 3e-3 cosine, scalar prior-reflectance input)",
         ["check", "target", "measured", "pass"],
         rows,
-        note="Reference run (GRU, 1,280 steps): 4.242 / 4.273 / 4.133 / 4.135 / 4.471, "
+        note="Reference prototype (GRU, 1,280 steps): 4.242 / 4.273 / 4.133 / 4.135 / 4.471, "
         "mean 4.251; (GRU, 512 steps): mean 4.53, failing (a) on three sweeps.",
     )
     report.add_table(
@@ -253,7 +253,7 @@ def e2(report, train, tests, e1_coded, model, epochs):
             ["fit time / steps", "-", f"{fit_s:.0f} s / {steps}", "-"],
         ],
         note="lzma shows the same effect: 4.55 (scan) -> 6.08 (random). The "
-        "5.5 to 6.0 expected for the random order was not measured by the reference run; a model in random "
+        "5.5 to 6.0 expected for the random order was not measured by the prototype; a model in random "
         "order still sees each point's laser, azimuth and distance (the ground's reflectance "
         "is a function of them) and the other points of its window. Train bpp per epoch: "
         f"{curve}.",
@@ -320,10 +320,10 @@ def main(argv=None):
     test_seeds = TEST_SEEDS
     # (model, epochs, target mean bpp, where the target comes from)
     configs = [("mamba", 20, 4.25, "E1 target, 1,280 steps"),
-               ("gru", 8, 4.53, "reference at 512 steps")]
+               ("gru", 8, 4.53, "prototype at 512 steps")]
     e2_epochs = 20  # E2 needs E1's training budget (see Notes)
     if quick:
-        configs = [("mamba", 1, 4.25, "E1 target"), ("gru", 1, 4.53, "reference")]
+        configs = [("mamba", 1, 4.25, "E1 target"), ("gru", 1, 4.53, "prototype")]
         e2_epochs = 1
     log("generating sweeps")
     train = [make_lidar_sweep(random_state=s)[:2] for s in train_seeds]
@@ -352,10 +352,10 @@ def main(argv=None):
         "paper's model, Mamba (mambapy's blocks; the training-time scan runs as a numba "
         "recurrence on the CPU), at that full schedule. To keep the run near half an hour "
         "on this shared 2-core machine, the GRU ablation is trained for 8 epochs (512 "
-        "steps) instead of 20 and compared with the reference run's own 512-step figure (4.53); "
+        "steps) instead of 20 and compared with the prototype's own 512-step figure (4.53); "
         "E2's random-order model gets E1's full 20 epochs, as its calibration "
         "requires. The default schedule (5 "
-        "epochs at batch 64, lr 1e-3: 160 steps) is not rerun: the reference run measured "
+        "epochs at batch 64, lr 1e-3: 160 steps) is not rerun: the reference prototype measured "
         "it at the order-0 level (6.1 bpp). The paper's baselines (G-PCC RAHT/Predlift, "
         "Unicorn) are not available in Python; the peers are classical and general-purpose coders.",
     )
