@@ -69,9 +69,10 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
       ``iterator_train__``, ``iterator_valid__`` or ``callbacks__`` to the net, as skorch
       does; they are parameters (``get_params``, ``set_params``, ``clone``,
       ``GridSearchCV``). A subclass accepts them with ``**kwargs`` in ``__init__`` and
-      passes them to :meth:`_store_shared_params` (with ``device``, ``n_jobs``,
-      ``random_state`` and ``verbose``) or :meth:`_store_routed_params`, which only store;
-      ``fit`` raises a TypeError for a keyword without one of these prefixes;
+      stores everything with ``store_params(self, locals())``
+      (:func:`sklearn_icml.utils._params.store_params`), which hands the routed keywords to
+      :meth:`_store_routed_params`; both only store. ``fit`` raises a TypeError for a
+      keyword without one of these prefixes;
     * exposes ``module_``, ``history_`` and ``n_epochs_run_``. A fitted estimator pickles
       through skorch's own ``__getstate__``;
     * checks after a fit that the trained weights are finite
@@ -80,10 +81,10 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     Examples
     --------
     >>> from sklearn_icml.base import BaseNeuralEstimator
+    >>> from sklearn_icml.utils._params import store_params
     >>> class Net(BaseNeuralEstimator):
     ...     def __init__(self, *, learning_rate=0.1, **kwargs):
-    ...         self.learning_rate = learning_rate
-    ...         self._store_routed_params(kwargs)
+    ...         store_params(self, locals())
     ...     def fit(self, X, y):
     ...         return self
     >>> net = Net(module__hidden=8)
@@ -101,19 +102,6 @@ class BaseNeuralEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def fit(self, X, y):
         """Validate ``(X, y)`` and train the network through :meth:`_fit_net`."""
-
-    def _store_shared_params(self, device, n_jobs, random_state, verbose, routed):
-        """Store the parameters every neural estimator shares, then the routed ones.
-
-        ``__init__`` of a subclass stores its own parameters, then ends with
-        ``self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)``;
-        like any scikit-learn ``__init__`` this only stores (validation is in ``fit``).
-        """
-        self.device = device
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self._store_routed_params(routed)
 
     def _store_routed_params(self, kwargs):
         # __init__ only stores, as everywhere in scikit-learn: a keyword without a routed

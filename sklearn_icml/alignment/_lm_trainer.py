@@ -21,6 +21,7 @@ from ..utils._causal_lm import check_causal_lm
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._skorch import torch_threads
 from ..utils._training import seeded_torch
 from ..utils.validation import check_finite
@@ -414,33 +415,7 @@ class PreferenceLMTrainer(NonTabularInputMixin, _PreferenceLossMixin, BaseNeural
         verbose=0,
         **kwargs,
     ):
-        self.module = module
-        self.tokenizer = tokenizer
-        self.loss = loss
-        self.beta = beta
-        self.tau = tau
-        self.delta = delta
-        self.normalizer = normalizer
-        self.kl_coef = kl_coef
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.n_layers = n_layers
-        self.n_heads = n_heads
-        self.bos_token = bos_token
-        self.lora_rank = lora_rank
-        self.lora_alpha = lora_alpha
-        self.lora_target_modules = lora_target_modules
-        self.max_length = max_length
-        self.learning_rate = learning_rate
-        self.lr = lr
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.device = device
-        self.n_jobs = n_jobs
-        self.callbacks = callbacks
-        self.random_state = random_state
-        self.verbose = verbose
-        self._store_routed_params(kwargs)
+        store_params(self, locals())
 
     # encoding
 

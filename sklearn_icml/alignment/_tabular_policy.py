@@ -17,6 +17,7 @@ from ..base import NonTabularInputMixin
 from ..utils import check_random_state
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import check_finite, check_input_array
 from ._base import (
@@ -298,22 +299,7 @@ class TabularPreferencePolicy(NonTabularInputMixin, _PreferenceLossMixin, BaseEs
         random_state=None,
         verbose=0,
     ):
-        self.loss = loss
-        self.beta = beta
-        self.tau = tau
-        self.delta = delta
-        self.normalizer = normalizer
-        self.policy = policy
-        self.solver = solver
-        self.kl_coef = kl_coef
-        self.learning_rate = learning_rate
-        self.lr = lr
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.tol = tol
-        self.estimate_data_policy = estimate_data_policy
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     # fitting
 

@@ -15,6 +15,7 @@ from ..base import BaseEnvironment, BuiltAttribute
 from ..utils import check_generator
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import ANY_REAL, INT_AT_LEAST_TWO, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils.validation import check_int_vector
 from ._validation import check_below, index_at_least, validate_arguments
 
@@ -153,11 +154,7 @@ class ClusteredBanditEnv(BaseEnvironment):
 
     @keyword_only_after(1)
     def __init__(self, *, means, assignment, noise="gaussian", sigma=1.0, random_state=None):
-        self.means = means
-        self.assignment = assignment
-        self.noise = noise
-        self.sigma = sigma
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self):
         means = _check_means(self.means, self.noise)

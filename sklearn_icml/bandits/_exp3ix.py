@@ -14,6 +14,7 @@ from ..base import BaseRunner
 from ..utils import check_generator
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._exp3ix_core import (
     _default_learning_rate,
     _EXP3IXCore,
@@ -361,12 +362,7 @@ class SwitchbackEXP3IX(_BaseInterferenceEXP3IX):
     @keyword_only_after(1)
     def __init__(self, *, n_arms, horizon, learning_rate=None, ix_gamma=None, random_state=None,
                  verbose=0):
-        self.n_arms = n_arms
-        self.horizon = horizon
-        self.learning_rate = learning_rate
-        self.ix_gamma = ix_gamma
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _start_extra(self):
         self._arms = np.zeros(self.horizon, dtype=np.intp)
@@ -550,17 +546,7 @@ class ClusterRandomizedEXP3IX(_BaseInterferenceEXP3IX):
         random_state=None,
         verbose=0,
     ):
-        self.n_arms = n_arms
-        self.horizon = horizon
-        self.exposure_radius = exposure_radius
-        self.cell_size = cell_size
-        self.partition = partition
-        self.strip_width = strip_width
-        self.learning_rate = learning_rate
-        self.ix_gamma = ix_gamma
-        self.resample_partition = resample_partition
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _start_extra(self):
         r = int(self.exposure_radius)

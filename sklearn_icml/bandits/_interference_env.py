@@ -15,6 +15,7 @@ from ..utils._param_validation import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
 )
+from ..utils._params import store_params
 from ._validation import check_below, index_at_least, validate_arguments
 
 
@@ -313,17 +314,7 @@ class InterferenceGridEnv(_GridEnvironment):
         noise_std=0.0,
         random_state=None,
     ):
-        self.grid_side = grid_side
-        self.n_arms = n_arms
-        self.horizon = horizon
-        self.interference = interference
-        self.kappa = kappa
-        self.beta = beta
-        self.theta = theta
-        self.base_amplitude = base_amplitude
-        self.base_level = base_level
-        self.noise_std = noise_std
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ validation
     def _build(self):

@@ -23,6 +23,7 @@ from ..utils._param_validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
 )
+from ..utils._params import store_params
 from ._agent_clustering import _cluster_agents
 from ._clustered_env import ClusteredBanditEnv
 from ._successive_elimination import SEResult, _batched_se
@@ -291,11 +292,7 @@ class NaiveBAI(_BaseMultiAgentBAI):
 
     def __init__(self, *, delta=0.05, c_real=64.0, c_bit=1.0, max_total_pulls=10**12,
                  verbose=0):
-        self.delta = delta
-        self.c_real = c_real
-        self.c_bit = c_bit
-        self.max_total_pulls = max_total_pulls
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _identify(self, env, book, rng):
         n, k = env.n_agents_, env.n_arms_
@@ -429,15 +426,7 @@ class ClBAI(_BaseMultiAgentBAI):
         random_state=None,
         verbose=0,
     ):
-        self.delta = delta
-        self.eta = eta
-        self.round_const = round_const
-        self.representative = representative
-        self.c_real = c_real
-        self.c_bit = c_bit
-        self.max_total_pulls = max_total_pulls
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _check_run_params(self, env):
         super()._check_run_params(env)
@@ -598,15 +587,7 @@ class BAICl(_BaseMultiAgentBAI):
         random_state=None,
         verbose=0,
     ):
-        self.n_clusters = n_clusters
-        self.delta = delta
-        self.eta = eta
-        self.round_const = round_const
-        self.c_real = c_real
-        self.c_bit = c_bit
-        self.max_total_pulls = max_total_pulls
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _check_run_params(self, env):
         super()._check_run_params(env)

@@ -9,6 +9,7 @@ from ..base import BuiltAttribute
 from ..utils import check_generator, spawn_seeds
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, NON_NEGATIVE_INT
+from ..utils._params import store_params
 from ._interference_env import _box_bounds, _GridEnvironment
 
 
@@ -129,14 +130,7 @@ class RandomRewardGridEnv(_GridEnvironment):
         decay=2.0,
         random_state=None,
     ):
-        self.grid_side = grid_side
-        self.n_arms = n_arms
-        self.horizon = horizon
-        self.arm_means = arm_means
-        self.reward_spread = reward_spread
-        self.interference_radius = interference_radius
-        self.decay = decay
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self):
         """Check the reward range, split the seed into round seeds, set up the kernel."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..utils._params import store_params
 from ..utils.validation import check_input_array
 from ._clustered_env import ClusteredBanditEnv
 
@@ -66,10 +67,7 @@ eta1_, total_pulls_, pulls_per_agent_
     }
 
     def __init__(self, *, rating_probs, rating_values, assignment, random_state=None):
-        self.rating_probs = rating_probs
-        self.rating_values = rating_values
-        self.assignment = assignment
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self):
         values = check_input_array(self.rating_values, input_name="rating_values",

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils import check_random_state
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, keyword_only_after, renamed_param
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import check_input_array, validate_input
 from ._ptib_kernels import merge_costs, sib_sweeps
@@ -844,19 +845,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         verbose=0,
         n_outer_iter=DEPRECATED,
     ):
-        self.n_clusters = n_clusters
-        self.max_iter = max_iter
-        self.n_init = n_init
-        self.max_sweeps = max_sweeps
-        self.tol = tol
-        self.input_transform = input_transform
-        self.relevance = relevance
-        self.n_neighbors = n_neighbors
-        self.n_steps = n_steps
-        self.view_slices = view_slices
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_outer_iter = n_outer_iter
+        store_params(self, locals())
 
     # ---------------------------------------------------------------- input
     def _validate_views(self, X, *, reset):

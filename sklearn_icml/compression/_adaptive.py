@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ..utils import optional_import
+from ..utils._params import store_params
 from . import _bitstream
 from ._adaptive_kernels import N_CONTEXTS, N_SYMBOLS, code_lengths, count_rows
 from ._base import _BaseReflectanceCodec
@@ -113,15 +114,7 @@ class AdaptiveContextCodec(_BaseReflectanceCodec):
         float_reflectance="reject",
         drop_origin=False,
     ):
-        self.n_lasers = n_lasers
-        self.n_azimuth = n_azimuth
-        self.elevation_range = elevation_range
-        self.increment = increment
-        self.init = init
-        self.serialization = serialization
-        self.scanner = scanner
-        self.float_reflectance = float_reflectance
-        self.drop_origin = drop_origin
+        store_params(self, locals())
 
     @property
     def _requires_fit(self):

@@ -7,6 +7,7 @@ from sklearn.utils.validation import _check_feature_names_in
 
 from ..base import NonTabularInputMixin
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._params import store_params
 from ._validation import check_pulses
 
 #: the columns of a pulse array, in order (what :func:`check_pulses` expects)
@@ -124,8 +125,7 @@ class AirborneScanSerializer(NonTabularInputMixin, TransformerMixin, BaseEstimat
     }
 
     def __init__(self, *, n_angle_bins=180, order="gps_time"):
-        self.n_angle_bins = n_angle_bins
-        self.order = order
+        store_params(self, locals())
 
     def fit(self, X, y=None):
         """Check the pulses and fix the bin counts (nothing is learned from the data).

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in
 
 from ..utils import check_generator
+from ..utils._params import store_params
 from ..utils.validation import validate_input
 from ._validation import SCAN_GRID_CONSTRAINTS, check_points
 
@@ -255,11 +256,7 @@ class ScanOrderSerializer(TransformerMixin, BaseEstimator):
         elevation_table=None,
         tie_break="rho",
     ):
-        self.n_lasers = n_lasers
-        self.n_azimuth = n_azimuth
-        self.elevation_range = elevation_range
-        self.elevation_table = elevation_table
-        self.tie_break = tie_break
+        store_params(self, locals())
 
     def _config(self, theta=None):
         """Validated (n_lasers, n_azimuth, elevation_range, table); theta fits 'auto'."""

@@ -20,6 +20,7 @@ from ..utils._deprecation import (
     renamed_param,
 )
 from ..utils._param_validation import N_JOBS, NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils._skorch import torch_threads
 from ..utils._training import run_epochs, seeded_torch
@@ -288,31 +289,7 @@ class SerLiCCodec(_BaseReflectanceCodec):
         random_state=None,
         verbose=0,
     ):
-        self.n_lasers = n_lasers
-        self.n_azimuth = n_azimuth
-        self.elevation_range = elevation_range
-        self.window = window
-        self.sequence_model = sequence_model
-        self.d_emb = d_emb
-        self.d_model = d_model
-        self.n_layers = n_layers
-        self.d_state = d_state
-        self.expand = expand
-        self.rho_scale = rho_scale
-        self.prior_scalar = prior_scalar
-        self.serialization = serialization
-        self.scanner = scanner
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.lr = lr
-        self.prob_floor = prob_floor
-        self.float_reflectance = float_reflectance
-        self.drop_origin = drop_origin
-        self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     @classmethod
     @deprecated(

@@ -26,6 +26,7 @@ from ..utils._param_validation import (
     POSITIVE_REAL,
     UNIT_INTERVAL_WITHOUT_ONE,
 )
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils._random import MAX_SEED
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
@@ -358,37 +359,7 @@ class LwIClassifier(ClassifierMixin, BaseEstimator):
         lr_milestones="deprecated",
         lr_gamma="deprecated",
     ):
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.conv_channels = conv_channels
-        self.image_shape = image_shape
-        self.head_bias = head_bias
-        self.step_sim = step_sim
-        self.step_diff = step_diff
-        self.n_diverse_layers = n_diverse_layers
-        self.ground_metric = ground_metric
-        self.metric_normalize = metric_normalize
-        self.solver = solver
-        self.sinkhorn_reg = sinkhorn_reg
-        self.kd_lambda = kd_lambda
-        self.kd_exponent = kd_exponent
-        self.teacher = teacher
-        self.fusion = fusion
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.momentum = momentum
-        self.weight_decay = weight_decay
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate_milestones = learning_rate_milestones
-        self.learning_rate_gamma = learning_rate_gamma
-        self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.lr = lr
-        self.lr_milestones = lr_milestones
-        self.lr_gamma = lr_gamma
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ validation
     def _validate_architecture(self):

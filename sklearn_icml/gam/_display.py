@@ -24,6 +24,7 @@ from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import optional_import
+from ..utils._params import store_params
 from ._encoding import is_dataframe
 
 _XSCALES = ("linear", "log", "quantile")
@@ -180,9 +181,7 @@ class ShapeFunctionDisplay:
     """
 
     def __init__(self, *, shapes, ylabel, curve_labels=None):
-        self.shapes = shapes
-        self.ylabel = ylabel
-        self.curve_labels = curve_labels
+        store_params(self, locals())
 
     @classmethod
     def from_estimator(
@@ -455,8 +454,7 @@ class TermImportanceDisplay:
     """
 
     def __init__(self, *, importances, xlabel):
-        self.importances = importances
-        self.xlabel = xlabel
+        store_params(self, locals())
 
     @classmethod
     def from_estimator(cls, estimator, *, max_terms=10, ax=None):
@@ -571,11 +569,7 @@ class LocalExplanationDisplay:
     """
 
     def __init__(self, *, contributions, intercept, prediction, xlabel, title):
-        self.contributions = contributions
-        self.intercept = intercept
-        self.prediction = prediction
-        self.xlabel = xlabel
-        self.title = title
+        store_params(self, locals())
 
     @classmethod
     def from_estimator(

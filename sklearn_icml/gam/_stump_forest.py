@@ -33,6 +33,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ..utils import check_random_state, draw_seed
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import N_JOBS, NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import validate_input
 from . import _dask
@@ -179,21 +180,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         random_state=None,
         verbose=0,
     ):
-        self.n_stumps = n_stumps
-        self.max_iter = max_iter
-        self.l2_reg = l2_reg
-        self.min_samples_leaf = min_samples_leaf
-        self.max_bins = max_bins
-        self.categorical_features = categorical_features
-        self.monotonic_cst = monotonic_cst
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.init = init
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

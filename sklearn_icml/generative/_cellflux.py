@@ -30,6 +30,7 @@ from ..utils._param_validation import (
     POSITIVE_REAL,
     UNIT_INTERVAL_WITHOUT_ONE,
 )
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils._training import run_epochs, seeded_torch
 from ..utils.validation import (
@@ -263,35 +264,7 @@ class CellFlux(BaseEstimator):
         lr="deprecated",
         hidden_dims="deprecated",
     ):
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.embedding_dim = embedding_dim
-        self.perturbation_embeddings = perturbation_embeddings
-        self.control_label = control_label
-        self.source = source
-        self.architecture = architecture
-        self.unet_channels = unet_channels
-        self.time_sampler = time_sampler
-        self.noise_level = noise_level
-        self.noise_prob = noise_prob
-        self.cond_drop_prob = cond_drop_prob
-        self.cond_drop_mode = cond_drop_mode
-        self.cfg_scale = cfg_scale
-        self.ode_method = ode_method
-        self.n_sampling_steps = n_sampling_steps
-        self.time_grid = time_grid
-        self.ema_decay = ema_decay
-        self.learning_rate = learning_rate
-        self.betas = betas
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.standardize = standardize
-        self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.lr = lr
-        self.hidden_dims = hidden_dims
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ._collection import (
     diag_normal_equations,
@@ -254,19 +255,7 @@ class ClusteredJointLoRACompressor(_BaseLoRACompressor):
     def __init__(self, *, n_clusters=4, rank=32, core="full", max_iter=50, max_cluster_iter=20,
                  n_init=3, init="kmeans++", affinity="subspace", tol=1e-7, normalize=False,
                  svd_solver="auto", random_state=None, verbose=0):
-        self.n_clusters = n_clusters
-        self.rank = rank
-        self.core = core
-        self.max_iter = max_iter
-        self.max_cluster_iter = max_cluster_iter
-        self.n_init = n_init
-        self.init = init
-        self.affinity = affinity
-        self.tol = tol
-        self.normalize = normalize
-        self.svd_solver = svd_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _joint(self, B, A, rank, rng, V_init=None):
         return joint_fit(

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import HasMethods, StrOptions, validate_par
 from ..utils import check_generator, optional_import
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 
 # each perturbation draws one seed in [0, 2**63 - 1) from the Generator of random_state
 _NOISE_SEED_BOUND = 2**63 - 1
@@ -249,11 +250,7 @@ class FlatLoRAPerturbation(BaseEstimator):
     def __init__(
         self, *, rho=0.05, schedule="cosine", interval=1, restore="regenerate", random_state=None
     ):
-        self.rho = rho
-        self.schedule = schedule
-        self.interval = interval
-        self.restore = restore
-        self.random_state = random_state
+        store_params(self, locals())
 
     @keyword_only_after(2)
     def attach(self, model, *, total_steps=None):
@@ -609,13 +606,7 @@ class FlatLoRACallback(BaseEstimator):
         accumulation_steps=1,
         total_steps=None,
     ):
-        self.rho = rho
-        self.schedule = schedule
-        self.interval = interval
-        self.restore = restore
-        self.random_state = random_state
-        self.accumulation_steps = accumulation_steps
-        self.total_steps = total_steps
+        store_params(self, locals())
 
     def initialize(self):
         """Validate the parameters and build a fresh :class:`FlatLoRAPerturbation` (skorch)."""

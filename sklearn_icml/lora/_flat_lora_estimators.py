@@ -14,6 +14,7 @@ from ..utils import draw_seed, optional_import
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils.validation import (
     check_finite_outputs,
     check_fits_dtype,
@@ -65,25 +66,7 @@ class _BaseFlatLoRA(BaseNeuralEstimator):
         verbose=0,
         **kwargs,
     ):
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.lora_rank = lora_rank
-        self.lora_alpha = lora_alpha
-        self.target_modules = target_modules
-        self.lora_backend = lora_backend
-        self.rho = rho
-        self.schedule = schedule
-        self.restore = restore
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.random_state = random_state
-        self.device = device
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self._store_routed_params(kwargs)
+        store_params(self, locals())
 
     def _base_module(self, n_features, n_outputs):
         torch = optional_import("torch", "neural")

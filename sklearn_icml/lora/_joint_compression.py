@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ._collection import (
     diag_normal_equations,
@@ -278,15 +279,7 @@ class JointLoRACompressor(_BaseLoRACompressor):
 
     def __init__(self, *, rank=32, core="full", init="svd", max_iter=100, tol=1e-7,
                  normalize=False, svd_solver="auto", random_state=None, verbose=0):
-        self.rank = rank
-        self.core = core
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.normalize = normalize
-        self.svd_solver = svd_solver
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _fit(self, B, A, ranks, rank):
         rng = check_random_state(self.random_state)

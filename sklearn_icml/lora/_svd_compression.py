@@ -5,6 +5,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._params import store_params
 from ._collection import relative_errors, squared_norms
 from ._compressor_base import _NOT_FITTED, _BaseLoRACompressor
 
@@ -89,7 +90,7 @@ class SVDLoRACompressor(_BaseLoRACompressor):
     _parameter_constraints = {"rank": [POSITIVE_INT]}
 
     def __init__(self, *, rank=8):
-        self.rank = rank
+        store_params(self, locals())
 
     def _fit(self, B, A, ranks, rank):
         self.U_, self.singular_values_, self.V_ = truncated_svd_factors(B, A, rank)

@@ -19,6 +19,7 @@ from ..utils._param_validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
 )
+from ..utils._params import store_params
 from . import _confinement, _sandbox
 from ._confinement import Limits, SandboxUnavailableError, UnsafeSandboxWarning
 from ._llm import AgentLLM
@@ -319,17 +320,7 @@ class MASExecutor(BaseEstimator):
                  fallback=True, memory_limit=512 * 1024 * 1024, allow_weak_isolation=False,
                  max_llm_calls=64, max_prompt_chars=200_000, max_answer_chars=100_000,
                  default_temperature=0.5):
-        self.llm = llm
-        self.timeout = timeout
-        self.sandbox = sandbox
-        self.max_retries = max_retries
-        self.fallback = fallback
-        self.memory_limit = memory_limit
-        self.allow_weak_isolation = allow_weak_isolation
-        self.max_llm_calls = max_llm_calls
-        self.max_prompt_chars = max_prompt_chars
-        self.max_answer_chars = max_answer_chars
-        self.default_temperature = default_temperature
+        store_params(self, locals())
 
     def _check_params(self):
         check_sandbox(self.sandbox, type(self).__name__)

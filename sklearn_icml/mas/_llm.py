@@ -20,6 +20,7 @@ from ..base import SetUpAtFirstUseMixin
 from ..utils import check_generator
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._sandbox import check_temperature, clean_text
 from ._validation import check_instance
 
@@ -80,8 +81,7 @@ class AgentLLM(_CallableLLM):
 
     @keyword_only_after(1)
     def __init__(self, *, llm=None, default_temperature=0.5):
-        self.llm = llm
-        self.default_temperature = default_temperature
+        store_params(self, locals())
 
     def _build(self):
         self.n_calls_ = 0
@@ -244,9 +244,7 @@ class ArithmeticMockLLM(_CallableLLM):
     }
 
     def __init__(self, *, p_correct=None, verifier=None, random_state=0):
-        self.p_correct = p_correct
-        self.verifier = verifier
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self):
         p = {"add": 1.0, "mixed": 0.6, "solve": 0.4}
@@ -362,12 +360,7 @@ class OpenAICompatibleLLM(_CallableLLM):
     @keyword_only_after(1)
     def __init__(self, *, base_url="http://127.0.0.1:8000/v1", model=None, api_key=None,
                  max_tokens=2048, timeout=60.0, system_prompt=None):
-        self.base_url = base_url
-        self.model = model
-        self.api_key = api_key
-        self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.system_prompt = system_prompt
+        store_params(self, locals())
 
     def _build(self):
         if not self.base_url.startswith(("http://", "https://")):

@@ -19,6 +19,7 @@ from ..base import SetUpAtFirstUseMixin
 from ..utils import draw_seed, optional_import
 from ..utils._causal_lm import check_causal_lm, encode_texts
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._params import store_params
 from ._validation import check_instance
 
 __all__ = ["TransformersLLM"]
@@ -131,13 +132,7 @@ class TransformersLLM(SetUpAtFirstUseMixin, BaseEstimator):
 
     def __init__(self, *, model=None, tokenizer=None, max_new_tokens=256, system_prompt=None,
                  batch_size=8, batch_wait=0.02, random_state=0):
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_new_tokens = max_new_tokens
-        self.system_prompt = system_prompt
-        self.batch_size = batch_size
-        self.batch_wait = batch_wait
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self):
         if self.model is None or self.tokenizer is None:

@@ -12,6 +12,7 @@ from ..utils import draw_seed
 from ..utils._deprecation import keyword_only_after
 from ..utils._parallel import resolve_n_jobs
 from ..utils._param_validation import N_JOBS, POSITIVE_INT
+from ..utils._params import store_params
 from ._program import MASProgram, default_answer_checker
 from ._sandbox import extract_code
 from ._validation import StringInputMixin, check_pool
@@ -146,15 +147,7 @@ class ConsistentPairBuilder(StringInputMixin, BaseEstimator):
     def __init__(self, *, pool=None, executor=None, n_groups=8, grouping="tfidf-kmeans",
                  repeats=1, refine_llm=None, answer_checker=None, random_state=None,
                  n_jobs=None):
-        self.pool = pool
-        self.executor = executor
-        self.n_groups = n_groups
-        self.grouping = grouping
-        self.repeats = repeats
-        self.refine_llm = refine_llm
-        self.answer_checker = answer_checker
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     @keyword_only_after(3)
     def fit(self, queries, answers, *, groups=None):

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import NON_NEGATIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._program import MASProgram, fallback_mas
 from ._sandbox import ALLOWED_MODULES, HELPER_NAMES, extract_code
 from ._validation import StringInputMixin, check_pool, check_queries
@@ -123,13 +124,7 @@ class MASGPTRouter(StringInputMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, pool=None, vectorizer="tfidf", C=1.0, llm_backend=None, n_shots=3,
                  random_state=None, fallback=None):
-        self.pool = pool
-        self.vectorizer = vectorizer
-        self.C = C
-        self.llm_backend = llm_backend
-        self.n_shots = n_shots
-        self.random_state = random_state
-        self.fallback = fallback
+        store_params(self, locals())
 
     @keyword_only_after(3)
     def fit(self, queries, mas_ids, *, programs=None, rationales=None):

@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 from ..utils._deprecation import keyword_only_after
 from ..utils._parallel import resolve_n_jobs
 from ..utils._param_validation import N_JOBS, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._executor import MASExecutor
 from ._pairs import ConsistentPairBuilder
 from ._program import default_answer_checker
@@ -142,19 +143,7 @@ class MASGPTSolver(StringInputMixin, BaseEstimator):
                  refine_llm=None, generator_llm=None, timeout=60.0, sandbox="process",
                  allow_weak_isolation=False, answer_checker=None, random_state=None,
                  n_jobs=None):
-        self.llm = llm
-        self.pool = pool
-        self.n_groups = n_groups
-        self.repeats = repeats
-        self.consistency = consistency
-        self.refine_llm = refine_llm
-        self.generator_llm = generator_llm
-        self.timeout = timeout
-        self.sandbox = sandbox
-        self.allow_weak_isolation = allow_weak_isolation
-        self.answer_checker = answer_checker
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        store_params(self, locals())
 
     @keyword_only_after(3)
     def fit(self, queries, answers, *, groups=None):

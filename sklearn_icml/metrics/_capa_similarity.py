@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import N_JOBS
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import _string_error, check_not_complex, validate_input
 from ._capa import capa_matrix
@@ -128,12 +129,7 @@ class CAPASimilarity(BaseEstimator):
     @keyword_only_after(1)
     def __init__(self, *, estimators, discrete=False, cv=5, n_jobs=None, refit=True,
                  verbose=0):
-        self.estimators = estimators
-        self.discrete = discrete
-        self.cv = cv
-        self.n_jobs = n_jobs
-        self.refit = refit
-        self.verbose = verbose
+        store_params(self, locals())
 
     def _validate_estimators(self):
         if len(self.estimators) < 1:

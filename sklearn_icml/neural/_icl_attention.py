@@ -19,6 +19,7 @@ from ..base import BaseNeuralEstimator
 from ..utils._deprecation import DEPRECATED_PARAM, renamed_param
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._skorch import float64_outputs
 from ..utils.validation import check_input_array
 from ._icl_patterns import (
@@ -462,18 +463,7 @@ class MultiHeadSoftmaxICLRegressor(_PromptInputMixin, RegressorMixin, BaseNeural
         lr="deprecated",
         **kwargs,
     ):
-        self.n_heads = n_heads
-        self.init = init
-        self.attention = attention
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.steps_per_epoch = steps_per_epoch
-        self.sampler = sampler
-        self.allow_query_label = allow_query_label
-        self.lr = lr
-        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
+        store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X=None, y=None):

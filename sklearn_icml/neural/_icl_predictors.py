@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..base import NonTabularInputMixin
 from ..utils._param_validation import FINITE_NON_NEGATIVE_REAL, FINITE_POSITIVE_REAL, FINITE_REAL
+from ..utils._params import store_params
 from ..utils.validation import check_input_array
 from ._icl_closed_forms import (
     _head_parameters,
@@ -197,9 +198,7 @@ class SoftmaxKernelICLPredictor(_ClosedFormICLPredictor):
     }
 
     def __init__(self, *, omegas=(0.13, -0.13), mus=(3.45, -3.45), allow_query_label=False):
-        self.omegas = omegas
-        self.mus = mus
-        self.allow_query_label = allow_query_label
+        store_params(self, locals())
 
     def _fit(self, X, y):
         omegas, mus = _head_parameters(self.omegas, self.mus)
@@ -266,9 +265,7 @@ class GDICLPredictor(_ClosedFormICLPredictor):
     }
 
     def __init__(self, *, eta=None, debiased=False, allow_query_label=False):
-        self.eta = eta
-        self.debiased = debiased
-        self.allow_query_label = allow_query_label
+        store_params(self, locals())
 
     def _requires_y(self):
         return self.eta is None
@@ -334,9 +331,7 @@ class BayesRidgeICLPredictor(_ClosedFormICLPredictor):
     }
 
     def __init__(self, *, noise_var=0.1, prior_var="1/d", allow_query_label=False):
-        self.noise_var = noise_var
-        self.prior_var = prior_var
-        self.allow_query_label = allow_query_label
+        store_params(self, locals())
 
     def _fit(self, X, y):
         d = X.shape[2] - 1

@@ -26,6 +26,7 @@ from ..utils._param_validation import (
     INT_AT_LEAST_TWO,
     POSITIVE_INT,
 )
+from ..utils._params import store_params
 from ..utils.validation import check_input_array
 
 
@@ -264,12 +265,7 @@ class LinearICLTaskSampler(_PromptSampler):
         covariance=None,
         random_state=None,
     ):
-        self.n_features = n_features
-        self.n_context = n_context
-        self.noise_var = noise_var
-        self.beta_var = beta_var
-        self.covariance = covariance
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _resolve(self):
         d, L = int(self.n_features), int(self.n_context)
@@ -372,12 +368,7 @@ class MultiTaskLinearICLTaskSampler(_PromptSampler):
         beta_var=1.0,
         random_state=None,
     ):
-        self.n_features = n_features
-        self.n_context = n_context
-        self.task_dims = task_dims
-        self.noise_var = noise_var
-        self.beta_var = beta_var
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _resolve(self):
         d, dims = int(self.n_features), self.task_dims

@@ -27,6 +27,7 @@ from ..utils._param_validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
 )
+from ..utils._params import store_params
 from ..utils._skorch import encode_class_labels, float64_outputs
 from ..utils.validation import check_input_array, validate_input
 from ._sequences import PAD, _pad_ragged, check_sequences
@@ -373,20 +374,7 @@ class StreamingParityRNNClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         lr="deprecated",
         **kwargs,
     ):
-        self.n_symbols = n_symbols
-        self.hidden_size = hidden_size
-        self.nonlinearity = nonlinearity
-        self.init_gain = init_gain
-        self.h0 = h0
-        self.learning_rate = learning_rate
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.loss = loss
-        self.conv_threshold = conv_threshold
-        self.length_order = length_order
-        self.callbacks = callbacks
-        self.lr = lr
-        self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
+        store_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ..utils import check_random_state
 from ..utils._deprecation import REMOVED_IN, keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._random import MAX_SEED
 from ..utils.validation import validate_input
 from ._allocation import (
@@ -195,15 +196,7 @@ class DPStratifiedSampler(BaseEstimator):
         random_state=None,
         noise_backend="auto",
     ):
-        self.epsilon = epsilon
-        self.mechanism = mechanism
-        self.total_sample_size = total_sample_size
-        self.data_range = data_range
-        self.allocation = allocation
-        self.min_per_stratum = min_per_stratum
-        self.stratum_stds = stratum_stds
-        self.random_state = random_state
-        self.noise_backend = noise_backend
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ design
 

@@ -12,6 +12,7 @@ from ..utils import draw_seed, optional_import
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, renamed_param
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import OPEN_UNIT_INTERVAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._skorch import encode_class_labels, features_to_float32, torch_threads
 from ..utils.validation import check_fits_dtype, check_layer_sizes, validate_input
 from ._dpsgd_net import MLP, DPSGDNet
@@ -240,25 +241,7 @@ class DPSGDClassifier(NeuralClassifierMixin, BaseNeuralEstimator):
         lr=DEPRECATED,
         **kwargs,
     ):
-        self.module = module
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.noise_multiplier = noise_multiplier
-        self.target_epsilon = target_epsilon
-        self.delta = delta
-        self.max_grad_norm = max_grad_norm
-        self.steps_per_epoch = steps_per_epoch
-        self.num_selected = num_selected
-        self.max_epochs = max_epochs
-        self.sampler = sampler
-        self.num_parts = num_parts
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.device = device
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.lr = lr
-        self._store_routed_params(kwargs)
+        store_params(self, locals())
 
     def _account(self):
         """Choose sigma and compute the run's RDP and epsilon."""

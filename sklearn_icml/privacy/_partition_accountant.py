@@ -6,6 +6,7 @@ from sklearn.utils._param_validation import validate_params
 
 from ..utils._deprecation import keyword_only_after, renamed
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._partition_rdp import (
     BIS_RUN,
     ORDERS,
@@ -88,7 +89,7 @@ class PartitionRDPAccountant(BaseEstimator):
 
     @keyword_only_after(1)
     def __init__(self, *, orders=None):
-        self.orders = orders
+        store_params(self, locals())
 
     def _account(self):
         """Start the account at first use; return the orders in use."""

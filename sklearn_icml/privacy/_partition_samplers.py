@@ -12,6 +12,7 @@ from ..base import SetUpAtFirstUseMixin
 from ..utils import check_random_state
 from ..utils._deprecation import keyword_only_after
 from ..utils._param_validation import POSITIVE_INT, UNIT_INTERVAL_WITHOUT_ZERO
+from ..utils._params import store_params
 from ._partition_rdp import check_steps
 
 _BLOCK_ENTRIES = 1 << 22  # rows x steps per block of random keys in the argpartition path
@@ -159,11 +160,7 @@ class BalancedIterationSampler(_IterationSampler):
     def __init__(
         self, *, n_samples=None, num_steps=200, num_selected=20, num_epochs=1, random_state=None
     ):
-        self.n_samples = n_samples
-        self.num_steps = num_steps
-        self.num_selected = num_selected
-        self.num_epochs = num_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _check_params(self):
         check_steps(self.num_steps, self.num_selected)
@@ -246,11 +243,7 @@ class PoissonIterationSampler(_IterationSampler):
     def __init__(
         self, *, n_samples=None, num_steps=200, sample_rate=0.1, num_epochs=1, random_state=None
     ):
-        self.n_samples = n_samples
-        self.num_steps = num_steps
-        self.sample_rate = sample_rate
-        self.num_epochs = num_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     def sample(self):
         """Draw the batches of one pass.

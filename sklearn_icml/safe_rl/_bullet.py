@@ -22,6 +22,7 @@ from ..base import BuiltAttribute
 from ..utils import optional_import
 from ..utils._optional import NO_DEPS_INSTALL, install_hint
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._params import store_params
 from ._envs import _CostEnv
 
 gym = optional_import("gymnasium", "rl")
@@ -147,8 +148,7 @@ class BulletSafetyEnv(_CostEnv):
     }
 
     def __init__(self, *, env_id="SafetyBallCircle-v0", max_episode_steps=None):
-        self.env_id = env_id
-        self.max_episode_steps = max_episode_steps
+        store_params(self, locals())
 
     def _build(self):
         import_bullet_safety_gym()

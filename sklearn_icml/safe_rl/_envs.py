@@ -21,6 +21,7 @@ from ..utils._param_validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
 )
+from ..utils._params import store_params
 
 gym = optional_import("gymnasium", "rl")
 
@@ -91,9 +92,7 @@ class RiskyShortcutEnv(_CostEnv):
     }
 
     def __init__(self, *, horizon=10, gust_prob=0.01, gust_cost=50.0):
-        self.horizon = horizon
-        self.gust_prob = gust_prob
-        self.gust_cost = gust_cost
+        store_params(self, locals())
 
     def _build(self):
         self._observation_space = gym.spaces.Box(0.0, 1.0, (int(self.horizon),), np.float32)
@@ -174,11 +173,7 @@ class HeavyTailPointEnv(_CostEnv):
 
     def __init__(self, *, horizon=50, base_rate=0.002, rate_slope=0.02, lomax_shape=2.5,
                  cost_scale=10.0):
-        self.horizon = horizon
-        self.base_rate = base_rate
-        self.rate_slope = rate_slope
-        self.lomax_shape = lomax_shape
-        self.cost_scale = cost_scale
+        store_params(self, locals())
 
     def _build(self):
         self._observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..utils._deprecation import DEPRECATED
 from ..utils._param_validation import NON_NEGATIVE_INT, OPEN_UNIT_INTERVAL, POSITIVE_INT
+from ..utils._params import store_params
 from ._gpd import GPDTailQuantile
 from ._policy_gradient import ConstrainedPolicyGradient
 
@@ -257,52 +258,7 @@ class EVOAgent(ConstrainedPolicyGradient):
                  critic_hidden=DEPRECATED, critic_lr=DEPRECATED, actor_lr=DEPRECATED,
                  lagrangian_lr=DEPRECATED, cg_iters=DEPRECATED,
                  critic_update_iters=DEPRECATED):
-        self.cost_limit = cost_limit
-        self.base = base
-        self.constraint = constraint
-        self.max_iter = max_iter
-        self.steps_per_iter = steps_per_iter
-        self.gamma = gamma
-        self.lam = lam
-        self.lam_c = lam_c
-        self.target_kl = target_kl
-        self.cg_max_iter = cg_max_iter
-        self.line_search_steps = line_search_steps
-        self.actor_hidden_layer_sizes = actor_hidden_layer_sizes
-        self.critic_hidden_layer_sizes = critic_hidden_layer_sizes
-        self.critic_learning_rate = critic_learning_rate
-        self.critic_max_epochs = critic_max_epochs
-        self.critic_batch_size = critic_batch_size
-        self.cost_buffer_size = cost_buffer_size
-        self.cost_buffer_percentile = cost_buffer_percentile
-        self.tail_quantile = tail_quantile
-        self.weight_clip = weight_clip
-        self.prioritize = prioritize
-        self.reward_buffer_size = reward_buffer_size
-        self.reward_buffer_percentile = reward_buffer_percentile
-        self.reward_tail_quantile = reward_tail_quantile
-        self.oversample_factor = oversample_factor
-        self.free_loc = free_loc
-        self.double_threshold = double_threshold
-        self.actor_learning_rate = actor_learning_rate
-        self.clip_ratio = clip_ratio
-        self.ppo_kl_stop = ppo_kl_stop
-        self.lagrangian_learning_rate = lagrangian_learning_rate
-        self.lagrangian_init = lagrangian_init
-        self.lagrangian_optimizer = lagrangian_optimizer
-        self.cg_damping = cg_damping
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.actor_hidden = actor_hidden
-        self.critic_hidden = critic_hidden
-        self.critic_lr = critic_lr
-        self.actor_lr = actor_lr
-        self.lagrangian_lr = lagrangian_lr
-        self.cg_iters = cg_iters
-        self.critic_update_iters = critic_update_iters
+        store_params(self, locals())
 
     def _run(self, env):
         wc = self.weight_clip

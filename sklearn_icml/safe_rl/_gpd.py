@@ -22,6 +22,7 @@ from ..utils._param_validation import (
     POSITIVE_INT,
     UNIT_INTERVAL_WITHOUT_ONE,
 )
+from ..utils._params import store_params
 from ..utils.validation import validate_input
 
 _FALLBACKS = ("all_zero", "no_exceedances", "few_exceedances", "identical_exceedances",
@@ -258,12 +259,7 @@ class GPDTailQuantile(BaseEstimator):
 
     def __init__(self, *, threshold_quantile=0.9, tail_quantile=0.9, free_loc=False,
                  xi_bounds=(-0.5, 1.0), min_exceedances=5, double_threshold=False):
-        self.threshold_quantile = threshold_quantile
-        self.tail_quantile = tail_quantile
-        self.free_loc = free_loc
-        self.xi_bounds = xi_bounds
-        self.min_exceedances = min_exceedances
-        self.double_threshold = double_threshold
+        store_params(self, locals())
 
     @staticmethod
     def _ndim(X):

@@ -36,6 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._optional import optional_import
 from ._parallel import resolve_n_jobs
+from ._params import store_params
 from ._progress import is_terminal
 
 torch = optional_import("torch", "neural")
@@ -212,7 +213,7 @@ class StopOnLoss(skorch.callbacks.Callback):
     """
 
     def __init__(self, threshold):
-        self.threshold = threshold
+        store_params(self, locals())
 
     def on_epoch_end(self, net, **kwargs):
         loss = net.history[-1, "train_loss"]

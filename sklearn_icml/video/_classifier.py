@@ -17,6 +17,7 @@ from ..utils._deprecation import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ..utils._skorch import encode_class_labels, torch_threads
 from ._frames import check_fps, check_videos, encode_videos
 from ._projector import check_pooled_grid, make_aligner, pad_to_clips, pool_tokens
@@ -249,25 +250,7 @@ class F16VideoClassifier(NonTabularInputMixin, NeuralClassifierMixin, BaseNeural
         verbose=0,
         **kwargs,
     ):
-        self.fps = fps
-        self.frames_per_clip = frames_per_clip
-        self.patch_size = patch_size
-        self.hidden_dim = hidden_dim
-        self.aligner = aligner
-        self.split_init = split_init
-        self.pool_stride = pool_stride
-        self.n_layers = n_layers
-        self.n_heads = n_heads
-        self.max_epochs = max_epochs
-        self.learning_rate = learning_rate
-        self.lr = lr
-        self.batch_size = batch_size
-        self.weight_decay = weight_decay
-        self.device = device
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self._store_routed_params(kwargs)
+        store_params(self, locals())
 
     # input
     def _validate_clip_layout(self):

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..base import NonTabularInputMixin
 from ..utils import draw_seed, optional_import
 from ..utils._param_validation import POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._skorch import seeded
 from ._frames import check_frame_array
 from ._projector import (
@@ -131,15 +132,7 @@ class F16ClipCompressor(NonTabularInputMixin, TransformerMixin, BaseEstimator):
         frame_projector=None,
         random_state=None,
     ):
-        self.frames_per_clip = frames_per_clip
-        self.hidden_dim = hidden_dim
-        self.pool_stride = pool_stride
-        self.pool_mode = pool_mode
-        self.pool_ceil = pool_ceil
-        self.frame_repeat = frame_repeat
-        self.pad_mode = pad_mode
-        self.frame_projector = frame_projector
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _validate_features(self, X):
         return check_frame_array(

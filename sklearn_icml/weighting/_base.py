@@ -66,7 +66,7 @@ class _BaseDWM(BaseNeuralEstimator):
 
     A subclass lists its parameters in ``__init__`` (its learner's, then the shared ones
     documented in each subclass's docstring), stores them with
-    ``self._store_init_params(locals())``, and in ``fit`` builds the DWM input of its data
+    ``store_params(self, locals())``, and in ``fit`` builds the DWM input of its data
     and calls :meth:`_fit_bilevel`.
     """
 
@@ -95,15 +95,6 @@ class _BaseDWM(BaseNeuralEstimator):
         "dwm_lr": [POSITIVE_REAL, DEPRECATED_PARAM],
         "lookahead_lr": [POSITIVE_REAL, None, DEPRECATED_PARAM],
     }
-
-    def _store_init_params(self, params):
-        """Store the arguments of the subclass's ``__init__`` (its ``locals()``)."""
-        params = dict(params)
-        params.pop("self")
-        routed = params.pop("kwargs", {})
-        for name, value in params.items():
-            setattr(self, name, value)
-        self._store_routed_params(routed)
 
     def _learning_rates(self):
         """The learner's, the DWM's and the look-ahead's step sizes (old names warn)."""

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..utils import check_generator, optional_import
+from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils._skorch import relu_mlp
 from ._hypergradient import _one_step_hypergradient, weighted_sgd_step
@@ -433,7 +434,7 @@ class BilevelStages(skorch.callbacks.Callback):
     """
 
     def __init__(self, state=None):
-        self.state = state
+        store_params(self, locals())
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         if self.state is not None:

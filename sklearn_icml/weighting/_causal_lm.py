@@ -6,6 +6,7 @@ from ..utils import optional_import
 from ..utils._causal_lm import lora_copy
 from ..utils._deprecation import DEPRECATED
 from ..utils._param_validation import POSITIVE_INT, POSITIVE_REAL
+from ..utils._params import store_params
 from ._char_lm import DWMCharLM
 
 torch = optional_import("torch", "neural")
@@ -223,7 +224,7 @@ class DWMCausalLM(DWMCharLM):
         verbose=0,
         **kwargs,
     ):
-        self._store_init_params(locals())
+        store_params(self, locals())
 
     # DWMCharLM's deprecated parameter names never existed here: always unset
     lr = dwm_lr = lookahead_lr = DEPRECATED

@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils import optional_import
 from ..utils._deprecation import DEPRECATED, keyword_only_after
 from ..utils._param_validation import INT_AT_LEAST_TWO, POSITIVE_INT
+from ..utils._params import store_params
 from ..utils._skorch import torch_threads
 from ..utils.validation import validate_input
 from ._base import _BaseDWM, check_sample_feature_width, sample_features_array, transform_loss
@@ -359,7 +360,7 @@ class DWMCharLM(_BaseDWM):
         lookahead_lr=DEPRECATED,
         **kwargs,
     ):
-        self._store_init_params(locals())
+        store_params(self, locals())
 
     def fit(self, X, y=None, X_val=None, sample_features=None):
         """Train the LM on the sequences ``X`` with weights from a bi-level trained DWM.

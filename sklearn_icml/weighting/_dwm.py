@@ -14,6 +14,7 @@ from ..utils._deprecation import (
     keyword_only_after,
     renamed_param,
 )
+from ..utils._params import store_params
 from ..utils._skorch import (
     encode_class_labels,
     features_to_float32,
@@ -96,7 +97,7 @@ class _TabularDWM(_BaseDWM):
         lookahead_lr=DEPRECATED,
         **kwargs,
     ):
-        self._store_init_params(locals())
+        store_params(self, locals())
 
     # -- target handling, specialised below
     def _loss_kind(self):

@@ -78,10 +78,11 @@ def test_base_checks_the_trained_weights_are_finite():
     from types import SimpleNamespace
 
     from sklearn_icml.base import BaseNeuralEstimator
+    from sklearn_icml.utils._params import store_params
 
     class Net(BaseNeuralEstimator):
         def __init__(self, *, device="cpu", n_jobs=1, random_state=None, verbose=0, **kwargs):
-            self._store_shared_params(device, n_jobs, random_state, verbose, kwargs)
+            store_params(self, locals())
 
         def fit(self, X, y):
             return self
