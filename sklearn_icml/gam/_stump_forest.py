@@ -31,7 +31,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ..utils import check_random_state, draw_seed
-from ..utils._docstrings import fill_doc
 from ..utils._param_validation import N_JOBS, NON_NEGATIVE_REAL, OPEN_UNIT_INTERVAL, POSITIVE_INT
 from ..utils._params import store_params
 from ..utils._progress import Progress
@@ -57,59 +56,6 @@ from ._rows import validation_split
 # X is validated as float64, or kept as float32: the binning reads both without a copy
 # (:mod:`._binning`), and float32 input fits and predicts as the same values in float64
 _BINNED_DTYPES = [np.float64, np.float32]
-
-
-# parameters the regressor and the classifier share, filled into both docstrings
-_PIECES = {
-    "size_and_penalty": """\
-n_stumps : int or "auto", default="auto"
-    Number of stumps T. ``"auto"`` chooses T on a path of growing forests: each
-    round grows the forest by a quarter (at least 5 stumps; the new stumps each the
-    best on the current residual), then runs one sweep over all its stumps, warm
-    started from the previous round, and scores the validation rows. The path stops
-    once the forest is twice the best round's size and ``n_iter_no_change`` rounds
-    (at most the 4 rounds that double the forest) have not improved the validation
-    loss by more than ``tol``. Its stump steps add up to a few sweeps of the largest
-    forest, not to the square of its size. The forest of the best round's size is
-    then fitted on all rows (the validation rows too), warm started from the path's
-    forest, so that the whole search costs little more than one fit of that size
-    (as early stopping does in gradient boosting, on one validation split at every
-    data size). An integer fixes T. The model has at most ``3 T + 1``
-    parameters (a threshold or category set and two leaf values per stump, plus the
-    intercept).
-max_iter : int, default=100
-    Most sweeps (a stump step on every stump, then one leaf step), and most rounds of
-    the size path of ``n_stumps="auto"``. A ``ConvergenceWarning`` says
-    when the fit ends here with the objective (or the validation loss) still falling.
-l2_reg : float, default=100.0
-    L2 penalty on the leaf values, in units of sample weight: the objective adds
-    ``l2_reg * h0 / 2 * sum_t (a_t^2 + c_t^2)``, where ``h0`` is the loss's Hessian per
-    unit weight at the best constant (1 for the squared loss, ``p (1 - p)`` for the
-    logistic loss at the base rate ``p``, the mean of ``p_k (1 - p_k)`` over classes
-    for the softmax loss), so that a leaf is shrunk as by ``l2_reg`` extra rows of
-    zero residual whatever the loss. The intercept is not penalised. 0 is allowed;
-    larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
-    stumps (as a smaller learning rate does in boosting).""",
-    "early_stopping": """\
-early_stopping : "auto" or bool, default="auto"
-    Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
-    when their mean loss has not improved by more than ``tol`` in
-    ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size (see
-    ``n_stumps``), and the final forest of that size is fitted on all rows; with a
-    fixed ``n_stumps`` the forest of the best sweep is kept (as it is also when
-    ``max_iter`` ends the size search). ``"auto"`` is on when ``n_stumps="auto"``.
-    Without early stopping, the fit stops at the first sweep that lowers the objective
-    per unit of sample weight by at most ``tol``.
-validation_fraction : float, default=0.1
-    Share of the rows held out for early stopping.
-n_iter_no_change : int, default=10
-    Sweeps (rounds of the size path, at most 4 there) without improvement of the
-    validation loss before stopping.""",
-}
-
-
-def fill_doc_pieces(cls):
-    return fill_doc(cls, _PIECES)
 
 
 def _dense_table(X):
@@ -699,7 +645,6 @@ class _BaseStumpForestGAM(BaseEstimator):
         return display.figure_
 
 
-@fill_doc_pieces
 class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     """Additive regression model: a forest of stumps optimised jointly.
 
@@ -712,7 +657,34 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
 
     Parameters
     ----------
-    %(size_and_penalty)s
+    n_stumps : int or "auto", default="auto"
+        Number of stumps T. ``"auto"`` chooses T on a path of growing forests: each
+        round grows the forest by a quarter (at least 5 stumps; the new stumps each the
+        best on the current residual), then runs one sweep over all its stumps, warm
+        started from the previous round, and scores the validation rows. The path stops
+        once the forest is twice the best round's size and ``n_iter_no_change`` rounds
+        (at most the 4 rounds that double the forest) have not improved the validation
+        loss by more than ``tol``. Its stump steps add up to a few sweeps of the largest
+        forest, not to the square of its size. The forest of the best round's size is
+        then fitted on all rows (the validation rows too), warm started from the path's
+        forest, so that the whole search costs little more than one fit of that size
+        (as early stopping does in gradient boosting, on one validation split at every
+        data size). An integer fixes T. The model has at most ``3 T + 1``
+        parameters (a threshold or category set and two leaf values per stump, plus the
+        intercept).
+    max_iter : int, default=100
+        Most sweeps (a stump step on every stump, then one leaf step), and most rounds of
+        the size path of ``n_stumps="auto"``. A ``ConvergenceWarning`` says
+        when the fit ends here with the objective (or the validation loss) still falling.
+    l2_reg : float, default=100.0
+        L2 penalty on the leaf values, in units of sample weight: the objective adds
+        ``l2_reg * h0 / 2 * sum_t (a_t^2 + c_t^2)``, where ``h0`` is the loss's Hessian per
+        unit weight at the best constant (1 for the squared loss, ``p (1 - p)`` for the
+        logistic loss at the base rate ``p``, the mean of ``p_k (1 - p_k)`` over classes
+        for the softmax loss), so that a leaf is shrunk as by ``l2_reg`` extra rows of
+        zero residual whatever the loss. The intercept is not penalised. 0 is allowed;
+        larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
+        stumps (as a smaller learning rate does in boosting).
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
@@ -739,7 +711,20 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
         Not for categorical features nor multiclass models. The missing value of a
         constrained feature is not constrained.
-    %(early_stopping)s
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+        when their mean loss has not improved by more than ``tol`` in
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size (see
+        ``n_stumps``), and the final forest of that size is fitted on all rows; with a
+        fixed ``n_stumps`` the forest of the best sweep is kept (as it is also when
+        ``max_iter`` ends the size search). ``"auto"`` is on when ``n_stumps="auto"``.
+        Without early stopping, the fit stops at the first sweep that lowers the objective
+        per unit of sample weight by at most ``tol``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+    n_iter_no_change : int, default=10
+        Sweeps (rounds of the size path, at most 4 there) without improvement of the
+        validation loss before stopping.
     tol : float, default=1e-7
         Smallest improvement that counts, of the mean validation loss (early stopping) or
         of the objective per unit of sample weight.
@@ -901,7 +886,6 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         return self._loss.inverse_link(raw)
 
 
-@fill_doc_pieces
 class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     """Additive classification model: a forest of stumps optimised jointly.
 
@@ -914,7 +898,34 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
 
     Parameters
     ----------
-    %(size_and_penalty)s
+    n_stumps : int or "auto", default="auto"
+        Number of stumps T. ``"auto"`` chooses T on a path of growing forests: each
+        round grows the forest by a quarter (at least 5 stumps; the new stumps each the
+        best on the current residual), then runs one sweep over all its stumps, warm
+        started from the previous round, and scores the validation rows. The path stops
+        once the forest is twice the best round's size and ``n_iter_no_change`` rounds
+        (at most the 4 rounds that double the forest) have not improved the validation
+        loss by more than ``tol``. Its stump steps add up to a few sweeps of the largest
+        forest, not to the square of its size. The forest of the best round's size is
+        then fitted on all rows (the validation rows too), warm started from the path's
+        forest, so that the whole search costs little more than one fit of that size
+        (as early stopping does in gradient boosting, on one validation split at every
+        data size). An integer fixes T. The model has at most ``3 T + 1``
+        parameters (a threshold or category set and two leaf values per stump, plus the
+        intercept).
+    max_iter : int, default=100
+        Most sweeps (a stump step on every stump, then one leaf step), and most rounds of
+        the size path of ``n_stumps="auto"``. A ``ConvergenceWarning`` says
+        when the fit ends here with the objective (or the validation loss) still falling.
+    l2_reg : float, default=100.0
+        L2 penalty on the leaf values, in units of sample weight: the objective adds
+        ``l2_reg * h0 / 2 * sum_t (a_t^2 + c_t^2)``, where ``h0`` is the loss's Hessian per
+        unit weight at the best constant (1 for the squared loss, ``p (1 - p)`` for the
+        logistic loss at the base rate ``p``, the mean of ``p_k (1 - p_k)`` over classes
+        for the softmax loss), so that a leaf is shrunk as by ``l2_reg`` extra rows of
+        zero residual whatever the loss. The intercept is not penalised. 0 is allowed;
+        larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
+        stumps (as a smaller learning rate does in boosting).
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
@@ -941,7 +952,20 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         sign), in the stump step and in the leaf step (a convex problem solved by cvxpy).
         Not for categorical features nor multiclass models. The missing value of a
         constrained feature is not constrained.
-    %(early_stopping)s
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows (stratified for classifiers) and stop
+        when their mean loss has not improved by more than ``tol`` in
+        ``n_iter_no_change`` sweeps. With ``n_stumps="auto"`` this chooses the size (see
+        ``n_stumps``), and the final forest of that size is fitted on all rows; with a
+        fixed ``n_stumps`` the forest of the best sweep is kept (as it is also when
+        ``max_iter`` ends the size search). ``"auto"`` is on when ``n_stumps="auto"``.
+        Without early stopping, the fit stops at the first sweep that lowers the objective
+        per unit of sample weight by at most ``tol``.
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+    n_iter_no_change : int, default=10
+        Sweeps (rounds of the size path, at most 4 there) without improvement of the
+        validation loss before stopping.
     tol : float, default=1e-7
         Smallest improvement that counts, of the mean validation loss (early stopping) or
         of the objective per unit of sample weight.

@@ -2,8 +2,9 @@
 
 A docstring names a piece as ``%(name)s`` on a line of its own; :func:`fill_doc` cleans the
 docstring's indentation (as Python 3.13 does at compile time) and substitutes the pieces,
-so that a parameter several classes share is documented once. A subpackage passes its own
-pieces on top of :data:`COMMON_PIECES`.
+so that a generic parameter (:data:`COMMON_PIECES`: ``random_state``, ``verbose``, torch's
+``n_jobs``, ``device``) is documented once. Everything else a class documents itself, in its
+own docstring.
 """
 
 import inspect
@@ -28,14 +29,12 @@ device : str, default="cpu"
 }
 
 
-def fill_doc(obj, pieces=None):
+def fill_doc(obj):
     """Substitute ``%(name)s`` pieces into ``obj.__doc__`` (and its methods'); return ``obj``.
 
     Parameters
     ----------
     obj : class or function
-    pieces : dict of str to str, default=None
-        Extra pieces, on top of :data:`COMMON_PIECES`.
 
     Examples
     --------
@@ -49,7 +48,7 @@ def fill_doc(obj, pieces=None):
     >>> print(f.__doc__.splitlines()[2])
     verbose : int, default=0
     """
-    table = {**COMMON_PIECES, **(pieces or {})}
+    table = COMMON_PIECES
     obj.__doc__ = inspect.cleandoc(obj.__doc__) % table
     for member in vars(obj).values() if isinstance(obj, type) else ():
         if inspect.isfunction(member) and "%(" in (member.__doc__ or ""):
