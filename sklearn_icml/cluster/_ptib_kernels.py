@@ -36,7 +36,10 @@ scored without taking the row out of its sums (``p + s' = S``, whose ``S log S``
 and its sums change only if the sample moves. Every other cluster first gets a lower bound of
 its cost, with one logarithm per view (:func:`_lower_bounds`); a cluster whose bound shows
 that it cannot beat the best cost so far by ``TIE_TOL`` is skipped. On neighbourhood views
-that is nearly every other cluster. The numpy reference computes the
+that is nearly every other cluster. The bounds come first, and the own cluster's exact cost
+only if some bound comes below an upper bound of it that takes no logarithm
+(:func:`_own_upper_bound`): a sample that no other cluster can take stays without one. The
+numpy reference computes the
 Jensen-Shannon divergence from its definition on the dense matrix instead, and the tests
 check that the two agree.
 """
@@ -78,6 +81,18 @@ def _row_view_starts(indices, indptr, col_view, n_views):
             starts[i, v] = e
         starts[i, n_views] = indptr[i + 1]
     return starts
+
+
+@njit_cached()
+def _entry_logs(data):
+    """``log p`` and ``p log p`` of every stored entry (``p > 0``; 0 and 0 otherwise)."""
+    logp = np.zeros_like(data)
+    elogp = np.zeros_like(data)
+    for e in range(data.shape[0]):
+        if data[e] > 0.0:
+            logp[e] = np.log(data[e])
+            elogp[e] = data[e] * logp[e]
+    return logp, elogp
 
 
 @njit_cached()
@@ -141,6 +156,36 @@ def _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c, re
 
 
 @njit_cached()
+def _own_upper_bound(data, indices, starts, logp, i, weights, ST, SlogS, counts, c):
+    """An upper bound of :func:`_own_cost`, without a logarithm.
+
+    With ``s' = S - p`` the sums of cluster c without the row, an entry adds ``-g(p, s')``,
+    ``g(p, s') = p log(S/p) + s' log(1 + p/s')``. ``log S = (S log S) / S`` is cached,
+    ``log p`` is computed once per call, and ``s' log(1 + p/s')`` is at least both
+    ``p s'/S`` (``log(1 + x) >= x / (1 + x)``) and ``p - p^2 / (2 s')``
+    (``log(1 + x) >= x - x^2/2``). An entry with ``s' <= 0`` adds 0, as in the exact cost.
+    """
+    n_c = counts[c] - 1
+    size_term = _xlogx(n_c + 1.0) - _xlogx(float(n_c))
+    total = 0.0
+    for v in range(weights.shape[0]):
+        w = weights[v]
+        if w == 0.0:
+            continue
+        part = size_term
+        for e in range(starts[i, v], starts[i, v + 1]):
+            y = indices[e]
+            S = ST[y, c]
+            p = data[e]
+            r = S - p
+            if r > 0.0:
+                lin = max(p * r / S, p - p * p / (2.0 * r))
+                part -= p * (SlogS[y, c] / S - logp[e]) + lin
+        total += w * part
+    return total
+
+
+@njit_cached()
 def _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, out):
     """A lower bound of ``n * Delta(i, t)`` for every cluster t, with V * K logarithms.
 
@@ -166,10 +211,11 @@ def _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, 
             if p <= 0.0:
                 continue
             for t in range(K):
+                # without a branch, so that the loop over clusters vectorises: s >= 0, and
+                # adding 0.0 (or p * 1.0) leaves the sums exactly as the branch would
                 s = ST[y, t]
-                if s > 0.0:
-                    mass[v, t] += p
-                    overlap[v, t] += s
+                mass[v, t] += p * (s > 0.0)
+                overlap[v, t] += s
     for t in range(K):
         n_t = counts[t]
         size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
@@ -263,7 +309,7 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     V = weights.shape[0]
     ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
     starts = _row_view_starts(indices, indptr, col_view, V)
-    elogp = _entry_xlogx(data)
+    logp, elogp = _entry_logs(data)
     mass = np.empty((V, K))
     overlap = np.empty((V, K))
     bound = np.empty(K)
@@ -282,10 +328,23 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
             c = labels[i]
             if counts[c] == 1:
                 continue  # never empty a cluster
+            _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, bound)
+            # the own cost is at most ``upper``: if no other cluster's bound comes below the
+            # cap that ``upper`` gives, none comes below the cap of the exact own cost either
+            # (the cap grows with the cost), so the sample stays without its exact cost
+            upper = _own_upper_bound(data, indices, starts, logp, i, weights, ST, SlogS,
+                                     counts, c)
+            cap = upper - TIE_TOL + 2.0 * _BOUND_MARGIN * (1.0 + abs(upper))
+            candidate = False
+            for t in range(K):
+                if t != c and bound[t] <= cap:
+                    candidate = True
+                    break
+            if not candidate:
+                continue
             best = _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c,
                              rest, rest_log)
             best_t = c
-            _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, bound)
             for t in range(K):
                 if t == c:
                     continue
@@ -337,6 +396,43 @@ def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
         for t in range(K):
             out[i, t] = _cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, t)
     return out
+
+
+@njit_cached()
+def relevant_information(data, indices, indptr, col_view, marginal, labels, n_clusters,
+                         n_views):
+    """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` of every view, shape (V,), clipped at 0.
+
+    ``marginal`` (D,) is ``p_v(y)``, the column means of ``P``. One pass over the stored
+    entries builds the cluster sums, one over the (column, cluster) pairs with mass takes
+    the logarithms; an empty cluster adds 0. The reference is ``_relevant_information_numpy``
+    in ``_ptib`` (sparse products and dense arrays).
+    """
+    n = indptr.shape[0] - 1
+    K = n_clusters
+    ST = np.zeros((col_view.shape[0], K))
+    counts = np.zeros(K)
+    for i in range(n):
+        t = labels[i]
+        counts[t] += 1.0
+        for e in range(indptr[i], indptr[i + 1]):
+            ST[indices[e], t] += data[e]
+    terms = np.zeros((K, n_views))
+    for y in range(ST.shape[0]):
+        v = col_view[y]
+        for t in range(K):
+            s = ST[y, t]
+            if s > 0.0:
+                q = s / counts[t]
+                terms[t, v] += q * np.log(q / marginal[y])
+    info = np.zeros(n_views)
+    for t in range(K):
+        if counts[t] > 0.0:
+            for v in range(n_views):
+                info[v] += counts[t] / n * terms[t, v]
+    for v in range(n_views):
+        info[v] = max(info[v], 0.0)
+    return info
 
 
 # --------------------------------------------------------------------------------------
