@@ -16,7 +16,7 @@ from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, keyword_only_afte
 from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
 from ..utils._progress import Progress
 from ..utils.validation import check_input_array, validate_input
-from ._ptib_kernels import merge_costs, relevant_information, sib_sweeps
+from ._ptib_kernels import merge_costs, relevant_information, sib_sweeps, sib_sweeps_batch
 from ._ptib_neighbors import NeighborRelevance
 
 
@@ -432,12 +432,24 @@ def _sib_best_of(views, weights, n_clusters, n_init, max_sweeps, rng, sweep=sib_
     """
     n = views.P.shape[0]
     weights = np.asarray(weights, dtype=np.float64)
+    runs = [(_random_partition(n, n_clusters, rng), _sweep_orders(n, max_sweeps, rng))
+            for _ in range(n_init)]  # the draws of running them one after another
+    if sweep is sib_sweeps:  # all runs in one numba call, sharing the rows' set-up
+        results = np.array([start for start, _ in runs])
+        n_sweeps, info = sib_sweeps_batch(
+            *views.kernel_args(), views.marginal, weights, results,
+            np.array([orders for _, orders in runs]), n_clusters,
+        )
+        outcomes = [(results[r], float(weights @ info[r]), n_sweeps[r] < max_sweeps)
+                    for r in range(n_init)]
+    else:
+        outcomes = []
+        for start, orders in runs:
+            labels, converged = _sib_run_converged(views, weights, start, n_clusters,
+                                                   max_sweeps, rng, sweep, orders=orders)
+            outcomes.append((labels, _objective(views, labels, weights, n_clusters), converged))
     best_labels, best_value, best_converged = None, -np.inf, False
-    for _ in range(n_init):
-        start = _random_partition(n, n_clusters, rng)
-        labels, converged = _sib_run_converged(views, weights, start, n_clusters, max_sweeps,
-                                               rng, sweep)
-        value = _objective(views, labels, weights, n_clusters)
+    for labels, value, converged in outcomes:
         if value > best_value:
             best_labels, best_value, best_converged = labels, value, converged
     if refine:

@@ -304,12 +304,45 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     more than ``TIE_TOL``. A cluster whose lower bound (:func:`_lower_bounds`) already
     rules that out is skipped without computing its cost, which changes no decision.
     """
+    starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
+    logp, elogp = _entry_logs(data)
+    return _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0], weights,
+                   labels, orders, n_clusters)
+
+
+@njit_cached()
+def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels, orders,
+                     n_clusters):
+    """Several independent runs of :func:`sib_sweeps` on the same data, and their ``I_v(T)``.
+
+    ``labels`` (R, n) holds the R start partitions (overwritten with the results) and
+    ``orders`` (R, max_sweeps, n) their sweep orders. Each run is exactly the
+    :func:`sib_sweeps` run from its start; the row layout and the entries' logarithms are
+    computed once for all. Returns the sweeps each run took (R,) and the
+    :func:`relevant_information` of each result (R, V), ``marginal`` being ``p_v(y)``.
+    """
+    V = weights.shape[0]
+    starts = _row_view_starts(indices, indptr, col_view, V)
+    logp, elogp = _entry_logs(data)
+    R = labels.shape[0]
+    n_sweeps = np.empty(R, dtype=np.int64)
+    info = np.empty((R, V))
+    for r in range(R):
+        n_sweeps[r], _ = _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0],
+                                 weights, labels[r], orders[r], n_clusters)
+        info[r] = relevant_information(data, indices, indptr, col_view, marginal, labels[r],
+                                       n_clusters, V)
+    return n_sweeps, info
+
+
+@njit_cached()
+def _sweeps(data, indices, indptr, starts, logp, elogp, n_columns, weights, labels, orders,
+            n_clusters):
+    """The sweeps of :func:`sib_sweeps`, given the row layout and the entries' logarithms."""
     n = indptr.shape[0] - 1
     K = n_clusters
     V = weights.shape[0]
-    ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
-    starts = _row_view_starts(indices, indptr, col_view, V)
-    logp, elogp = _entry_logs(data)
+    ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, n_columns)
     mass = np.empty((V, K))
     overlap = np.empty((V, K))
     bound = np.empty(K)

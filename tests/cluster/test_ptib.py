@@ -35,6 +35,7 @@ from sklearn_icml.cluster._ptib_kernels import (
     merge_costs,
     merge_costs_numpy,
     sib_sweeps,
+    sib_sweeps_batch,
     sib_sweeps_numpy,
 )
 from sklearn_icml.datasets import make_multiview_counts
@@ -142,6 +143,35 @@ def test_relevant_information_numba_matches_numpy(n_clusters):
         np.testing.assert_allclose(_relevant_information(views, labels, n_clusters + 1),
                                    _relevant_information(views, labels, n_clusters),
                                    rtol=1e-12, atol=1e-14)
+
+
+def test_batched_runs_are_the_single_runs():
+    # the best-of-n starts run in one numba call; each run must be the run of sib_sweeps
+    Xs, _ = _blob_views(20)
+    views = _neighbor_views(Xs, 4, 2)
+    n, K, R = views.P.shape[0], 4, 3
+    w = np.array([0.5, 0.3, 0.2])
+    rng = check_random_state(0)
+    starts = np.array([_random_partition(n, K, rng) for _ in range(R)])
+    orders = np.array([_sweep_orders(n, 10, rng) for _ in range(R)])
+    batch = starts.copy()
+    n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, w, batch, orders, K)
+    for r in range(R):
+        single = starts[r].copy()
+        assert sib_sweeps(*views.kernel_args(), views.plogp, w, single, orders[r], K)[0] == \
+            n_sweeps[r]
+        np.testing.assert_array_equal(batch[r], single)
+        np.testing.assert_array_equal(info[r], _relevant_information(views, single, K))
+    # and the best of n_init starts is the same through the batch and one run at a time
+    def one_at_a_time(*args):
+        return sib_sweeps(*args)
+
+    for refine in (False, True):
+        fast = _sib_best_of(views, w, K, 3, 30, check_random_state(1), refine=refine)
+        slow = _sib_best_of(views, w, K, 3, 30, check_random_state(1), one_at_a_time,
+                            refine=refine)
+        np.testing.assert_array_equal(fast[0], slow[0])
+        assert fast[1] == slow[1]
 
 
 # ------------------------------------------------------------------ the move rule
