@@ -469,7 +469,7 @@ def relevant_information(data, indices, indptr, col_view, marginal, labels, n_cl
 
 
 # --------------------------------------------------------------------------------------
-# numpy reference (the prototype the numba kernel is checked against)
+# numpy reference (what the numba kernel is checked against)
 # --------------------------------------------------------------------------------------
 def _dense(data, indices, indptr, n_columns):
     n = indptr.shape[0] - 1
