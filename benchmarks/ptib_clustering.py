@@ -147,7 +147,7 @@ def e1(report, quick):
         w = model.view_weights_
         target_single = E1_TARGET_SINGLE.get(seed)
         acc_rows += [
-            check(f"seed {seed}: ACC", Target(0.97), acc, " (prototype 0.994)"),
+            check(f"seed {seed}: ACC", Target(0.97), acc, " (reference run 0.994)"),
             check(f"seed {seed}: ACC - best single-view ACC", Target(0.05), acc - max(singles)),
             check(f"seed {seed}: weight of the noise view", Target(hi=0.05), float(w[3])),
             [f"seed {seed}: w_0 > w_2 and w_1 > w_2", "True", f"{w[0]:.3f}, {w[1]:.3f} vs "
@@ -155,7 +155,7 @@ def e1(report, quick):
             [f"seed {seed}: single-view sIB ACC", "/".join(f"{a:.2f}" for a in target_single)
              if target_single else "-", "/".join(f"{a:.2f}" for a in singles), "-"],
             check(f"seed {seed}: PTIB fit time (numba), s", Target(hi=10), seconds,
-                  " (prototype 35 s numpy)"),
+                  " (reference run 35 s numpy)"),
         ]
         weight_rows.append([seed, " / ".join(f"{t:.2f}" for t in E1_TARGET_WEIGHTS[seed]),
                             " / ".join(f"{t:.3f}" for t in w), model.n_iter_,
@@ -176,9 +176,9 @@ def e1(report, quick):
                        + "/".join(f"{t:.2f}" for t in m_none.view_weights_),
                        *scores(y, m_none.labels_), t_none]]
         peer_rows += [[seed, *r] for r in rows]
-    report.add_table("E1: acceptance (generated multinomial views, K=5, 4 views, view 3 noise)",
+    report.add_table("E1: checks (generated multinomial views, K=5, 4 views, view 3 noise)",
                      ["check", "target", "measured", "pass"], acc_rows)
-    report.add_table("E1: learnt view weights", ["seed", "target (prototype)", "measured",
+    report.add_table("E1: learnt view weights", ["seed", "target (reference run)", "measured",
                      "outer iterations", "trust", "peer review"], weight_rows)
     report.add_table("E1: side by side (same run)",
                      ["seed", "method", "ACC", "NMI", "ARI", "seconds (median)"], peer_rows,
@@ -282,7 +282,7 @@ def e4(report, quick):
 
 
 def speed(report, quick):
-    """Numba draw-and-merge sweep vs the plain-numpy prototype on E1 (seed 0)."""
+    """Numba draw-and-merge sweep vs the plain-numpy reference on E1 (seed 0)."""
     Xs, _ = make_multiview_counts(random_state=0)
     data = prepared(Xs, 5)
     rng = check_random_state(0)
@@ -311,10 +311,10 @@ def speed(report, quick):
         f_numpy, r_numpy = median_time(lambda: full(sib_sweeps_numpy), repeat=1, warmup=0)
         same_fit = bool(np.array_equal(r_numba.labels, r_numpy.labels)) and np.allclose(
             r_numba.weights, r_numpy.weights, atol=1e-9)
-        rows.append(["whole PTIB fit, defaults", ">= 5x (prototype 35 s, numba < 10 s)",
+        rows.append(["whole PTIB fit, defaults", ">= 5x (reference run 35 s, numba < 10 s)",
                      f"{f_numpy:.2f} s", f"{f_numba:.2f} s", f"{f_numpy / f_numba:.0f}x",
                      same_fit])
-    report.add_table("Speed: numba sweep vs plain-numpy prototype (E1, seed 0)",
+    report.add_table("Speed: numba sweep vs plain-numpy reference (E1, seed 0)",
                      ["what", "target", "numpy", "numba", "speed-up", "same result"], rows,
                      note="numba median of 5 (3 for the whole fit) after a warm-up; numpy "
                      "median of 3 (1 for the whole fit). Both from the same start and sweep "
@@ -474,7 +474,7 @@ def main(argv=None):
                                                 "sib-clustering"))
     report.add("Notes", "The method: a weighted multi-view sequential information "
                "bottleneck whose view weights come from the views' peer review times their "
-               "trust. E1's targets are acceptance thresholds set for this library. On "
+               "trust. E1's targets are checks set for this library. On "
                "real-valued views p(y|x) is a two-step random walk on each view's 10-NN graph "
                "with a Gaussian kernel and local-scale bandwidth (relevance='neighbors'); on "
                "mfeat the one-step walk, the two-step walk and symmetrised graphs were "

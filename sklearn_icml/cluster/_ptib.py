@@ -17,7 +17,7 @@ from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
 from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import check_input_array, validate_input
-from ._ptib_kernels import merge_costs, sib_sweeps
+from ._ptib_kernels import merge_costs, relevant_information, sib_sweeps, sib_sweeps_batch
 from ._ptib_neighbors import NeighborRelevance
 
 
@@ -201,7 +201,14 @@ def _information_from_sums(views, S, counts, marginal):
 
 
 def _relevant_information(views, labels, n_clusters):
-    """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` for every view, shape (V,)."""
+    """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` for every view, shape (V,) (numba)."""
+    P = views.P
+    return relevant_information(P.data, P.indices, P.indptr, views.col_view, views.marginal,
+                                np.asarray(labels, dtype=np.int64), n_clusters, views.n_views)
+
+
+def _relevant_information_numpy(views, labels, n_clusters):
+    """Reference of :func:`_relevant_information` from sparse products and dense arrays."""
     S, counts = _cluster_sums(views.P, labels, n_clusters)
     return _information_from_sums(views, S, counts, views.marginal)
 
@@ -278,11 +285,23 @@ def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_swee
 
     The sweep orders are drawn from ``rng`` unless given.
     """
+    return _sib_run_converged(views, weights, labels, n_clusters, max_sweeps, rng, sweep,
+                              orders)[0]
+
+
+def _sib_run_converged(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,
+                       orders=None):
+    """:func:`_sib_run`, and whether its last sweep moved no sample (a fixed point).
+
+    A partition that a whole sweep leaves unchanged is left unchanged by a sweep in any
+    order and under any numbering of its clusters (every sample is scored against the same
+    clusters), so a run started from it is known without running it.
+    """
     n = views.P.shape[0]
     labels = np.array(labels, dtype=np.int64, copy=True)
     if orders is None:
         orders = _sweep_orders(n, max_sweeps, rng)
-    sweep(
+    n_sweeps, _ = sweep(
         *views.kernel_args(),
         views.plogp,
         np.asarray(weights, dtype=np.float64),
@@ -290,7 +309,7 @@ def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_swee
         orders,
         n_clusters,
     )
-    return labels
+    return labels, n_sweeps < orders.shape[0]
 
 
 def _subset(views, rows):
@@ -298,8 +317,14 @@ def _subset(views, rows):
     return _Views(P=views.P[rows], offsets=views.offsets, plogp=views.plogp[rows])
 
 
+def _same_partition(a, b, n_clusters):
+    """True if the labellings ``a`` and ``b``, each with ``n_clusters`` non-empty clusters,
+    are the same partition up to the numbering of the clusters."""
+    return np.unique(a * n_clusters + b).size == n_clusters
+
+
 def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,
-                 n_candidates=10, n_split=4):
+                 n_candidates=10, n_split=4, converged=False):
     """Escape local optima of sIB by cluster-level moves; returns labels and objective.
 
     Sequential IB with many clusters often stops where no single-sample move helps: two
@@ -312,6 +337,12 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
     The ``n_candidates`` best moves are tried in turn, each followed by sweeps over all
     samples; the first that raises the objective is kept and a new round starts. Every
     accepted step raises the objective, so the result is at least as good as ``labels``.
+
+    ``converged`` says that ``labels`` is a fixed point of the sweeps (a whole sweep moved
+    no sample). Then a move that gives back the same partition (a re-split that finds the
+    pair again) is not run: its sweeps would return the partition unchanged, which is no
+    gain. Its sweep orders are still drawn, so that every later draw, and so the result,
+    is the one of running it.
     """
     K = n_clusters
     weights = np.asarray(weights, dtype=np.float64)
@@ -380,10 +411,14 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
                                       [rest.size, half.size]) - base, trial))
         moves.sort(key=lambda m: -m[0])
         for _, trial in moves[:n_candidates]:
-            trial = _sib_run(views, weights, trial, K, max_sweeps, rng, sweep)
+            if converged and _same_partition(trial, labels, K):
+                _sweep_orders(labels.shape[0], max_sweeps, rng)  # the run's draw
+                continue
+            trial, trial_converged = _sib_run_converged(views, weights, trial, K, max_sweeps,
+                                                        rng, sweep)
             trial_value = _objective(views, trial, weights, K)
             if trial_value > value + 1e-12 * max(abs(value), 1.0):
-                labels, value = trial, trial_value
+                labels, value, converged = trial, trial_value, trial_converged
                 break
         else:
             break
@@ -398,16 +433,30 @@ def _sib_best_of(views, weights, n_clusters, n_init, max_sweeps, rng, sweep=sib_
     """
     n = views.P.shape[0]
     weights = np.asarray(weights, dtype=np.float64)
-    best_labels, best_value = None, -np.inf
-    for _ in range(n_init):
-        start = _random_partition(n, n_clusters, rng)
-        labels = _sib_run(views, weights, start, n_clusters, max_sweeps, rng, sweep)
-        value = _objective(views, labels, weights, n_clusters)
+    runs = [(_random_partition(n, n_clusters, rng), _sweep_orders(n, max_sweeps, rng))
+            for _ in range(n_init)]  # the draws of running them one after another
+    if sweep is sib_sweeps:  # all runs in one numba call, sharing the rows' set-up
+        results = np.array([start for start, _ in runs])
+        n_sweeps, info = sib_sweeps_batch(
+            *views.kernel_args(), views.marginal, weights, results,
+            np.array([orders for _, orders in runs]), n_clusters,
+        )
+        outcomes = [(results[r], float(weights @ info[r]), n_sweeps[r] < max_sweeps)
+                    for r in range(n_init)]
+    else:
+        outcomes = []
+        for start, orders in runs:
+            labels, converged = _sib_run_converged(views, weights, start, n_clusters,
+                                                   max_sweeps, rng, sweep, orders=orders)
+            outcomes.append((labels, _objective(views, labels, weights, n_clusters), converged))
+    best_labels, best_value, best_converged = None, -np.inf, False
+    for labels, value, converged in outcomes:
         if value > best_value:
-            best_labels, best_value = labels, value
+            best_labels, best_value, best_converged = labels, value, converged
     if refine:
         best_labels, best_value = _split_merge(
-            views, weights, best_labels, n_clusters, max_sweeps, rng, sweep
+            views, weights, best_labels, n_clusters, max_sweeps, rng, sweep,
+            converged=best_converged,
         )
     return best_labels, best_value
 
@@ -475,7 +524,8 @@ def _ptib(
         review = _review_matrix(info)
         trust = np.array([_trust_score(t, consensus, K) for t in view_labels])
         peer, new_weights = _combine(review, trust)
-        new_labels = _sib_run(views, new_weights, consensus, K, max_sweeps, rng, sweep)
+        new_labels, converged = _sib_run_converged(views, new_weights, consensus, K,
+                                                   max_sweeps, rng, sweep)
         value = _objective(views, new_labels, new_weights, K)
         for key, item in (
             ("weights", new_weights),
@@ -500,7 +550,7 @@ def _ptib(
         # the learnt weights can make a partition that the equal-weight start missed the
         # better one; cluster-level moves find it where single-sample moves cannot
         refined, refined_value = _split_merge(views, weights, consensus, K, max_sweeps, rng,
-                                              sweep)
+                                              sweep, converged=converged)
         if not np.array_equal(refined, consensus):
             progress.log(
                 "split-merge refinement", objective=f"{value:.6f} -> {refined_value:.6f}"

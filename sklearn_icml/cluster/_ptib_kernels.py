@@ -36,7 +36,10 @@ scored without taking the row out of its sums (``p + s' = S``, whose ``S log S``
 and its sums change only if the sample moves. Every other cluster first gets a lower bound of
 its cost, with one logarithm per view (:func:`_lower_bounds`); a cluster whose bound shows
 that it cannot beat the best cost so far by ``TIE_TOL`` is skipped. On neighbourhood views
-that is nearly every other cluster. The numpy reference computes the
+that is nearly every other cluster. The bounds come first, and the own cluster's exact cost
+only if some bound comes below an upper bound of it that takes no logarithm
+(:func:`_own_upper_bound`): a sample that no other cluster can take stays without one. The
+numpy reference computes the
 Jensen-Shannon divergence from its definition on the dense matrix instead, and the tests
 check that the two agree.
 """
@@ -78,6 +81,18 @@ def _row_view_starts(indices, indptr, col_view, n_views):
             starts[i, v] = e
         starts[i, n_views] = indptr[i + 1]
     return starts
+
+
+@njit_cached()
+def _entry_logs(data):
+    """``log p`` and ``p log p`` of every stored entry (``p > 0``; 0 and 0 otherwise)."""
+    logp = np.zeros_like(data)
+    elogp = np.zeros_like(data)
+    for e in range(data.shape[0]):
+        if data[e] > 0.0:
+            logp[e] = np.log(data[e])
+            elogp[e] = data[e] * logp[e]
+    return logp, elogp
 
 
 @njit_cached()
@@ -141,6 +156,36 @@ def _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c, re
 
 
 @njit_cached()
+def _own_upper_bound(data, indices, starts, logp, i, weights, ST, SlogS, counts, c):
+    """An upper bound of :func:`_own_cost`, without a logarithm.
+
+    With ``s' = S - p`` the sums of cluster c without the row, an entry adds ``-g(p, s')``,
+    ``g(p, s') = p log(S/p) + s' log(1 + p/s')``. ``log S = (S log S) / S`` is cached,
+    ``log p`` is computed once per call, and ``s' log(1 + p/s')`` is at least both
+    ``p s'/S`` (``log(1 + x) >= x / (1 + x)``) and ``p - p^2 / (2 s')``
+    (``log(1 + x) >= x - x^2/2``). An entry with ``s' <= 0`` adds 0, as in the exact cost.
+    """
+    n_c = counts[c] - 1
+    size_term = _xlogx(n_c + 1.0) - _xlogx(float(n_c))
+    total = 0.0
+    for v in range(weights.shape[0]):
+        w = weights[v]
+        if w == 0.0:
+            continue
+        part = size_term
+        for e in range(starts[i, v], starts[i, v + 1]):
+            y = indices[e]
+            S = ST[y, c]
+            p = data[e]
+            r = S - p
+            if r > 0.0:
+                lin = max(p * r / S, p - p * p / (2.0 * r))
+                part -= p * (SlogS[y, c] / S - logp[e]) + lin
+        total += w * part
+    return total
+
+
+@njit_cached()
 def _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, out):
     """A lower bound of ``n * Delta(i, t)`` for every cluster t, with V * K logarithms.
 
@@ -166,10 +211,11 @@ def _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, 
             if p <= 0.0:
                 continue
             for t in range(K):
+                # without a branch, so that the loop over clusters vectorises: s >= 0, and
+                # adding 0.0 (or p * 1.0) leaves the sums exactly as the branch would
                 s = ST[y, t]
-                if s > 0.0:
-                    mass[v, t] += p
-                    overlap[v, t] += s
+                mass[v, t] += p * (s > 0.0)
+                overlap[v, t] += s
     for t in range(K):
         n_t = counts[t]
         size_term = _xlogx(n_t + 1.0) - _xlogx(float(n_t))
@@ -258,12 +304,45 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
     more than ``TIE_TOL``. A cluster whose lower bound (:func:`_lower_bounds`) already
     rules that out is skipped without computing its cost, which changes no decision.
     """
+    starts = _row_view_starts(indices, indptr, col_view, weights.shape[0])
+    logp, elogp = _entry_logs(data)
+    return _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0], weights,
+                   labels, orders, n_clusters)
+
+
+@njit_cached()
+def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels, orders,
+                     n_clusters):
+    """Several independent runs of :func:`sib_sweeps` on the same data, and their ``I_v(T)``.
+
+    ``labels`` (R, n) holds the R start partitions (overwritten with the results) and
+    ``orders`` (R, max_sweeps, n) their sweep orders. Each run is exactly the
+    :func:`sib_sweeps` run from its start; the row layout and the entries' logarithms are
+    computed once for all. Returns the sweeps each run took (R,) and the
+    :func:`relevant_information` of each result (R, V), ``marginal`` being ``p_v(y)``.
+    """
+    V = weights.shape[0]
+    starts = _row_view_starts(indices, indptr, col_view, V)
+    logp, elogp = _entry_logs(data)
+    R = labels.shape[0]
+    n_sweeps = np.empty(R, dtype=np.int64)
+    info = np.empty((R, V))
+    for r in range(R):
+        n_sweeps[r], _ = _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0],
+                                 weights, labels[r], orders[r], n_clusters)
+        info[r] = relevant_information(data, indices, indptr, col_view, marginal, labels[r],
+                                       n_clusters, V)
+    return n_sweeps, info
+
+
+@njit_cached()
+def _sweeps(data, indices, indptr, starts, logp, elogp, n_columns, weights, labels, orders,
+            n_clusters):
+    """The sweeps of :func:`sib_sweeps`, given the row layout and the entries' logarithms."""
     n = indptr.shape[0] - 1
     K = n_clusters
     V = weights.shape[0]
-    ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
-    starts = _row_view_starts(indices, indptr, col_view, V)
-    elogp = _entry_xlogx(data)
+    ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, n_columns)
     mass = np.empty((V, K))
     overlap = np.empty((V, K))
     bound = np.empty(K)
@@ -282,10 +361,23 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
             c = labels[i]
             if counts[c] == 1:
                 continue  # never empty a cluster
+            _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, bound)
+            # the own cost is at most ``upper``: if no other cluster's bound comes below the
+            # cap that ``upper`` gives, none comes below the cap of the exact own cost either
+            # (the cap grows with the cost), so the sample stays without its exact cost
+            upper = _own_upper_bound(data, indices, starts, logp, i, weights, ST, SlogS,
+                                     counts, c)
+            cap = upper - TIE_TOL + 2.0 * _BOUND_MARGIN * (1.0 + abs(upper))
+            candidate = False
+            for t in range(K):
+                if t != c and bound[t] <= cap:
+                    candidate = True
+                    break
+            if not candidate:
+                continue
             best = _own_cost(data, indices, starts, elogp, i, weights, ST, SlogS, counts, c,
                              rest, rest_log)
             best_t = c
-            _lower_bounds(data, indices, starts, i, weights, ST, counts, mass, overlap, bound)
             for t in range(K):
                 if t == c:
                     continue
@@ -339,8 +431,45 @@ def merge_costs(data, indices, indptr, col_view, plogp, weights, S, counts):
     return out
 
 
+@njit_cached()
+def relevant_information(data, indices, indptr, col_view, marginal, labels, n_clusters,
+                         n_views):
+    """``I_v(T) = sum_t p(t) KL(p_v(.|t) || p_v(.))`` of every view, shape (V,), clipped at 0.
+
+    ``marginal`` (D,) is ``p_v(y)``, the column means of ``P``. One pass over the stored
+    entries builds the cluster sums, one over the (column, cluster) pairs with mass takes
+    the logarithms; an empty cluster adds 0. The reference is ``_relevant_information_numpy``
+    in ``_ptib`` (sparse products and dense arrays).
+    """
+    n = indptr.shape[0] - 1
+    K = n_clusters
+    ST = np.zeros((col_view.shape[0], K))
+    counts = np.zeros(K)
+    for i in range(n):
+        t = labels[i]
+        counts[t] += 1.0
+        for e in range(indptr[i], indptr[i + 1]):
+            ST[indices[e], t] += data[e]
+    terms = np.zeros((K, n_views))
+    for y in range(ST.shape[0]):
+        v = col_view[y]
+        for t in range(K):
+            s = ST[y, t]
+            if s > 0.0:
+                q = s / counts[t]
+                terms[t, v] += q * np.log(q / marginal[y])
+    info = np.zeros(n_views)
+    for t in range(K):
+        if counts[t] > 0.0:
+            for v in range(n_views):
+                info[v] += counts[t] / n * terms[t, v]
+    for v in range(n_views):
+        info[v] = max(info[v], 0.0)
+    return info
+
+
 # --------------------------------------------------------------------------------------
-# numpy reference (the prototype the numba kernel is checked against)
+# numpy reference (what the numba kernel is checked against)
 # --------------------------------------------------------------------------------------
 def _dense(data, indices, indptr, n_columns):
     n = indptr.shape[0] - 1

@@ -16,18 +16,26 @@ from sklearn_icml.cluster._ptib import (
     _combine,
     _random_partition,
     _relevant_information,
+    _relevant_information_numpy,
     _review_matrix,
     _row_distributions,
     _sib_best_of,
+    _sib_run_converged,
     _split_merge,
     _subset,
     _sweep_orders,
     _trust_score,
 )
 from sklearn_icml.cluster._ptib_kernels import (
+    _cluster_state,
+    _entry_logs,
+    _own_cost,
+    _own_upper_bound,
+    _row_view_starts,
     merge_costs,
     merge_costs_numpy,
     sib_sweeps,
+    sib_sweeps_batch,
     sib_sweeps_numpy,
 )
 from sklearn_icml.datasets import make_multiview_counts
@@ -90,6 +98,80 @@ def test_sweeps_numba_match_numpy_reference(seed, weights):
     assert tuple(out_fast) == tuple(out_ref)
     np.testing.assert_array_equal(fast, ref)
     assert np.unique(fast).size == K
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_own_upper_bound_is_above_the_own_cost(seed):
+    # the sweep leaves a sample in place without its exact own cost when no other cluster's
+    # lower bound comes below this upper bound; it must hold for every row and weighting
+    rng = np.random.default_rng(seed)
+    n, K = 50, 3
+    Xs, _ = _blob_views(20, seed=seed)
+    for views in (_random_views(rng, n, (6, 9, 4)), _neighbor_views(Xs, 4, 2)):
+        n = views.P.shape[0]
+        data, indices, indptr, col_view = views.kernel_args()
+        labels = _random_partition(n, K, check_random_state(seed))
+        ST, SlogS, counts = _cluster_state(data, indices, indptr, labels, K, col_view.shape[0])
+        starts = _row_view_starts(indices, indptr, col_view, views.n_views)
+        logp, elogp = _entry_logs(data)
+        width = int(np.diff(indptr).max())
+        rest, rest_log = np.empty(width), np.empty(width)
+        gaps = []
+        for w in (np.full(views.n_views, 1 / views.n_views), np.eye(views.n_views)[1]):
+            for i in range(n):
+                c = labels[i]
+                exact = _own_cost(data, indices, starts, elogp, i, w, ST, SlogS, counts, c,
+                                  rest, rest_log)
+                upper = _own_upper_bound(data, indices, starts, logp, i, w, ST, SlogS,
+                                         counts, c)
+                assert upper >= exact - 1e-12
+                gaps.append(upper - exact)
+        assert np.median(gaps) < 0.5  # and it is close enough to prune
+
+
+@pytest.mark.parametrize("n_clusters", [3, 5])
+def test_relevant_information_numba_matches_numpy(n_clusters):
+    rng = np.random.default_rng(2)
+    Xs, _ = _blob_views(20)
+    for views in (_random_views(rng, 60, (6, 9, 4)), _neighbor_views(Xs, 4, 2)):
+        n = views.P.shape[0]
+        labels = _random_partition(n, n_clusters, check_random_state(0))
+        np.testing.assert_allclose(_relevant_information(views, labels, n_clusters),
+                                   _relevant_information_numpy(views, labels, n_clusters),
+                                   rtol=1e-12, atol=1e-14)
+        # an empty cluster adds nothing
+        np.testing.assert_allclose(_relevant_information(views, labels, n_clusters + 1),
+                                   _relevant_information(views, labels, n_clusters),
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_batched_runs_are_the_single_runs():
+    # the best-of-n starts run in one numba call; each run must be the run of sib_sweeps
+    Xs, _ = _blob_views(20)
+    views = _neighbor_views(Xs, 4, 2)
+    n, K, R = views.P.shape[0], 4, 3
+    w = np.array([0.5, 0.3, 0.2])
+    rng = check_random_state(0)
+    starts = np.array([_random_partition(n, K, rng) for _ in range(R)])
+    orders = np.array([_sweep_orders(n, 10, rng) for _ in range(R)])
+    batch = starts.copy()
+    n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, w, batch, orders, K)
+    for r in range(R):
+        single = starts[r].copy()
+        assert sib_sweeps(*views.kernel_args(), views.plogp, w, single, orders[r], K)[0] == \
+            n_sweeps[r]
+        np.testing.assert_array_equal(batch[r], single)
+        np.testing.assert_array_equal(info[r], _relevant_information(views, single, K))
+    # and the best of n_init starts is the same through the batch and one run at a time
+    def one_at_a_time(*args):
+        return sib_sweeps(*args)
+
+    for refine in (False, True):
+        fast = _sib_best_of(views, w, K, 3, 30, check_random_state(1), refine=refine)
+        slow = _sib_best_of(views, w, K, 3, 30, check_random_state(1), one_at_a_time,
+                            refine=refine)
+        np.testing.assert_array_equal(fast[0], slow[0])
+        assert fast[1] == slow[1]
 
 
 # ------------------------------------------------------------------ the move rule
@@ -651,6 +733,43 @@ def test_split_merge_fixes_two_mixed_clusters_and_never_lowers_the_objective():
     # plain sweeps alone may stay stuck; the refinement must not be worse than them
     swept = _sib_best_of(views, w, 3, 1, 30, check_random_state(0), refine=False)[1]
     assert refined_value >= swept - 1e-12
+
+
+def test_split_merge_runs_no_sweeps_for_moves_that_give_the_partition_back():
+    # work, not time: from a partition that a whole sweep leaves unchanged, a move whose
+    # split finds the same clusters again would be swept back to the same partition, so it
+    # is not run (its sweep orders are still drawn); the result is the one of running it
+    Xs, y = _blob_views(30)
+    views = _neighbor_views(Xs, 5, 2)
+    w = np.full(3, 1 / 3)
+    K = 3  # a re-split of the union of two classes finds the two classes again
+    start = _sib_best_of(views, w, K, 1, 30, check_random_state(0), refine=False)[0]
+    fixed, converged = _sib_run_converged(views, w, start, K, 30, check_random_state(0))
+    assert converged
+
+    def counting(calls):
+        def sweep(data, indices, indptr, *args):
+            n_sweeps, n_moves = sib_sweeps(data, indices, indptr, *args)
+            calls.append((indptr.shape[0] - 1, n_sweeps))
+            return n_sweeps, n_moves
+        return sweep
+
+    results = {}
+    for known in (False, True):
+        calls = []
+        results[known] = (*_split_merge(views, w, fixed, K, 30, check_random_state(0),
+                                        counting(calls), converged=known), calls)
+    (old_labels, old_value, old_calls), (new_labels, new_value, new_calls) = (
+        results[False], results[True])
+    np.testing.assert_array_equal(new_labels, old_labels)
+    assert new_value == old_value
+    full = y.size
+    old_trials = [s for n, s in old_calls if n == full]
+    new_trials = [s for n, s in new_calls if n == full]
+    # every split is the same two-cluster work; only trials that give the partition back go
+    assert [c for c in old_calls if c[0] < full] == [c for c in new_calls if c[0] < full]
+    assert len(new_trials) < len(old_trials)
+    assert sum(new_trials) < sum(old_trials)
 
 
 # ------------------------------------------------------------------ one 2-D X
