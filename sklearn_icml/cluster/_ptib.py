@@ -318,9 +318,11 @@ def _subset(views, rows):
 
 
 def _same_partition(a, b, n_clusters):
-    """True if the labellings ``a`` and ``b``, each with ``n_clusters`` non-empty clusters,
-    are the same partition up to the numbering of the clusters."""
-    return np.unique(a * n_clusters + b).size == n_clusters
+    """True if the labellings ``a`` and ``b`` (labels in ``[0, n_clusters)``) are the same
+    partition up to the numbering of the clusters: as many distinct (a, b) pairs as
+    clusters in ``a`` and in ``b`` (a trial that empties a cluster is another partition)."""
+    n_pairs = np.unique(a * n_clusters + b).size
+    return n_pairs == np.unique(a).size == np.unique(b).size
 
 
 def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,

@@ -919,3 +919,14 @@ def test_default_finds_the_informative_count_views_among_noise_views():
     assert model.relevance_ == ["features"] * 5
     assert clustering_accuracy(y, model.labels_) >= 0.95
     assert np.all(model.view_weights_[2:] < 0.01)
+
+
+def test_same_partition_is_up_to_renumbering_and_counts_empty_clusters():
+    from sklearn_icml.cluster._ptib import _same_partition
+
+    b = np.array([0, 0, 1, 1, 2, 2])
+    assert _same_partition(np.array([2, 2, 0, 0, 1, 1]), b, 3)
+    assert not _same_partition(np.array([0, 0, 1, 1, 1, 2]), b, 3)
+    # two clusters merged (one left empty): every b-cluster still maps to one a-cluster
+    assert not _same_partition(np.array([0, 0, 0, 0, 1, 1]), b, 3)
+    assert not _same_partition(b, np.array([0, 0, 0, 0, 1, 1]), 3)
