@@ -66,6 +66,33 @@ class _Segments:
         return dataclasses.replace(self, A=None)
 
 
+def _unique_rows(M):
+    """``np.unique(M, axis=0, return_inverse=True)`` for a 2-D boolean ``M``, without
+    numpy's field-by-field comparison of structured rows.
+
+    Each row is packed into big-endian 64-bit words (column 0 the most significant bit), so
+    the words compare as the rows do: the unique rows come back in the same (lexicographic)
+    order, and the inverse is the same.
+    """
+    n, width = M.shape
+    packed = np.packbits(M, axis=1)
+    n_words = max(1, -(-packed.shape[1] // 8))
+    padded = np.zeros((n, 8 * n_words), dtype=np.uint8)
+    padded[:, : packed.shape[1]] = packed
+    words = padded.view(">u8").astype(np.uint64)
+    if n_words == 1:
+        _, first, inverse = np.unique(words[:, 0], return_index=True, return_inverse=True)
+    else:
+        order = np.lexsort(words.T[::-1])
+        ranked = words[order]
+        new = np.ones(n, dtype=bool)
+        new[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        first = order[new]
+    return M[first], inverse.reshape(-1)
+
+
 def leaves_are_finite(intercept, leaves):
     """True when a leaf step's values are finite; else warn that the old leaves are kept."""
     if np.all(np.isfinite(intercept)) and np.all(np.isfinite(leaves)):
@@ -345,6 +372,13 @@ class StumpForestProblem:
         The segments of a feature are the distinct patterns of (left or right) over its
         stumps: bins with the same pattern take the same value of the shape function.
         """
+        cached = getattr(self, "_segments_cache", None)
+        if (
+            cached is not None
+            and np.array_equal(cached[0], self.features)
+            and np.array_equal(cached[1], self.left)
+        ):
+            return cached[2]
         n_stumps = self.n_stumps
         used = np.flatnonzero(self.features >= 0)
         features = np.unique(self.features[used])
@@ -353,7 +387,7 @@ class StumpForestProblem:
         start = 0
         for q, j in enumerate(features):
             stumps = used[self.features[used] == j]
-            patterns, inverse = np.unique(self.left[stumps].T, axis=0, return_inverse=True)
+            patterns, inverse = _unique_rows(self.left[stumps].T)
             lut[q] = start + inverse.reshape(-1)
             for s_local, pattern in enumerate(patterns):
                 rows.append(np.full(stumps.size, start + s_local))
@@ -365,7 +399,7 @@ class StumpForestProblem:
         if rows:
             A[np.concatenate(rows), np.concatenate(cols)] = 1.0
         pair_a, pair_b = np.triu_indices(features.shape[0])
-        return _Segments(
+        seg = _Segments(
             features=features.astype(np.int64),
             lut=lut,
             starts=np.asarray(starts, dtype=np.int64),
@@ -374,6 +408,9 @@ class StumpForestProblem:
             pair_b=pair_b.astype(np.int64),
             A=A,
         )
+        # the leaf step and the validation pass of a sweep ask for the same splits
+        self._segments_cache = (self.features.copy(), self.left.copy(), seg)
+        return seg
 
     def forest(self, intercept, leaves, seg=None):
         """``(segment table, segment values, intercept)``: a forest as a pass over the rows

@@ -775,3 +775,47 @@ def test_verbose_size_search_and_refit_are_one_run_on_one_clock(reg_data, capsys
     # one clock: the refit goes on counting from where the search stopped
     assert seconds == sorted(seconds) and len(set(seconds)) == len(seconds)
     assert all(line.startswith("[StumpForestGAMRegressor] ") for line in lines)
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 63, 64, 65, 130])
+def test_unique_rows_is_numpys_unique_over_rows(width):
+    # the segments of a feature are the distinct left/right patterns of its bins; the
+    # packed comparison must give numpy's patterns, in numpy's order, and its inverse
+    rng = np.random.default_rng(width)
+    for n_rows, p in ((1, 0.5), (40, 0.5), (300, 0.9), (300, 0.02)):
+        M = rng.random((n_rows, width)) < p
+        M[n_rows // 2 :] = M[: n_rows - n_rows // 2]  # repeated rows
+        expected, expected_inverse = np.unique(M, axis=0, return_inverse=True)
+        patterns, inverse = _optimizer._unique_rows(M)
+        np.testing.assert_array_equal(patterns, expected)
+        np.testing.assert_array_equal(inverse, expected_inverse.reshape(-1))
+
+
+def test_segments_are_reused_while_the_splits_are_unchanged(monkeypatch):
+    # the leaf step and the validation pass of a sweep see the same splits: their segment
+    # table is built once (work counted, not timed), and the fit is the same without reuse
+    X, y, _ = make_additive_regression(400, 4, random_state=0)
+    original_rows = _optimizer._unique_rows
+    original_segments = _optimizer.StumpForestProblem.segments
+
+    def fit(reuse):
+        calls = []
+
+        def counted(M):
+            calls.append(M.shape)
+            return original_rows(M)
+
+        def segments(problem):
+            if not reuse:
+                problem._segments_cache = None
+            return original_segments(problem)
+
+        monkeypatch.setattr(_optimizer, "_unique_rows", counted)
+        monkeypatch.setattr(_optimizer.StumpForestProblem, "segments", segments)
+        model = StumpForestGAMRegressor(n_stumps=12, max_iter=3, random_state=0).fit(X, y)
+        return model, len(calls)
+
+    reused, n_reused = fit(True)
+    rebuilt, n_rebuilt = fit(False)
+    assert 0 < n_reused < n_rebuilt
+    np.testing.assert_array_equal(reused.predict(X), rebuilt.predict(X))
