@@ -51,7 +51,7 @@ from ._inspection import FeatureContributions, ShapeFunctions, TermImportances
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
 from ._optimizer import fit_stump_forest
 from ._row_source import InMemoryRows
-from ._rows import validation_split
+from ._rows import bin_weights, validation_split
 
 # X is validated as float64, or kept as float32: the binning reads both without a copy
 # (:mod:`._binning`), and float32 input fits and predicts as the same values in float64
@@ -102,6 +102,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         "n_iter_no_change": [POSITIVE_INT],
         "tol": [NON_NEGATIVE_REAL],
         "init": [StrOptions({"greedy", "random"})],
+        "n_bags": [POSITIVE_INT],
         "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -122,6 +123,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         n_iter_no_change=10,
         tol=1e-7,
         init="greedy",
+        n_bags=1,
         n_jobs=-1,
         random_state=None,
         verbose=0,
@@ -220,6 +222,11 @@ class _BaseStumpForestGAM(BaseEstimator):
         else:
             X, y, loss = self._encode_target(self._code_categories_fit(X), y)
             names = list(getattr(self, "feature_names_in_", self._names(X)))
+        if on_dask and self.n_bags > 1:
+            raise ValueError(
+                f"n_bags > 1 is for rows in memory; a dask input is fitted as one forest. "
+                f"Pass n_bags=1 or compute X into memory. Got n_bags={self.n_bags!r} instead."
+            )
         n_samples, n_features = X.shape
         categories = self._categories or [None] * n_features
         self.is_categorical_ = np.array([c is not None for c in categories], dtype=bool)
@@ -252,6 +259,8 @@ class _BaseStumpForestGAM(BaseEstimator):
         self.bin_edges_ = feature_bin_edges(sample, categories, self.max_bins, rng, names)
         n_edges = np.array([e.shape[0] for e in self.bin_edges_], dtype=np.int64)
         self.do_early_stopping_ = self._early_stopping(n_samples)
+        if self.n_bags > 1:
+            return self._fit_bags(X, y, w, n_edges, loss, monotone, rng)
         if on_dask:
             train, validation, all_rows = self._dask_rows(X, y, weight, w, rng)
         else:
@@ -365,13 +374,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         row: once the validation loss stops improving, a forest of the best sweep's size is
         fitted afresh on all rows.
         """
-        common = dict(
-            max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
-            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng,
-            progress=Progress(type(self).__name__, self.verbose),
-            categorical=self.is_categorical_, monotone=monotone,
-            missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
-        )
+        common = self._fit_options(monotone, rng)
         problem, info = fit_stump_forest(
             train, n_edges, loss, n_stumps=self.n_stumps, validation=validation, **common
         )
@@ -389,20 +392,79 @@ class _BaseStumpForestGAM(BaseEstimator):
                     warm_start=warm, label="refit on all rows, ", **common,
                 )
                 self.n_iter_ += info["n_iter"]
-        if not info["converged"]:
-            what = (
-                "the validation loss was still improving"
-                if self.do_early_stopping_
-                else "the objective was still falling by more than tol"
-            )
-            warnings.warn(
-                f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
-                f"{what}; increase max_iter.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+        self._warn_not_converged(info["converged"])
         self.objective_history_ = info["history"]
         self._store_forest(problem, loss, problem.bin_weight())
+        return self
+
+    def _fit_options(self, monotone, rng):
+        """The keyword arguments of :func:`._optimizer.fit_stump_forest` that every fit of
+        this estimator shares."""
+        return dict(
+            max_iter=self.max_iter, l2_reg=self.l2_reg, min_samples_leaf=self.min_samples_leaf,
+            tol=self.tol, init=self.init, n_jobs=self.n_jobs, rng=rng,
+            progress=Progress(type(self).__name__, self.verbose),
+            categorical=self.is_categorical_, monotone=monotone,
+            missing_bin=self.max_bins, n_iter_no_change=self.n_iter_no_change,
+        )
+
+    def _warn_not_converged(self, converged):
+        if converged:
+            return
+        what = (
+            "the validation loss was still improving"
+            if self.do_early_stopping_
+            else "the objective was still falling by more than tol"
+        )
+        warnings.warn(
+            f"{type(self).__name__} stopped at max_iter={self.max_iter} sweeps while "
+            f"{what}; increase max_iter.",
+            ConvergenceWarning,
+            stacklevel=5,
+        )
+
+    def _fit_bags(self, X, y, w, n_edges, loss, monotone, rng):
+        """Fit ``n_bags`` forests, each on its own random share of the rows, and store their
+        average (see ``n_bags``).
+
+        The average of additive models is additive: the bags' stumps side by side, each
+        leaf divided by ``n_bags``, and the mean of their intercepts.
+        """
+        xb = bin_features(X, self.bin_edges_, self.max_bins)
+        stratify = y if is_classifier(self) else None
+        common = self._fit_options(monotone, rng)
+        problems, histories, scores, n_iter, converged = [], [], [], 0, True
+        for bag in range(self.n_bags):
+            train, held_out = validation_split(
+                X.shape[0], self.validation_fraction, draw_seed(rng), stratify
+            )
+            validation = None
+            if self.do_early_stopping_:
+                validation = InMemoryRows(np.ascontiguousarray(xb[:, held_out]), y[held_out],
+                                          w[held_out])
+            rows = InMemoryRows(np.ascontiguousarray(xb[:, train]), y[train], w[train])
+            problem, info = fit_stump_forest(
+                rows, n_edges, loss, n_stumps=self.n_stumps, validation=validation,
+                label=f"bag {bag}, ", **common,
+            )
+            problems.append(problem)
+            histories.append(info["history"])
+            scores.append(info["validation_score"])
+            n_iter += info["n_iter"]
+            converged &= info["converged"]
+        self.n_iter_ = n_iter
+        self._warn_not_converged(converged)
+        self.objective_history_ = histories[0]
+        if self.do_early_stopping_:
+            self.validation_score_ = scores[0]
+        average = Bunch(
+            features=np.concatenate([p.features for p in problems]),
+            left=np.concatenate([p.left for p in problems]),
+            leaves=np.concatenate([p.leaves for p in problems]) / self.n_bags,
+            intercept=np.mean([p.intercept for p in problems], axis=0),
+        )
+        bin_weight = InMemoryRows(xb, y, w).row_sum(bin_weights, problems[0].n_bins)
+        self._store_forest(average, loss, bin_weight)
         return self
 
     def _store_forest(self, problem, loss, bin_weight):
@@ -732,6 +794,13 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         ``"greedy"`` adds the stumps one at a time, each the best stump on the current
         residual; ``"random"`` draws a random feature and threshold per stump with zero
         leaves.
+    n_bags : int, default=1
+        Number of forests averaged (beyond [1]_; 1 is the paper's single forest). Each
+        bag holds out its own random ``validation_fraction`` of the rows and fits a forest
+        on the rest (early-stopped on its held-out rows when early stopping is on, and not
+        refitted on all rows); the model is their average, itself an additive model of
+        ``n_bags`` times as many stumps, whose shape functions have finer steps. Costs
+        ``n_bags`` fits. In memory only (not for dask input).
     n_jobs : int or None, default=-1
         Number of CPU workers: threads of the numba kernels (parallel over features). -1
         means every core; None means 1 unless in a :func:`joblib.parallel_config` context.
@@ -973,6 +1042,13 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         ``"greedy"`` adds the stumps one at a time, each the best stump on the current
         residual; ``"random"`` draws a random feature and threshold per stump with zero
         leaves.
+    n_bags : int, default=1
+        Number of forests averaged (beyond [1]_; 1 is the paper's single forest). Each
+        bag holds out its own random ``validation_fraction`` of the rows and fits a forest
+        on the rest (early-stopped on its held-out rows when early stopping is on, and not
+        refitted on all rows); the model is their average, itself an additive model of
+        ``n_bags`` times as many stumps, whose shape functions have finer steps. Costs
+        ``n_bags`` fits. In memory only (not for dask input).
     n_jobs : int or None, default=-1
         Number of CPU workers: threads of the numba kernels (parallel over features). -1
         means every core; None means 1 unless in a :func:`joblib.parallel_config` context.

@@ -10,6 +10,7 @@ import pytest
 from scipy.special import expit, logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Ridge
+from sklearn.utils import Bunch
 
 from sklearn_icml.datasets import make_additive_classification, make_additive_regression
 from sklearn_icml.gam import StumpForestGAMClassifier, StumpForestGAMRegressor, _loss, _optimizer
@@ -819,3 +820,95 @@ def test_segments_are_reused_while_the_splits_are_unchanged(monkeypatch):
     rebuilt, n_rebuilt = fit(False)
     assert 0 < n_reused < n_rebuilt
     np.testing.assert_array_equal(reused.predict(X), rebuilt.predict(X))
+
+
+class _BagRecorder:
+    """Records the forest (features, left, leaves, intercept) and the training-row count
+    of every fit the estimator runs."""
+
+    def __init__(self, monkeypatch):
+        from sklearn_icml.gam import _stump_forest
+
+        self.forests, self.n_rows = [], []
+        fit = _stump_forest.fit_stump_forest
+
+        def recorded(rows, *args, **kwargs):
+            problem, info = fit(rows, *args, **kwargs)
+            self.forests.append((problem.features.copy(), problem.left.copy(),
+                                 problem.leaves.copy(), problem.intercept.copy()))
+            self.n_rows.append(rows.shape[1])
+            return problem, info
+
+        monkeypatch.setattr(_stump_forest, "fit_stump_forest", recorded)
+
+
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_bags_average_forests_fitted_on_their_own_rows(reg_data, monkeypatch, early_stopping):
+    """``n_bags`` forests, each on ``1 - validation_fraction`` of the rows (and no refit on
+    all rows); the model predicts the mean of their predictions."""
+    X, y = reg_data
+    single = StumpForestGAMRegressor(**FAST).fit(X, y)  # fitted, to hold one forest each
+    recorder = _BagRecorder(monkeypatch)
+    model = StumpForestGAMRegressor(
+        n_bags=3, early_stopping=early_stopping, validation_fraction=0.2, **FAST
+    ).fit(X, y)
+    assert len(recorder.forests) == 3
+    assert recorder.n_rows == [480] * 3
+    predictions = []
+    for features, left, leaves, intercept in recorder.forests:
+        single._store_forest(
+            Bunch(features=features, left=left, leaves=leaves, intercept=intercept),
+            single._loss, single._bin_weight,
+        )
+        predictions.append(single.predict(X))
+    assert model.n_stumps_ == 3 * FAST["n_stumps"]
+    np.testing.assert_allclose(model.predict(X), np.mean(predictions, axis=0), atol=1e-12)
+    # three bags of other rows are three other forests
+    assert not np.allclose(predictions[0], predictions[1])
+    np.testing.assert_allclose(_stump_sum(model, X), model.predict(X), atol=1e-12)
+    again = StumpForestGAMRegressor(
+        n_bags=3, early_stopping=early_stopping, validation_fraction=0.2, **FAST
+    ).fit(X, y)
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))
+
+
+def test_bags_lower_the_error_of_a_smooth_function():
+    """The average of forests on other rows has finer steps: on a sine and a parabola it
+    follows the noiseless function more closely than one forest."""
+    X, y, f = make_additive_regression(4000, random_state=3)
+    one = StumpForestGAMRegressor(random_state=0).fit(X, y)
+    bags = StumpForestGAMRegressor(n_bags=6, random_state=0).fit(X, y)
+
+    def error(model):
+        return np.sqrt(np.mean((model.predict(X) - f) ** 2))
+
+    assert error(bags) < error(one)
+    shapes_one, shapes_bags = one.shape_functions(), bags.shape_functions()
+    assert shapes_bags["x1"].thresholds.size > shapes_one["x1"].thresholds.size
+
+
+def test_bags_of_a_classifier_average_the_logits(clf_data, monkeypatch):
+    X, y = clf_data
+    single = StumpForestGAMClassifier(**FAST).fit(X, y)  # fitted, to hold one forest each
+    recorder = _BagRecorder(monkeypatch)
+    model = StumpForestGAMClassifier(n_bags=2, **FAST).fit(X, y)
+    assert len(recorder.forests) == 2
+    raw = []
+    for features, left, leaves, intercept in recorder.forests:
+        single._store_forest(
+            Bunch(features=features, left=left, leaves=leaves, intercept=intercept),
+            single._loss, single._bin_weight,
+        )
+        raw.append(single.decision_function(X))
+    np.testing.assert_allclose(model.decision_function(X), np.mean(raw, axis=0), atol=1e-12)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.isfinite(proba))
+
+
+def test_bags_refuse_dask_input(reg_data):
+    dask_array = pytest.importorskip("dask.array")
+    X, y = reg_data
+    model = StumpForestGAMRegressor(n_bags=2, **FAST)
+    with pytest.raises(ValueError, match="n_bags > 1 is for rows in memory"):
+        model.fit(dask_array.from_array(X, chunks=200), dask_array.from_array(y, chunks=200))
