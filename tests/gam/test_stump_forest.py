@@ -841,6 +841,17 @@ class _BagRecorder:
 
         monkeypatch.setattr(_stump_forest, "fit_stump_forest", recorded)
 
+    def each_forest(self, fitted, method, X):
+        """``fitted.method(X)`` with each recorded forest in turn in place of its own."""
+        out = []
+        for features, left, leaves, intercept in self.forests:
+            fitted._store_forest(
+                Bunch(features=features, left=left, leaves=leaves, intercept=intercept),
+                fitted._loss, fitted._bin_weight,
+            )
+            out.append(getattr(fitted, method)(X))
+        return out
+
 
 @pytest.mark.parametrize("early_stopping", [True, False])
 def test_bags_average_forests_fitted_on_their_own_rows(reg_data, monkeypatch, early_stopping):
@@ -854,13 +865,7 @@ def test_bags_average_forests_fitted_on_their_own_rows(reg_data, monkeypatch, ea
     ).fit(X, y)
     assert len(recorder.forests) == 3
     assert recorder.n_rows == [480] * 3
-    predictions = []
-    for features, left, leaves, intercept in recorder.forests:
-        single._store_forest(
-            Bunch(features=features, left=left, leaves=leaves, intercept=intercept),
-            single._loss, single._bin_weight,
-        )
-        predictions.append(single.predict(X))
+    predictions = recorder.each_forest(single, "predict", X)
     assert model.n_stumps_ == 3 * FAST["n_stumps"]
     np.testing.assert_allclose(model.predict(X), np.mean(predictions, axis=0), atol=1e-12)
     # three bags of other rows are three other forests
@@ -893,13 +898,7 @@ def test_bags_of_a_classifier_average_the_logits(clf_data, monkeypatch):
     recorder = _BagRecorder(monkeypatch)
     model = StumpForestGAMClassifier(n_bags=2, **FAST).fit(X, y)
     assert len(recorder.forests) == 2
-    raw = []
-    for features, left, leaves, intercept in recorder.forests:
-        single._store_forest(
-            Bunch(features=features, left=left, leaves=leaves, intercept=intercept),
-            single._loss, single._bin_weight,
-        )
-        raw.append(single.decision_function(X))
+    raw = recorder.each_forest(single, "decision_function", X)
     np.testing.assert_allclose(model.decision_function(X), np.mean(raw, axis=0), atol=1e-12)
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
