@@ -831,7 +831,7 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         objective when the feature had missing values in ``fit``; otherwise they go to the
         leaf with more training rows.
     n_stumps_ : int
-        Number of stumps (zero stumps included).
+        Number of stumps (zero stumps included; all bags' with ``n_bags > 1``).
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)
@@ -841,15 +841,17 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         its category codes).
     objective_history_ : list of float
         Objective ``E`` of the final fit after the initialisation (element 0) and after
-        each sweep up to the one kept; non-increasing.
+        each sweep up to the one kept; non-increasing. With ``n_bags > 1``, the first
+        bag's.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit, or each round of the size path; only with early stopping.
+        early-stopped fit, or each round of the size path; only with early stopping. With
+        ``n_bags > 1``, the first bag's.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
         Sweeps run (with ``n_stumps="auto"``: the rounds of the size path and the sweeps
-        of the final fit).
+        of the final fit), summed over the bags.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -1081,7 +1083,7 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         objective when the feature had missing values in ``fit``; otherwise they go to the
         leaf with more training rows.
     n_stumps_ : int
-        Number of stumps (zero stumps included).
+        Number of stumps (zero stumps included; all bags' with ``n_bags > 1``).
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)
@@ -1091,15 +1093,17 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         its category codes).
     objective_history_ : list of float
         Objective ``E`` of the final fit after the initialisation (element 0) and after
-        each sweep up to the one kept; non-increasing.
+        each sweep up to the one kept; non-increasing. With ``n_bags > 1``, the first
+        bag's.
     validation_score_ : ndarray
         Negative mean validation loss after the initialisation and each sweep of the
-        early-stopped fit, or each round of the size path; only with early stopping.
+        early-stopped fit, or each round of the size path; only with early stopping. With
+        ``n_bags > 1``, the first bag's.
     do_early_stopping_ : bool
         Whether early stopping was used.
     n_iter_ : int
         Sweeps run (with ``n_stumps="auto"``: the rounds of the size path and the sweeps
-        of the final fit).
+        of the final fit), summed over the bags.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
