@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_random_state
 from ..utils._deprecation import DEPRECATED, DEPRECATED_PARAM, keyword_only_after, renamed_param
-from ..utils._param_validation import NON_NEGATIVE_REAL, POSITIVE_INT
+from ..utils._parallel import numba_threads
+from ..utils._param_validation import N_JOBS, NON_NEGATIVE_REAL, POSITIVE_INT
 from ..utils._params import store_params
 from ..utils._progress import Progress
 from ..utils.validation import check_input_array, validate_input
@@ -726,6 +727,11 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         scikit-learn tools that split one X (``GridSearchCV``, pipelines). With ``None`` a
         single array is one view, and PTIB is plain sequential IB on it (no warning: a
         documented input). Must be ``None`` when ``X`` is a list of views.
+    n_jobs : int or None, default=-1
+        Number of CPU workers: numba threads that run the ``n_init`` random starts, and
+        each split's two-cluster runs in the refinement, side by side. -1 means every
+        core; None means 1 unless in a :func:`joblib.parallel_config` context. Results do
+        not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the random starts and the sweep orders.
     verbose : int, default=0
@@ -874,6 +880,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         "n_neighbors": [POSITIVE_INT],
         "n_steps": [POSITIVE_INT],
         "view_slices": [list, tuple, None],
+        "n_jobs": N_JOBS,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "n_outer_iter": [POSITIVE_INT, DEPRECATED_PARAM],  # deprecated name of max_iter
@@ -893,6 +900,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         n_neighbors=10,
         n_steps=2,
         view_slices=None,
+        n_jobs=-1,
         random_state=None,
         verbose=0,
         n_outer_iter=DEPRECATED,
@@ -1061,16 +1069,17 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
                 if hasattr(self, name):
                     delattr(self, name)
         data = self._distributions(views, fitting=True)
-        result = _ptib(
-            data,
-            self.n_clusters,
-            n_outer_iter=renamed_param(self, "n_outer_iter", "max_iter"),
-            n_init=self.n_init,
-            max_sweeps=self.max_sweeps,
-            tol=self.tol,
-            rng=check_random_state(self.random_state),
-            progress=Progress(type(self).__name__, self.verbose),
-        )
+        with numba_threads(self.n_jobs):
+            result = _ptib(
+                data,
+                self.n_clusters,
+                n_outer_iter=renamed_param(self, "n_outer_iter", "max_iter"),
+                n_init=self.n_init,
+                max_sweeps=self.max_sweeps,
+                tol=self.tol,
+                rng=check_random_state(self.random_state),
+                progress=Progress(type(self).__name__, self.verbose),
+            )
         self.labels_ = result.labels
         self.view_weights_ = result.weights
         self.peer_review_scores_ = result.peer

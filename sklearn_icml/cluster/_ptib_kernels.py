@@ -45,6 +45,7 @@ check that the two agree.
 """
 
 import numpy as np
+from numba import prange
 from scipy.special import xlogy
 
 from ..utils._numba import njit_cached
@@ -310,7 +311,7 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
                    labels, orders, n_clusters)
 
 
-@njit_cached()
+@njit_cached(parallel=True)
 def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels, orders,
                      n_clusters):
     """Several independent runs of :func:`sib_sweeps` on the same data, and their ``I_v(T)``.
@@ -318,8 +319,10 @@ def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels,
     ``labels`` (R, n) holds the R start partitions (overwritten with the results) and
     ``orders`` (R, max_sweeps, n) their sweep orders. Each run is exactly the
     :func:`sib_sweeps` run from its start; the row layout and the entries' logarithms are
-    computed once for all. Returns the sweeps each run took (R,) and the
-    :func:`relevant_information` of each result (R, V), ``marginal`` being ``p_v(y)``.
+    computed once for all. The runs share nothing they write, so they run on numba's
+    threads (``prange``) with the same results whatever the number of threads. Returns the
+    sweeps each run took (R,) and the :func:`relevant_information` of each result (R, V),
+    ``marginal`` being ``p_v(y)``.
     """
     V = weights.shape[0]
     starts = _row_view_starts(indices, indptr, col_view, V)
@@ -327,7 +330,7 @@ def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels,
     R = labels.shape[0]
     n_sweeps = np.empty(R, dtype=np.int64)
     info = np.empty((R, V))
-    for r in range(R):
+    for r in prange(R):
         n_sweeps[r], _ = _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0],
                                  weights, labels[r], orders[r], n_clusters)
         info[r] = relevant_information(data, indices, indptr, col_view, marginal, labels[r],

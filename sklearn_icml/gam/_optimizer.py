@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from ..utils import _parallel
 from ..utils._parallel import resolve_n_jobs
 from ..utils._progress import Progress
 from . import _stump_kernels as K
@@ -564,7 +565,7 @@ def fit_stump_forest(
     auto = isinstance(n_stumps, str)
     progress = Progress("StumpForestGAM") if progress is None else progress
     n_jobs = resolve_n_jobs(n_jobs)
-    with K.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
+    with _parallel.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
         problem = StumpForestProblem(
             rows, n_edges, loss,
             n_stumps=0 if auto else n_stumps,

@@ -8,31 +8,10 @@ those units over threads (``prange``). Every output cell is accumulated by one u
 order, so both drivers give bit-identical results whatever the number of threads.
 """
 
-import contextlib
-
-import numba
 import numpy as np
 from numba import prange
 
 from ..utils._numba import njit_cached, stable_sigmoid
-from ..utils._parallel import resolve_n_jobs
-
-
-@contextlib.contextmanager
-def numba_threads(n_jobs):
-    """Run numba's parallel kernels on ``n_jobs`` threads (at most numba's thread pool).
-
-    ``n_jobs`` has the library's one meaning (:func:`~sklearn_icml.utils._parallel.
-    resolve_n_jobs`): None is 1 unless a joblib context sets it, -1 every core, -2 all but
-    one, and so on.
-    """
-    n = min(resolve_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 def _f64(array):

@@ -8,9 +8,12 @@ means every core, -2 all but one, and so on; 0 has no meaning. :func:`resolve_n_
 the parameter into that number (joblib's ``effective_n_jobs``).
 """
 
-import joblib
+import contextlib
 
-__all__ = ["resolve_n_jobs"]
+import joblib
+import numba
+
+__all__ = ["numba_threads", "resolve_n_jobs"]
 
 
 def resolve_n_jobs(n_jobs):
@@ -42,3 +45,29 @@ def resolve_n_jobs(n_jobs):
             "core, or None for 1. Got 0 instead."
         )
     return max(1, int(joblib.effective_n_jobs(n_jobs)))
+
+
+@contextlib.contextmanager
+def numba_threads(n_jobs):
+    """Run numba's parallel kernels on ``n_jobs`` threads (at most numba's thread pool).
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        An estimator's ``n_jobs``, read by :func:`resolve_n_jobs`.
+
+    Examples
+    --------
+    >>> import numba
+    >>> from sklearn_icml.utils._parallel import numba_threads
+    >>> with numba_threads(1):
+    ...     numba.get_num_threads()
+    1
+    """
+    n = min(resolve_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

@@ -437,6 +437,33 @@ def test_deterministic_under_random_state():
     np.testing.assert_array_equal(a.labels_, c.labels_)
 
 
+def test_results_do_not_depend_on_n_jobs_and_the_starts_run_on_its_threads(monkeypatch):
+    import numba
+
+    from sklearn_icml.cluster import _ptib
+
+    assert PTIBClustering().n_jobs == -1
+    real, seen = _ptib.sib_sweeps_batch, []
+
+    def spy(*args):
+        seen.append(numba.get_num_threads())
+        return real(*args)
+
+    monkeypatch.setattr(_ptib, "sib_sweeps_batch", spy)
+    Xs, _ = _easy_views(2)
+    fits = {}
+    for n_jobs in (None, 2):
+        seen.clear()
+        fits[n_jobs] = PTIBClustering(n_clusters=3, n_init=4, n_jobs=n_jobs,
+                                      random_state=0).fit(Xs)
+        assert seen and set(seen) == {1 if n_jobs is None else
+                                      min(2, numba.config.NUMBA_NUM_THREADS)}
+    one, two = fits[None], fits[2]
+    np.testing.assert_array_equal(one.labels_, two.labels_)
+    np.testing.assert_array_equal(one.view_weights_, two.view_weights_)
+    assert one.objective_ == two.objective_
+
+
 # ------------------------------------------------------------------ sklearn manners by hand
 def test_params_clone_and_no_fit_logic_in_init():
     model = PTIBClustering(n_clusters=4, tol=0.5, input_transform="none")

@@ -46,17 +46,18 @@ def test_torch_threads_none_is_one_thread_unless_joblib_says_more():
 
 
 def test_gam_default_uses_every_core_and_none_one_thread(monkeypatch):
-    from sklearn_icml.gam import StumpForestGAMRegressor, _stump_kernels
+    from sklearn_icml.gam import StumpForestGAMRegressor
+    from sklearn_icml.utils import _parallel
 
     assert StumpForestGAMRegressor().n_jobs == -1
     seen = []
-    real = _stump_kernels.numba_threads
+    real = _parallel.numba_threads
 
     def spy(n_jobs):
         seen.append(n_jobs)
         return real(n_jobs)
 
-    monkeypatch.setattr(_stump_kernels, "numba_threads", spy)
+    monkeypatch.setattr(_parallel, "numba_threads", spy)
     X = [[float(i % 7), float(i % 3)] for i in range(60)]
     y = [row[0] for row in X]
     params = {"n_stumps": 2, "max_iter": 1, "min_samples_leaf": 5, "random_state": 0}
