@@ -705,7 +705,7 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         get ``"neighbors"``, which clusters digits' pixels with NMI 0.92 where
         ``"features"`` reaches 0.74. On five count views (two informative, three of pure
         noise; 400 samples, 4 clusters) the features model reaches ACC >= 0.96 with every
-        noise weight below 0.002 where the neighbourhood model reaches 0.63-0.92 and gives
+        noise weight below 0.002 where the neighbourhood model reaches 0.65-0.92 and gives
         noise views weight. Long bags over a small vocabulary (many more tokens than
         features, so counts of 2 and more dominate) get ``"neighbors"``; there the
         sampling noise is small and both models do well. Pass ``"features"`` (or a list)
