@@ -18,7 +18,6 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ..utils import _parallel
-from ..utils._parallel import resolve_n_jobs
 from ..utils._progress import Progress
 from . import _stump_kernels as K
 from ._rows import Stump, bin_weights, data_loss, initial_statistics
@@ -564,7 +563,7 @@ def fit_stump_forest(
     missing_bin = int(n_edges.max()) + 1 if missing_bin is None else missing_bin
     auto = isinstance(n_stumps, str)
     progress = Progress("StumpForestGAM") if progress is None else progress
-    n_jobs = resolve_n_jobs(n_jobs)
+    n_jobs = _parallel.resolve_n_jobs(n_jobs)
     with _parallel.numba_threads(n_jobs), threadpool_limits(limits=1, user_api="blas"):
         problem = StumpForestProblem(
             rows, n_edges, loss,
