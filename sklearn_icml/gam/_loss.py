@@ -15,8 +15,11 @@ optimiser never asks which loss it runs:
   ``a``; ``leaf_newton(oracle, a, l2_reg)`` is the same solve driven by
   ``oracle(points, active, terms)``, which returns the summed ``side_terms`` of the active
   leaves (a leaf drops out once solved), as the rows of a dask fit answer it;
-* ``fit_leaves(problem, seg)``: the leaf step, every leaf and the intercept refitted jointly
-  with the splits fixed (ridge by Cholesky, Newton, or L-BFGS).
+* ``fit_leaves(problem, seg, start, D)``: the leaf step, every leaf and the intercept
+  refitted jointly with the splits fixed (ridge by Cholesky, Newton, or L-BFGS), from
+  ``start = (intercept, leaves)``; ``seg.A`` maps the leaves to the segment values and the
+  penalty is ``l2_reg / 2`` times the sum of the squared leaves (the problem hands it the
+  distinct splits only, see :meth:`._optimizer.StumpForestProblem.leaf_step`).
 
 * ``inverse_link(raw)``: the prediction (mean or class probabilities) from raw scores.
 * ``hessian_scale(intercept)``: the loss's Hessian per unit of sample weight at the best
@@ -176,7 +179,7 @@ class _SquaredLoss(_Loss):
     def hessian_scale(self, intercept):
         return 1.0
 
-    def fit_leaves(self, problem, seg, D=None):
+    def fit_leaves(self, problem, seg, start, D=None):
         """Ridge regression on the segment indicators, unpenalised intercept (Cholesky).
 
         Its normal equations come from the pair counts when the stump step keeps them
@@ -298,7 +301,7 @@ class _LogisticLoss(_Loss):
         )
         return self.loss(rows.y, F, rows.w), float(g.sum()), float(h.sum()), sums, M
 
-    def fit_leaves(self, problem, seg, D=None):
+    def fit_leaves(self, problem, seg, start, D=None):
         """Newton on (intercept, leaves) with backtracking (Armijo) line search.
 
         With monotone constraints ``D @ leaves >= 0`` each Newton step is the constrained
@@ -307,7 +310,7 @@ class _LogisticLoss(_Loss):
         one row sum (:meth:`newton_terms`), whose derivatives serve the next step.
         """
         lam, A, rows_seg = problem.l2_reg, seg.A, seg.without_map()
-        b, v = float(problem.intercept[0]), problem.leaves[:, :, 0].reshape(-1).copy()
+        b, v = float(start[0][0]), start[1][:, :, 0].reshape(-1).copy()
 
         def terms(b, v):
             data, g_total, h_total, sums, M = problem.row_sum(
@@ -461,8 +464,8 @@ class _SoftmaxLoss(_Loss):
         sums = K.segment_sums(rows.xb, seg.features, seg.lut, g, seg.n_segments, rows.parallel)
         return value, g.sum(0), sums
 
-    def fit_leaves(self, problem, seg, D=None):
-        """L-BFGS-B on (intercept, leaves) with the analytic gradient, from the current point."""
+    def fit_leaves(self, problem, seg, start, D=None):
+        """L-BFGS-B on (intercept, leaves) with the analytic gradient, from ``start``."""
         lam, A, n_classes, rows_seg = problem.l2_reg, seg.A, self.n_values, seg.without_map()
 
         def fun(theta):
@@ -472,7 +475,7 @@ class _SoftmaxLoss(_Loss):
             grad = np.concatenate([g_total, (A.T @ sums + lam * V).ravel()])
             return value, grad
 
-        theta0 = np.concatenate([problem.intercept, problem.leaves.reshape(-1)])
+        theta0 = np.concatenate([start[0], start[1].reshape(-1)])
         res = scipy.optimize.minimize(
             fun, theta0, jac=True, method="L-BFGS-B",
             options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-8},

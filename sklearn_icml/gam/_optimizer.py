@@ -419,15 +419,43 @@ class StumpForestProblem:
         values = seg.A @ leaves.reshape(-1, leaves.shape[-1])
         return seg.without_map(), values, intercept
 
-    def monotone_rows(self):
-        """``D`` with ``D @ leaves.ravel() >= 0`` iff every constrained stump is monotone."""
-        used = np.flatnonzero(self.features >= 0)
-        stumps = used[self.monotone[self.features[used]] != 0]
-        D = np.zeros((stumps.size, 2 * self.n_stumps))
+    def monotone_rows(self, stumps):
+        """``D`` with ``D @ leaves.ravel() >= 0`` iff each constrained stump of ``stumps``
+        (indices, whose leaves are ``leaves`` in that order) is monotone."""
         sign = self.monotone[self.features[stumps]]
-        D[np.arange(stumps.size), 2 * stumps + 1] = sign
-        D[np.arange(stumps.size), 2 * stumps] = -sign
+        rows = np.flatnonzero(sign != 0)
+        D = np.zeros((rows.size, 2 * stumps.size))
+        D[np.arange(rows.size), 2 * rows + 1] = sign[rows]
+        D[np.arange(rows.size), 2 * rows] = -sign[rows]
         return D
+
+    def merged_splits(self):
+        """The distinct splits of the forest: ``(first, group, size)``.
+
+        Stumps on one feature with the same left bins have the same two leaf columns: the
+        data term depends only on the sums of their leaves, and for given sums the penalty
+        is smallest when the leaves are equal, so the leaf step's optimum (unique for
+        ``l2_reg > 0``) gives them equal leaves. The leaf step is therefore solved over the
+        distinct splits only: a split shared by ``m`` stumps, with leaf ``z``, stands for
+        ``m`` leaves of ``z / m``; in the coordinate ``y = z / sqrt(m)`` its leaf column is
+        scaled by ``sqrt(m)`` and its penalty is ``l2_reg / 2 * y^2``, the same ridge with
+        fewer unknowns (``n_stumps="auto"`` grows many stumps on one split where the
+        penalty is too strong for one). ``first`` holds one stump of each split,
+        ``group[t]`` the split of stump ``t`` (-1 for a zero stump) and ``size`` the
+        number of stumps on each split.
+        """
+        group = np.full(self.n_stumps, -1, dtype=np.int64)
+        first = []
+        used = np.flatnonzero(self.features >= 0)
+        for j in np.unique(self.features[used]):
+            stumps = used[self.features[used] == j]
+            _, inverse = _unique_rows(self.left[stumps])
+            _, firsts = np.unique(inverse, return_index=True)
+            group[stumps] = len(first) + inverse
+            first.extend(stumps[firsts])
+        first = np.asarray(first, dtype=np.int64)
+        size = np.bincount(group[used], minlength=first.size)
+        return first, group, size
 
     def _snap_monotone(self, leaves):
         # the QP solver holds the constraints up to its tolerance; a stump left a hair on the
@@ -440,15 +468,31 @@ class StumpForestProblem:
         return leaves
 
     def leaf_step(self):
-        """Refit intercept and all leaves with splits fixed; keep the old ones unless E drops."""
+        """Refit intercept and all leaves with splits fixed; keep the old ones unless E drops.
+
+        The solve runs over the distinct splits (:meth:`merged_splits`): its cost follows
+        their number, not the number of stumps.
+        """
         e_old = self.objective()
         if not np.any(self.features >= 0):
             seg, intercept, leaves = None, self.base_intercept.copy(), self.leaves
         else:
             seg = self.segments()
-            D = self.monotone_rows() if np.any(self.monotone) else None
+            first, group, size = self.merged_splits()
+            used = np.flatnonzero(group >= 0)
+            root = np.sqrt(size)
+            start = np.zeros((first.size,) + self.leaves.shape[1:])
+            np.add.at(start, group[used], self.leaves[used])
+            start /= root[:, None, None]
+            merged = dataclasses.replace(
+                seg, A=seg.A[:, (2 * first[:, None] + [0, 1]).ravel()] * np.repeat(root, 2)
+            )
+            D = self.monotone_rows(first) if np.any(self.monotone) else None
             with np.errstate(all="ignore"):
-                intercept, leaves = self.loss.fit_leaves(self, seg, D)
+                intercept, values = self.loss.fit_leaves(self, merged, (self.intercept, start),
+                                                         D)
+            leaves = np.zeros_like(self.leaves)
+            leaves[used] = values[group[used]] / root[group[used], None, None]
             if not leaves_are_finite(intercept, leaves):
                 return e_old
             if D is not None:

@@ -127,6 +127,89 @@ def test_softmax_leaf_step_is_a_stationary_point():
     np.testing.assert_allclose(P.sum(0), 0, atol=1e-4)
 
 
+# stumps that split alike are one unknown of the leaf step
+@pytest.fixture(scope="module")
+def few_splits_data():
+    """Three features of four values each: at most nine distinct splits, so a forest of
+    30 stumps repeats splits."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(400, 3)).astype(float)
+    f = X[:, 0] ** 2 - 2.0 * X[:, 1] + np.sin(X[:, 2])
+    return X, f + rng.normal(0, 0.5, 400), f
+
+
+def _repeated_splits(model):
+    used = np.flatnonzero(model.features_ >= 0)
+    splits = {(int(model.features_[t]), float(model.thresholds_[t])) for t in used}
+    return used, len(splits)
+
+
+def test_leaf_step_solves_the_distinct_splits_and_gives_the_ridge_of_all_stumps(
+    few_splits_data, monkeypatch
+):
+    X, y, _ = few_splits_data
+    sizes = []
+    real = _loss._SquaredLoss.fit_leaves
+
+    def spy(self, problem, seg, start, D=None):
+        sizes.append((seg.A.shape[1], int(np.sum(problem.features >= 0))))
+        return real(self, problem, seg, start, D)
+
+    monkeypatch.setattr(_loss._SquaredLoss, "fit_leaves", spy)
+    lam = 20.0
+    model = StumpForestGAMRegressor(
+        n_stumps=30, max_iter=5, l2_reg=lam, min_samples_leaf=5, random_state=0
+    ).fit(X, y)
+    used, n_splits = _repeated_splits(model)
+    assert n_splits < used.size  # the forest repeats splits
+    # the last leaf step solved one pair of leaves per distinct split, not per stump
+    assert sizes[-1] == (2 * n_splits, used.size)
+    # and its result is the ridge on every stump's two columns, duplicates included
+    Phi, used = _design(model, X)
+    ridge = Ridge(alpha=lam, fit_intercept=True, solver="cholesky", tol=1e-14).fit(Phi, y)
+    np.testing.assert_allclose(model.leaf_values_[used].ravel(), ridge.coef_, atol=1e-8)
+    assert model.intercept_ == pytest.approx(ridge.intercept_, abs=1e-8)
+
+
+def test_logistic_and_monotone_leaf_steps_with_repeated_splits_are_the_optimum(
+    few_splits_data,
+):
+    cp = pytest.importorskip("cvxpy")
+    X, _, f = few_splits_data
+    tight = {"tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11, "tol_ktratio": 1e-10}
+    y = (f > np.median(f)).astype(int)
+    lam = 5.0
+    model = StumpForestGAMClassifier(
+        n_stumps=20, max_iter=3, l2_reg=lam, min_samples_leaf=5, random_state=0
+    ).fit(X, y)
+    used, n_splits = _repeated_splits(model)
+    assert n_splits < used.size
+    Phi, used = _design(model, X)
+    b, v = cp.Variable(), cp.Variable(Phi.shape[1])
+    F = b + Phi @ v
+    penalty = lam * _hessian_units(y)
+    objective = cp.sum(cp.logistic(F) - cp.multiply(y, F)) + penalty / 2 * cp.sum_squares(v)
+    cp.Problem(cp.Minimize(objective)).solve(solver=cp.CLARABEL, **tight)
+    np.testing.assert_allclose(model.leaf_values_[used].ravel(), v.value, atol=1e-5)
+    # monotone (decreasing in feature 1) with repeated splits: the constrained optimum
+    model = StumpForestGAMRegressor(
+        n_stumps=30, max_iter=3, l2_reg=1.0, min_samples_leaf=5,
+        monotonic_cst=[0, -1, 0], random_state=0,
+    ).fit(X, f)
+    used, n_splits = _repeated_splits(model)
+    assert n_splits < used.size
+    B, used = _design(model, X)
+    v, b = cp.Variable(B.shape[1]), cp.Variable()
+    cons = [v[2 * i] - v[2 * i + 1] >= 0 for i, t in enumerate(used) if model.features_[t] == 1]
+    assert cons
+    problem = cp.Problem(
+        cp.Minimize(0.5 * cp.sum_squares(f - B @ v - b) + 0.5 * cp.sum_squares(v)), cons
+    )
+    problem.solve(solver=cp.CLARABEL, **tight)
+    got = 0.5 * np.sum((f - model.predict(X)) ** 2) + 0.5 * np.sum(model.leaf_values_**2)
+    assert got == pytest.approx(problem.value, rel=1e-6)
+
+
 # the objective never increases
 def _assert_monotone(history):
     h = np.asarray(history)
@@ -336,8 +419,8 @@ def test_plot_shape_functions_draws_one_panel_per_used_feature(reg_data):
 def test_failed_leaf_solve_warns_and_keeps_finite_leaves(reg_data, monkeypatch):
     X, y = reg_data
 
-    def broken(self, problem, seg, D=None):
-        return np.array([np.nan]), np.full_like(problem.leaves, np.nan)
+    def broken(self, problem, seg, start, D=None):
+        return np.array([np.nan]), np.full_like(start[1], np.nan)
 
     monkeypatch.setattr(_loss._SquaredLoss, "fit_leaves", broken)
     with pytest.warns(ConvergenceWarning, match="non-finite"):
