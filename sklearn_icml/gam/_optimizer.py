@@ -420,8 +420,8 @@ class StumpForestProblem:
         return seg.without_map(), values, intercept
 
     def monotone_rows(self, stumps):
-        """``D`` with ``D @ leaves.ravel() >= 0`` iff each constrained stump of ``stumps``
-        (indices, whose leaves are ``leaves`` in that order) is monotone."""
+        """``D`` with ``D @ leaves.ravel() >= 0`` iff each constrained stump is monotone,
+        for a leaf vector that holds the leaves of ``stumps`` (indices), in that order."""
         sign = self.monotone[self.features[stumps]]
         rows = np.flatnonzero(sign != 0)
         D = np.zeros((rows.size, 2 * stumps.size))
