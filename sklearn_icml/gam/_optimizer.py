@@ -66,6 +66,28 @@ class _Segments:
         return dataclasses.replace(self, A=None)
 
 
+def split_groups(features, left):
+    """The distinct splits of a forest: ``(first, group, size)``.
+
+    Two stumps share a split when they are on one feature and send the same bins left
+    (``left``, shape (T, n_bins)); zero stumps (``features == -1``) share none.
+    ``first`` holds one stump of each split, ``group[t]`` the split of stump ``t`` (-1 for
+    a zero stump) and ``size`` the number of stumps on each split.
+    """
+    group = np.full(features.shape[0], -1, dtype=np.int64)
+    first = []
+    used = np.flatnonzero(features >= 0)
+    for j in np.unique(features[used]):
+        stumps = used[features[used] == j]
+        _, inverse = _unique_rows(left[stumps])
+        _, firsts = np.unique(inverse, return_index=True)
+        group[stumps] = len(first) + inverse
+        first.extend(stumps[firsts])
+    first = np.asarray(first, dtype=np.int64)
+    size = np.bincount(group[used], minlength=first.size)
+    return first, group, size
+
+
 def _unique_rows(M):
     """``np.unique(M, axis=0, return_inverse=True)`` for a 2-D boolean ``M``, without
     numpy's field-by-field comparison of structured rows.
@@ -444,18 +466,7 @@ class StumpForestProblem:
         ``group[t]`` the split of stump ``t`` (-1 for a zero stump) and ``size`` the
         number of stumps on each split.
         """
-        group = np.full(self.n_stumps, -1, dtype=np.int64)
-        first = []
-        used = np.flatnonzero(self.features >= 0)
-        for j in np.unique(self.features[used]):
-            stumps = used[self.features[used] == j]
-            _, inverse = _unique_rows(self.left[stumps])
-            _, firsts = np.unique(inverse, return_index=True)
-            group[stumps] = len(first) + inverse
-            first.extend(stumps[firsts])
-        first = np.asarray(first, dtype=np.int64)
-        size = np.bincount(group[used], minlength=first.size)
-        return first, group, size
+        return split_groups(self.features, self.left)
 
     def _snap_monotone(self, leaves):
         # the QP solver holds the constraints up to its tolerance; a stump left a hair on the

@@ -49,7 +49,7 @@ from ._encoding import (
 )
 from ._inspection import FeatureContributions, ShapeFunctions, TermImportances
 from ._loss import _LogisticLoss, _SoftmaxLoss, _SquaredLoss
-from ._optimizer import fit_stump_forest
+from ._optimizer import fit_stump_forest, split_groups
 from ._row_source import InMemoryRows
 from ._rows import bin_weights, validation_split
 
@@ -474,6 +474,7 @@ class _BaseStumpForestGAM(BaseEstimator):
         self._left = problem.left
         self.features_ = problem.features.copy()
         self.n_stumps_ = int(self.features_.shape[0])
+        self.n_splits_ = int(split_groups(problem.features, problem.left)[0].size)
         thresholds, missing_left, left_categories = [], [], []
         for j, left in zip(self.features_, problem.left):
             missing_left.append(bool(left[self.max_bins]))
@@ -832,6 +833,12 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         leaf with more training rows.
     n_stumps_ : int
         Number of stumps (zero stumps included; all bags' with ``n_bags > 1``).
+    n_splits_ : int
+        Number of distinct splits of the non-zero stumps. Stumps on one feature that send
+        the same bins (and missing values) left add up to one stump whose leaves are their
+        sums: the model is ``n_splits_`` stumps (a threshold or category set and two leaves
+        each) and the intercept. The automatic size can grow many
+        stumps on one split where ``l2_reg`` is strong for the data.
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)
@@ -1084,6 +1091,12 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         leaf with more training rows.
     n_stumps_ : int
         Number of stumps (zero stumps included; all bags' with ``n_bags > 1``).
+    n_splits_ : int
+        Number of distinct splits of the non-zero stumps. Stumps on one feature that send
+        the same bins (and missing values) left add up to one stump whose leaves are their
+        sums: the model is ``n_splits_`` stumps (a threshold or category set and two leaves
+        each) and the intercept. The automatic size can grow many
+        stumps on one split where ``l2_reg`` is strong for the data.
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)

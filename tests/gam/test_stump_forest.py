@@ -211,6 +211,38 @@ def test_logistic_and_monotone_leaf_steps_with_repeated_splits_are_the_optimum(
 
 
 # the objective never increases
+def _compact_forest(model):
+    """The non-zero stumps grouped by split (feature, left side), leaves summed."""
+    splits = {}
+    for t in np.flatnonzero(model.features_ >= 0):
+        j = int(model.features_[t])
+        cats = model.left_categories_[t]
+        side = float(model.thresholds_[t]) if cats is None else frozenset(cats.tolist())
+        key = (j, side, bool(model.missing_go_to_left_[t]))
+        splits[key] = splits.get(key, 0.0) + model.leaf_values_[t]
+    return splits
+
+
+@pytest.mark.parametrize("n_bags", [1, 3])
+def test_n_splits_counts_the_stumps_the_model_needs(few_splits_data, n_bags):
+    X, y, _ = few_splits_data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["b"] = pd.Categorical(X[:, 1].astype(int).astype(str))
+    model = StumpForestGAMRegressor(
+        n_stumps=30, max_iter=3, l2_reg=20.0, min_samples_leaf=5, n_bags=n_bags,
+        random_state=0,
+    ).fit(frame, y)
+    splits = _compact_forest(model)
+    assert model.n_splits_ == len(splits) < int(np.sum(model.features_ >= 0))
+    # the stumps of one split summed into one stump: the same predictions
+    pred = np.full(X.shape[0], model.intercept_)
+    for (j, side, _), (a, c) in splits.items():
+        # the categories "0".."3" of column b are coded 0..3, its values in X
+        left = np.isin(X[:, j], list(side)) if isinstance(side, frozenset) else X[:, j] <= side
+        pred += np.where(left, a, c)
+    np.testing.assert_allclose(pred, model.predict(frame), rtol=0, atol=1e-10)
+
+
 def _assert_monotone(history):
     h = np.asarray(history)
     assert np.all(h[1:] <= h[:-1] * (1 + 1e-9) + 1e-12), h
