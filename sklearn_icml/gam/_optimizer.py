@@ -452,7 +452,7 @@ class StumpForestProblem:
         return D
 
     def merged_splits(self):
-        """The distinct splits of the forest: ``(first, group, size)``.
+        """The distinct splits of the forest, as :func:`split_groups` gives them.
 
         Stumps on one feature with the same left bins have the same two leaf columns: the
         data term depends only on the sums of their leaves, and for given sums the penalty
@@ -462,9 +462,7 @@ class StumpForestProblem:
         ``m`` leaves of ``z / m``; in the coordinate ``y = z / sqrt(m)`` its leaf column is
         scaled by ``sqrt(m)`` and its penalty is ``l2_reg / 2 * y^2``, the same ridge with
         fewer unknowns (``n_stumps="auto"`` grows many stumps on one split where the
-        penalty is too strong for one). ``first`` holds one stump of each split,
-        ``group[t]`` the split of stump ``t`` (-1 for a zero stump) and ``size`` the
-        number of stumps on each split.
+        penalty is too strong for one).
         """
         return split_groups(self.features, self.left)
 

@@ -837,8 +837,8 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         Number of distinct splits of the non-zero stumps. Stumps on one feature that send
         the same bins (and missing values) left add up to one stump whose leaves are their
         sums: the model is ``n_splits_`` stumps (a threshold or category set and two leaves
-        each) and the intercept. The automatic size can grow many
-        stumps on one split where ``l2_reg`` is strong for the data.
+        each) and the intercept. The automatic size can grow many stumps on one split
+        where ``l2_reg`` is strong for the data.
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)
@@ -1095,8 +1095,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         Number of distinct splits of the non-zero stumps. Stumps on one feature that send
         the same bins (and missing values) left add up to one stump whose leaves are their
         sums: the model is ``n_splits_`` stumps (a threshold or category set and two leaves
-        each) and the intercept. The automatic size can grow many
-        stumps on one split where ``l2_reg`` is strong for the data.
+        each) and the intercept. The automatic size can grow many stumps on one split
+        where ``l2_reg`` is strong for the data.
     is_categorical_ : ndarray of bool of shape (n_features_in_,)
         The categorical features.
     categories_ : list of (ndarray or None)

@@ -210,7 +210,6 @@ def test_logistic_and_monotone_leaf_steps_with_repeated_splits_are_the_optimum(
     assert got == pytest.approx(problem.value, rel=1e-6)
 
 
-# the objective never increases
 def _compact_forest(model):
     """The non-zero stumps grouped by split (feature, left side), leaves summed."""
     splits = {}
@@ -243,6 +242,7 @@ def test_n_splits_counts_the_stumps_the_model_needs(few_splits_data, n_bags):
     np.testing.assert_allclose(pred, model.predict(frame), rtol=0, atol=1e-10)
 
 
+# the objective never increases
 def _assert_monotone(history):
     h = np.asarray(history)
     assert np.all(h[1:] <= h[:-1] * (1 + 1e-9) + 1e-12), h
