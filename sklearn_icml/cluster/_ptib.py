@@ -281,18 +281,10 @@ def _sweep_orders(n, max_sweeps, rng):
     return np.argsort(rng.random_sample((max_sweeps, n)), axis=1).astype(np.int64)
 
 
-def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps, orders=None):
-    """One weighted-sIB run started from ``labels``; returns new labels.
-
-    The sweep orders are drawn from ``rng`` unless given.
-    """
-    return _sib_run_converged(views, weights, labels, n_clusters, max_sweeps, rng, sweep,
-                              orders)[0]
-
-
-def _sib_run_converged(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,
+def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,
                        orders=None):
-    """:func:`_sib_run`, and whether its last sweep moved no sample (a fixed point).
+    """One weighted-sIB run started from ``labels``: new labels, and whether its last sweep
+    moved no sample (a fixed point). The sweep orders are drawn from ``rng`` unless given.
 
     A partition that a whole sweep leaves unchanged is left unchanged by a sweep in any
     order and under any numbering of its clusters (every sample is scored against the same
@@ -417,8 +409,8 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
             if converged and _same_partition(trial, labels, K):
                 _sweep_orders(labels.shape[0], max_sweeps, rng)  # the run's draw
                 continue
-            trial, trial_converged = _sib_run_converged(views, weights, trial, K, max_sweeps,
-                                                        rng, sweep)
+            trial, trial_converged = _sib_run(views, weights, trial, K, max_sweeps, rng,
+                                              sweep)
             trial_value = _objective(views, trial, weights, K)
             if trial_value > value + 1e-12 * max(abs(value), 1.0):
                 labels, value, converged = trial, trial_value, trial_converged
@@ -426,6 +418,30 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
         else:
             break
     return labels, value
+
+
+def _sib_runs(views, weights, starts, orders, n_clusters, sweep=sib_sweeps):
+    """Independent weighted-sIB runs, one per row of ``weights`` (R, V), ``starts`` (R, n)
+    and ``orders`` (R, max_sweeps, n).
+
+    Returns each run's labels (R, n), its ``I_v(T)`` (R, V) and whether its last sweep
+    moved no sample (R,). With the numba sweep the runs go in one call, side by side on
+    numba's threads; the results are those of running them one after another.
+    """
+    labels = np.array(starts, dtype=np.int64, copy=True)
+    weights = np.asarray(weights, dtype=np.float64)
+    max_sweeps = orders.shape[1]
+    if sweep is sib_sweeps:
+        n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, weights,
+                                          labels, orders, n_clusters)
+        return labels, info, n_sweeps < max_sweeps
+    info = np.empty(weights.shape)
+    converged = np.empty(labels.shape[0], dtype=bool)
+    for r in range(labels.shape[0]):
+        labels[r], converged[r] = _sib_run(views, weights[r], labels[r], n_clusters,
+                                           max_sweeps, None, sweep, orders=orders[r])
+        info[r] = _relevant_information(views, labels[r], n_clusters)
+    return labels, info, converged
 
 
 def _sib_best_of(views, weights, n_clusters, n_init, max_sweeps, rng, sweep=sib_sweeps,
@@ -438,24 +454,13 @@ def _sib_best_of(views, weights, n_clusters, n_init, max_sweeps, rng, sweep=sib_
     weights = np.asarray(weights, dtype=np.float64)
     runs = [(_random_partition(n, n_clusters, rng), _sweep_orders(n, max_sweeps, rng))
             for _ in range(n_init)]  # the draws of running them one after another
-    if sweep is sib_sweeps:  # all runs in one numba call, sharing the rows' set-up
-        results = np.array([start for start, _ in runs])
-        n_sweeps, info = sib_sweeps_batch(
-            *views.kernel_args(), views.marginal, weights, results,
-            np.array([orders for _, orders in runs]), n_clusters,
-        )
-        outcomes = [(results[r], float(weights @ info[r]), n_sweeps[r] < max_sweeps)
-                    for r in range(n_init)]
-    else:
-        outcomes = []
-        for start, orders in runs:
-            labels, converged = _sib_run_converged(views, weights, start, n_clusters,
-                                                   max_sweeps, rng, sweep, orders=orders)
-            outcomes.append((labels, _objective(views, labels, weights, n_clusters), converged))
-    best_labels, best_value, best_converged = None, -np.inf, False
-    for labels, value, converged in outcomes:
-        if value > best_value:
-            best_labels, best_value, best_converged = labels, value, converged
+    labels, info, converged = _sib_runs(
+        views, np.tile(weights, (n_init, 1)), np.array([start for start, _ in runs]),
+        np.array([orders for _, orders in runs]), n_clusters, sweep,
+    )
+    values = np.array([weights @ run_info for run_info in info])
+    best = int(np.argmax(values))  # the first of equal bests
+    best_labels, best_value, best_converged = labels[best], float(values[best]), converged[best]
     if refine:
         best_labels, best_value = _split_merge(
             views, weights, best_labels, n_clusters, max_sweeps, rng, sweep,
@@ -511,24 +516,21 @@ def _ptib(
     view_labels, review = [consensus.copy()], np.full((1, 1), np.nan)
     trust, peer = np.ones(1), np.ones(1)
     n_rounds = n_outer_iter if V > 1 else 0
+    # every author of every round sweeps in one order: no view's partition depends on its
+    # place in the list of views, and the authors are a function of the consensus alone, so
+    # a round that keeps the consensus gives the same weights and the loop stops (with new
+    # orders each round the weights would keep moving by about 1e-3 with the orders)
+    orders = _sweep_orders(views.P.shape[0], max_sweeps, rng) if n_rounds else None
     for it in range(1, n_rounds + 1):
         n_iter = it
-        # all authors of a round share one sweep order, so that no view's partition
-        # depends on its position in the list of views
-        orders = _sweep_orders(views.P.shape[0], max_sweeps, rng)
-        view_labels = []
-        for a in range(V):
-            author = np.zeros(V)
-            author[a] = 1.0
-            view_labels.append(
-                _sib_run(views, author, consensus, K, max_sweeps, rng, sweep, orders=orders)
-            )
-        info = np.vstack([_relevant_information(views, t, K) for t in view_labels])
+        authors, info, _ = _sib_runs(views, np.eye(V), np.tile(consensus, (V, 1)),
+                                     np.tile(orders, (V, 1, 1)), K, sweep)
+        view_labels = list(authors)
         review = _review_matrix(info)
         trust = np.array([_trust_score(t, consensus, K) for t in view_labels])
         peer, new_weights = _combine(review, trust)
-        new_labels, converged = _sib_run_converged(views, new_weights, consensus, K,
-                                                   max_sweeps, rng, sweep)
+        new_labels, converged = _sib_run(views, new_weights, consensus, K, max_sweeps, rng,
+                                         sweep)
         value = _objective(views, new_labels, new_weights, K)
         for key, item in (
             ("weights", new_weights),
@@ -728,8 +730,9 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
         single array is one view, and PTIB is plain sequential IB on it (no warning: a
         documented input). Must be ``None`` when ``X`` is a list of views.
     n_jobs : int or None, default=-1
-        Number of CPU workers: numba threads that run the ``n_init`` random starts, and
-        each split's two-cluster runs in the refinement, side by side. -1 means every
+        Number of CPU workers: numba threads that run the ``n_init`` random starts, the
+        views' author runs of each round, and each split's two-cluster runs in the
+        refinement, side by side. -1 means every
         core; None means 1 unless in a :func:`joblib.parallel_config` context. Results do
         not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -813,9 +816,12 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     merge cost ``sum_v w_v (1 + n_t) / n JS_pi(p_v(.|x), p_v(.|t))``, which is exactly the
     loss of ``L`` the move causes, so sweeps never decrease ``L`` (sequential IB [2]_, with
     the view weights inside the cost). ``predict`` assigns new samples by the same cost.
-    The review ratio is clipped to [0, 1] and 0/0 counts as 0; a round's authors share one
-    sweep order, so no view's partition depends on its position in the list; the loop
-    stops when the weights move by less than ``tol`` and the consensus no longer changes.
+    The review ratio is clipped to [0, 1] and 0/0 counts as 0. Every author of every
+    round sweeps in one order (drawn once per fit), so no view's partition depends on its
+    position in the list and the authors are a function of ``T*``: the loop stops when the
+    weights move by less than ``tol`` and the consensus no longer changes, which a round
+    that keeps ``T*`` ensures for the next. The authors of a round run side by side on
+    ``n_jobs`` threads.
 
     Sweeps get stuck where no single-sample move helps (two classes shared half and half
     by two clusters, or merged while another is split). The best equal-weight start and

@@ -20,7 +20,7 @@ from sklearn_icml.cluster._ptib import (
     _review_matrix,
     _row_distributions,
     _sib_best_of,
-    _sib_run_converged,
+    _sib_run,
     _split_merge,
     _subset,
     _sweep_orders,
@@ -146,20 +146,23 @@ def test_relevant_information_numba_matches_numpy(n_clusters):
 
 
 def test_batched_runs_are_the_single_runs():
-    # the best-of-n starts run in one numba call; each run must be the run of sib_sweeps
+    # the best-of-n starts and the authors of a round run in one numba call; each run must
+    # be the run of sib_sweeps with its own weights
     Xs, _ = _blob_views(20)
     views = _neighbor_views(Xs, 4, 2)
     n, K, R = views.P.shape[0], 4, 3
     w = np.array([0.5, 0.3, 0.2])
+    weights = np.array([w, [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     rng = check_random_state(0)
     starts = np.array([_random_partition(n, K, rng) for _ in range(R)])
     orders = np.array([_sweep_orders(n, 10, rng) for _ in range(R)])
     batch = starts.copy()
-    n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, w, batch, orders, K)
+    n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, weights, batch,
+                                      orders, K)
     for r in range(R):
         single = starts[r].copy()
-        assert sib_sweeps(*views.kernel_args(), views.plogp, w, single, orders[r], K)[0] == \
-            n_sweeps[r]
+        assert sib_sweeps(*views.kernel_args(), views.plogp, weights[r], single, orders[r],
+                          K)[0] == n_sweeps[r]
         np.testing.assert_array_equal(batch[r], single)
         np.testing.assert_array_equal(info[r], _relevant_information(views, single, K))
     # and the best of n_init starts is the same through the batch and one run at a time
@@ -421,6 +424,20 @@ def test_weights_on_simplex_and_history_shapes():
         np.testing.assert_allclose(c.sum(axis=1), 1.0)
     assert model.cluster_sizes_.sum() == 120
     assert model.objective_ == pytest.approx(model.history_["objective"][-1])
+
+
+def test_the_outer_loop_stops_once_the_consensus_is_kept():
+    # the authors sweep in one order in every round, so they are a function of the
+    # consensus: a round that keeps it gives the same weights to the last bit and the next
+    # round stops the loop, even at tol=1e-6 (with new orders each round the weights kept
+    # moving by about 2e-3 and these fits ran all ten rounds)
+    for seed in (0, 1, 2):
+        Xs, _ = make_multiview_counts(60, n_clusters=4, views=[(30, 0.5), (20, 0.6), (25, 0.8)],
+                                      n_tokens=30, random_state=seed)
+        model = PTIBClustering(n_clusters=4, n_init=2, max_iter=10, relevance="neighbors",
+                               tol=1e-6, random_state=seed).fit(Xs)
+        assert model.n_iter_ < 10
+        np.testing.assert_array_equal(model.weight_history_[-1], model.weight_history_[-2])
 
 
 def test_deterministic_under_random_state():
@@ -771,7 +788,7 @@ def test_split_merge_runs_no_sweeps_for_moves_that_give_the_partition_back():
     w = np.full(3, 1 / 3)
     K = 3  # a re-split of the union of two classes finds the two classes again
     start = _sib_best_of(views, w, K, 1, 30, check_random_state(0), refine=False)[0]
-    fixed, converged = _sib_run_converged(views, w, start, K, 30, check_random_state(0))
+    fixed, converged = _sib_run(views, w, start, K, 30, check_random_state(0))
     assert converged
 
     def counting(calls):
