@@ -421,8 +421,9 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
 
 
 def _sib_runs(views, weights, starts, orders, n_clusters, sweep=sib_sweeps):
-    """Independent weighted-sIB runs, one per row of ``weights`` (R, V), ``starts`` (R, n)
-    and ``orders`` (R, max_sweeps, n).
+    """Independent weighted-sIB runs, one per row of ``weights`` (R, V) and ``starts``
+    (R, n), with the sweep orders ``orders`` (R, max_sweeps, n), or (max_sweeps, n) for
+    one order that every run takes.
 
     Returns each run's labels (R, n), its ``I_v(T)`` (R, V) and whether its last sweep
     moved no sample (R,). With the numba sweep the runs go in one call, side by side on
@@ -430,16 +431,22 @@ def _sib_runs(views, weights, starts, orders, n_clusters, sweep=sib_sweeps):
     """
     labels = np.array(starts, dtype=np.int64, copy=True)
     weights = np.asarray(weights, dtype=np.float64)
+    R = labels.shape[0]
+    if orders.ndim == 2:  # shared: one copy, not one per run
+        orders, order_of_run = orders[None], np.zeros(R, dtype=np.int64)
+    else:
+        order_of_run = np.arange(R, dtype=np.int64)
     max_sweeps = orders.shape[1]
     if sweep is sib_sweeps:
         n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, weights,
-                                          labels, orders, n_clusters)
+                                          labels, orders, order_of_run, n_clusters)
         return labels, info, n_sweeps < max_sweeps
     info = np.empty(weights.shape)
-    converged = np.empty(labels.shape[0], dtype=bool)
-    for r in range(labels.shape[0]):
+    converged = np.empty(R, dtype=bool)
+    for r in range(R):
         labels[r], converged[r] = _sib_run(views, weights[r], labels[r], n_clusters,
-                                           max_sweeps, None, sweep, orders=orders[r])
+                                           max_sweeps, None, sweep,
+                                           orders=orders[order_of_run[r]])
         info[r] = _relevant_information(views, labels[r], n_clusters)
     return labels, info, converged
 
@@ -523,8 +530,8 @@ def _ptib(
     orders = _sweep_orders(views.P.shape[0], max_sweeps, rng) if n_rounds else None
     for it in range(1, n_rounds + 1):
         n_iter = it
-        authors, info, _ = _sib_runs(views, np.eye(V), np.tile(consensus, (V, 1)),
-                                     np.tile(orders, (V, 1, 1)), K, sweep)
+        authors, info, _ = _sib_runs(views, np.eye(V), np.tile(consensus, (V, 1)), orders,
+                                     K, sweep)
         view_labels = list(authors)
         review = _review_matrix(info)
         trust = np.array([_trust_score(t, consensus, K) for t in view_labels])

@@ -313,12 +313,13 @@ def sib_sweeps(data, indices, indptr, col_view, plogp, weights, labels, orders, 
 
 @njit_cached(parallel=True)
 def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels, orders,
-                     n_clusters):
+                     order_of_run, n_clusters):
     """Several independent runs of :func:`sib_sweeps` on the same data, and their ``I_v(T)``.
 
     ``labels`` (R, n) holds the R start partitions (overwritten with the results),
-    ``weights`` (R, V) the view weights of each run and ``orders`` (R, max_sweeps, n) their
-    sweep orders. Each run is exactly the :func:`sib_sweeps` run from its start; the row
+    ``weights`` (R, V) the view weights of each run, ``orders`` (S, max_sweeps, n) sweep
+    orders and ``order_of_run`` (R,) which of them each run takes (runs may share one,
+    without a copy per run). Each run is exactly the :func:`sib_sweeps` run from its start; the row
     layout and the entries' logarithms are computed once for all. The runs share nothing
     they write, so they run on numba's threads (``prange``) with the same results whatever
     the number of threads. Returns the sweeps each run took (R,) and the
@@ -332,7 +333,7 @@ def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels,
     info = np.empty((R, V))
     for r in prange(R):
         n_sweeps[r], _ = _sweeps(data, indices, indptr, starts, logp, elogp, col_view.shape[0],
-                                 weights[r], labels[r], orders[r], n_clusters)
+                                 weights[r], labels[r], orders[order_of_run[r]], n_clusters)
         info[r] = relevant_information(data, indices, indptr, col_view, marginal, labels[r],
                                        n_clusters, V)
     return n_sweeps, info

@@ -21,6 +21,7 @@ from sklearn_icml.cluster._ptib import (
     _row_distributions,
     _sib_best_of,
     _sib_run,
+    _sib_runs,
     _split_merge,
     _subset,
     _sweep_orders,
@@ -158,16 +159,32 @@ def test_batched_runs_are_the_single_runs():
     orders = np.array([_sweep_orders(n, 10, rng) for _ in range(R)])
     batch = starts.copy()
     n_sweeps, info = sib_sweeps_batch(*views.kernel_args(), views.marginal, weights, batch,
-                                      orders, K)
+                                      orders, np.arange(R), K)
     for r in range(R):
         single = starts[r].copy()
         assert sib_sweeps(*views.kernel_args(), views.plogp, weights[r], single, orders[r],
                           K)[0] == n_sweeps[r]
         np.testing.assert_array_equal(batch[r], single)
         np.testing.assert_array_equal(info[r], _relevant_information(views, single, K))
-    # and the best of n_init starts is the same through the batch and one run at a time
+    # runs that share one order (the authors of a round) take it without a copy each
+    shared = starts.copy()
+    sib_sweeps_batch(*views.kernel_args(), views.marginal, weights, shared, orders[:1],
+                     np.zeros(R, dtype=np.int64), K)
+    for r in range(R):
+        single = starts[r].copy()
+        sib_sweeps(*views.kernel_args(), views.plogp, weights[r], single, orders[0], K)
+        np.testing.assert_array_equal(shared[r], single)
+
+    # and the best of n_init starts, and the authors, are the same through the batch and
+    # one run at a time
     def one_at_a_time(*args):
         return sib_sweeps(*args)
+
+    for order in (orders, orders[0]):
+        fast = _sib_runs(views, weights, starts, order, K)
+        slow = _sib_runs(views, weights, starts, order, K, one_at_a_time)
+        for a, b in zip(fast, slow):
+            np.testing.assert_array_equal(a, b)
 
     for refine in (False, True):
         fast = _sib_best_of(views, w, K, 3, 30, check_random_state(1), refine=refine)
