@@ -282,7 +282,7 @@ def _sweep_orders(n, max_sweeps, rng):
 
 
 def _sib_run(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_sweeps,
-                       orders=None):
+             orders=None):
     """One weighted-sIB run started from ``labels``: new labels, and whether its last sweep
     moved no sample (a fixed point). The sweep orders are drawn from ``rng`` unless given.
 
@@ -421,13 +421,14 @@ def _split_merge(views, weights, labels, n_clusters, max_sweeps, rng, sweep=sib_
 
 
 def _sib_runs(views, weights, starts, orders, n_clusters, sweep=sib_sweeps):
-    """Independent weighted-sIB runs, one per row of ``weights`` (R, V) and ``starts``
-    (R, n), with the sweep orders ``orders`` (R, max_sweeps, n), or (max_sweeps, n) for
-    one order that every run takes.
+    """R independent weighted-sIB runs.
 
-    Returns each run's labels (R, n), its ``I_v(T)`` (R, V) and whether its last sweep
-    moved no sample (R,). With the numba sweep the runs go in one call, side by side on
-    numba's threads; the results are those of running them one after another.
+    Run r has the view weights ``weights[r]`` (R, V) and starts from ``starts[r]`` (R, n);
+    ``orders`` holds the sweep orders of each run (R, max_sweeps, n), or one order that
+    every run takes (max_sweeps, n). Returns each run's labels (R, n), its ``I_v(T)``
+    (R, V) and whether its last sweep moved no sample (R,). With the numba sweep the runs
+    go in one call, side by side on numba's threads; the results are those of running them
+    one after another.
     """
     labels = np.array(starts, dtype=np.int64, copy=True)
     weights = np.asarray(weights, dtype=np.float64)
@@ -739,9 +740,8 @@ class PTIBClustering(ClusterMixin, BaseEstimator):
     n_jobs : int or None, default=-1
         Number of CPU workers: numba threads that run the ``n_init`` random starts, the
         views' author runs of each round, and each split's two-cluster runs in the
-        refinement, side by side. -1 means every
-        core; None means 1 unless in a :func:`joblib.parallel_config` context. Results do
-        not depend on it.
+        refinement, side by side. -1 means every core; None means 1 unless in a
+        :func:`joblib.parallel_config` context. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the random starts and the sweep orders.
     verbose : int, default=0

@@ -319,10 +319,10 @@ def sib_sweeps_batch(data, indices, indptr, col_view, marginal, weights, labels,
     ``labels`` (R, n) holds the R start partitions (overwritten with the results),
     ``weights`` (R, V) the view weights of each run, ``orders`` (S, max_sweeps, n) sweep
     orders and ``order_of_run`` (R,) which of them each run takes (runs may share one,
-    without a copy per run). Each run is exactly the :func:`sib_sweeps` run from its start; the row
-    layout and the entries' logarithms are computed once for all. The runs share nothing
-    they write, so they run on numba's threads (``prange``) with the same results whatever
-    the number of threads. Returns the sweeps each run took (R,) and the
+    without a copy per run). Each run is exactly the :func:`sib_sweeps` run from its
+    start; the row layout and the entries' logarithms are computed once for all. The runs
+    share nothing they write, so they run on numba's threads (``prange``) with the same
+    results whatever the number of threads. Returns the sweeps each run took (R,) and the
     :func:`relevant_information` of each result (R, V), ``marginal`` being ``p_v(y)``.
     """
     V = weights.shape[1]
