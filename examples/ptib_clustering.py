@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score
+from sklearn.model_selection import train_test_split
 
 from sklearn_icml.cluster import PTIBClustering
 from sklearn_icml.datasets import make_multiview_counts
@@ -34,7 +35,11 @@ def accuracy(y, labels):
     return table[rows, cols].sum() / y.size
 
 
-Xs, y = make_multiview_counts(n_samples_per_cluster=100, n_clusters=5, random_state=0)
+# 120 documents per cluster: 500 to cluster, 100 held out as new documents for predict
+all_Xs, all_y = make_multiview_counts(n_samples_per_cluster=120, n_clusters=5, random_state=0)
+*parts, y, new_y = train_test_split(*all_Xs, all_y, test_size=100, stratify=all_y,
+                                    random_state=0)
+Xs, new_Xs = parts[0::2], parts[1::2]  # each view's training and held-out rows
 print("views:", [X.shape for X in Xs])
 
 # word counts: the relevant variable of the information bottleneck is the word
@@ -53,9 +58,8 @@ for v, X in enumerate(Xs):
     alone = PTIBClustering(n_clusters=5, relevance="features", random_state=0).fit([X])
     print(f"view {v} alone: ACC {accuracy(y, alone.labels_):.3f}")
 
-# new documents are assigned by the same weighted information cost
-# (same seed, hence the same cluster prototypes; fewer documents)
-new_Xs, new_y = make_multiview_counts(20, n_clusters=5, random_state=0)
+# new documents (the held-out ones, from the same clusters) are assigned by the same
+# weighted information cost
 new_labels = model.predict(new_Xs)
 print(f"predict on {new_y.size} new documents: ACC {accuracy(new_y, new_labels):.3f}")
 
