@@ -40,6 +40,11 @@ def make_multiview_counts(
     ``Multinomial(n_tokens, proto_{y_i})``. With ``sigma = 1`` a view is pure noise; the
     smaller ``sigma``, the more a view says about the clusters.
 
+    The views are drawn one after another (a view's prototypes, then its counts), so with
+    one seed only the first view's prototypes stay the same when ``n_samples_per_cluster``
+    changes. For new samples of the same clusters (to try ``predict``), generate more
+    samples and hold some out.
+
     Parameters
     ----------
     n_samples_per_cluster : int, default=100
