@@ -452,6 +452,10 @@ OPTIONS = {
         "paper's exact search over all thresholds (the binning is this library's), and "
         "EBM's own default is 1024 bins",
     ),
+    f"StumpForestGAM n_bags={N_BAGS}, max_bins=1023": (
+        {"n_bags": N_BAGS, "max_bins": 1023},
+        "the two options above together",
+    ),
 }
 
 
