@@ -757,6 +757,12 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         (computed on at most 200,000 rows drawn with ``random_state``). Missing values get
         a bin of their own (code ``max_bins``). A categorical feature may have at most
         ``max_bins`` categories.
+        More bins put a threshold nearer to where the paper's search over every value
+        would: a sharp step inside a bin leaves some of that bin's rows on the wrong side,
+        which matters when there are many rows. Each stump step scans every bin, and the
+        pair counts that spare unweighted fits a pass over the rows per stump step are off
+        once their table, which grows with the square of ``max_bins``, exceeds half the
+        size of ``X`` as float64.
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
         Which features are categorical. ``"from_dtype"`` takes the DataFrame columns of
@@ -1013,6 +1019,9 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
         (computed on at most 200,000 rows drawn with ``random_state``). Missing values get
         a bin of their own (code ``max_bins``). A categorical feature may have at most
         ``max_bins`` categories.
+        More bins put a threshold nearer to where the paper's search over every value
+        would: a sharp step inside a bin leaves some of that bin's rows on the wrong side,
+        which matters when there are many rows. Each stump step scans every bin.
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
         Which features are categorical. ``"from_dtype"`` takes the DataFrame columns of
