@@ -46,6 +46,7 @@ from ._rows import forest_scores, leaf_sides
 _LEAF_NEWTON_ITER = 20
 _LEAF_NEWTON_TOL = 1e-10
 _JOINT_NEWTON_ITER = 50
+_JOINT_NEWTON_EXACT = 1e-13  # relative size of a decrease the objective cannot resolve
 
 
 def solve_psd(H, g):
@@ -334,6 +335,13 @@ class _LogisticLoss(_Loss):
                 step = -solve_psd(H, grad)
             slope = float(grad @ step)
             if not slope < 0:
+                break
+            if -slope <= _JOINT_NEWTON_EXACT * max(1.0, abs(value)):
+                # the step's predicted decrease (-slope / 2) is below what the objective, a
+                # sum over rows, resolves: the quadratic model is exact to rounding here, so
+                # the full step is taken unchecked (a line search would stop short on noise,
+                # at a point that the order of the row sums moves)
+                b, v = b + step[0], v + step[1:]
                 break
             t = 1.0
             while t > 1e-12:
