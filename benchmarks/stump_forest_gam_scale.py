@@ -504,14 +504,10 @@ def main():
               "(varying weights, the classifiers) every stump step asks for sums: the "
               "histograms of the forest without the stump and, for the classifiers, one sum "
               "per Newton step of the two new leaves and one for the losses of the new and "
-              "the old stump; the 3-class leaf step (L-BFGS) asks one sum per evaluation. On "
-              "one machine each sum costs a round trip to the workers, so these fits are "
-              "slower than in memory; they are for data that does not fit one machine. The "
-              "3-class leaf step is L-BFGS, which stops where the objective is flat to "
-              "about 1e-12 of its value (its gradient is then still ~1e-3): the same rows "
-              "summed in another order end it elsewhere on that flat floor, so its "
-              "probabilities differ by more than 1e-8 while the objectives agree to about "
-              "1e-11."))
+              "the old stump; the classifiers' leaf steps (Newton) one sum per point of their "
+              "line search. "
+              "On one machine each sum costs a round trip to the workers, so these fits are "
+              "slower than in memory; they are for data that does not fit one machine."))
     for name, *_, same, diff, objective in option_rows:
         targets.append([f"{name}: dask forest = in-memory forest (stumps; max difference)",
                         "True; <= 1e-08", f"{same}; {diff:.3g} (objectives {objective:.1g})",

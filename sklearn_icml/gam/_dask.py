@@ -19,8 +19,8 @@ travel, never rows:
   stump, and for the classifiers a few sums per Newton step of the two new leaves and the
   losses of the new and the old stump;
 * per leaf step: the objective, and without pair counts the sums of its solver (the
-  segment sums and segment Gram matrix of the ridge or Newton step, or the gradient of the
-  softmax L-BFGS).
+  segment sums and segment Gram matrices of the ridge or Newton step, or the gradient of
+  the L-BFGS that a large multiclass leaf step falls back to).
 
 The forest is sent to the partitions as its segment table (a few kilobytes), from which each
 partition recomputes its scores ``F`` when it needs them, so the workers hold no state that

@@ -16,7 +16,7 @@ optimiser never asks which loss it runs:
   ``oracle(points, active, terms)``, which returns the summed ``side_terms`` of the active
   leaves (a leaf drops out once solved), as the rows of a dask fit answer it;
 * ``fit_leaves(problem, seg, start, D)``: the leaf step, every leaf and the intercept
-  refitted jointly with the splits fixed (ridge by Cholesky, Newton, or L-BFGS), from
+  refitted jointly with the splits fixed (ridge by Cholesky, or Newton: ``joint_newton``), from
   ``start = (intercept, leaves)``; ``seg.A`` maps the leaves to the segment values and the
   penalty is ``l2_reg / 2`` times the sum of the squared leaves (the problem hands it the
   distinct splits only, see :meth:`._optimizer.StumpForestProblem.leaf_step`).
@@ -47,6 +47,7 @@ _LEAF_NEWTON_ITER = 20
 _LEAF_NEWTON_TOL = 1e-10
 _JOINT_NEWTON_ITER = 50
 _JOINT_NEWTON_EXACT = 1e-13  # relative size of a decrease the objective cannot resolve
+_JOINT_NEWTON_MAX_SIZE = 2048  # unknowns of a multiclass Newton leaf step (Hessian 32 MiB)
 
 
 def solve_psd(H, g):
@@ -160,6 +161,61 @@ class _Loss:
         ``F`` of ``rows``, from Newton's ``a``."""
         sides = leaf_sides(rows, F, j, goes_left)
         return self.leaf_newton(lambda *request: self.side_terms(sides, *request), a, l2_reg)
+
+    def joint_newton(self, problem, seg, start, D=None):
+        """The leaf step of a convex loss by Newton on ``theta = (intercept, leaves)`` with
+        backtracking (Armijo) line search, from ``start``.
+
+        Each point is one row sum (``newton_terms``), whose derivatives give the next step's
+        system (``newton_system``). With monotone constraints ``D @ leaves >= 0`` each Newton
+        step is the constrained QP of the local quadratic model (cvxpy), from a feasible
+        point, so every iterate on the line search stays feasible (sequential quadratic
+        programming). The intercept of several scores is returned centred (the softmax is
+        unchanged by a shift of all scores).
+        """
+        lam, A, n, rows_seg = problem.l2_reg, seg.A, self.n_values, seg.without_map()
+        theta = np.concatenate([start[0], start[1].reshape(-1)]).astype(np.float64)
+
+        def terms(theta):
+            v = theta[n:]
+            data, *derivatives = problem.row_sum(
+                self.newton_terms, rows_seg, A @ v.reshape(-1, n), theta[:n]
+            )
+            return data + 0.5 * lam * float(v @ v), derivatives
+
+        value, current = terms(theta)
+        for _ in range(_JOINT_NEWTON_ITER):
+            grad, H = self.newton_system(current, theta, A, lam)
+            if D is not None and D.shape[0]:
+                D_full = np.hstack([np.zeros((D.shape[0], n)), D])
+                step = solve_qp(H, grad, D_full, theta)
+            else:
+                step = -solve_psd(H, grad)
+            slope = float(grad @ step)
+            if not slope < 0:
+                break
+            if -slope <= _JOINT_NEWTON_EXACT * max(1.0, abs(value)):
+                # the step's predicted decrease (-slope / 2) is below what the objective, a
+                # sum over rows, resolves: the quadratic model is exact to rounding here, so
+                # the full step is taken unchecked (a line search would stop short on noise,
+                # at a point that the order of the row sums moves)
+                theta = theta + step
+                break
+            t = 1.0
+            while t > 1e-12:
+                cand_value, cand = terms(theta + t * step)
+                if cand_value <= value + 1e-4 * t * slope:
+                    break
+                t *= 0.5
+            else:
+                break
+            theta = theta + t * step
+            decrease = value - cand_value
+            value, current = cand_value, cand
+            if decrease <= 1e-12 * max(1.0, abs(value)) or -slope < 1e-16:
+                break
+        b = theta[:n] - theta[:n].mean() if n > 1 else theta[:n]
+        return b, theta[n:].reshape(-1, 2, n)
 
 
 class _SquaredLoss(_Loss):
@@ -302,61 +358,22 @@ class _LogisticLoss(_Loss):
         )
         return self.loss(rows.y, F, rows.w), float(g.sum()), float(h.sum()), sums, M
 
+    def newton_system(self, current, theta, A, lam):
+        """Gradient and Hessian of the leaf step in ``theta = (intercept, leaves)`` from the
+        row sums of :meth:`newton_terms` at ``theta``."""
+        g_total, h_total, sums, M = current
+        v = theta[1:]
+        grad = np.concatenate([[g_total], A.T @ sums[:, 0] + lam * v])
+        hvb = A.T @ sums[:, 1]
+        H = np.empty((v.shape[0] + 1, v.shape[0] + 1))
+        H[0, 0] = h_total
+        H[0, 1:] = H[1:, 0] = hvb
+        H[1:, 1:] = A.T @ M @ A + lam * np.eye(v.shape[0])
+        return grad, H
+
     def fit_leaves(self, problem, seg, start, D=None):
-        """Newton on (intercept, leaves) with backtracking (Armijo) line search.
-
-        With monotone constraints ``D @ leaves >= 0`` each Newton step is the constrained
-        QP of the local quadratic model (cvxpy), from a feasible point, so every iterate
-        on the line search stays feasible (sequential quadratic programming). Each point is
-        one row sum (:meth:`newton_terms`), whose derivatives serve the next step.
-        """
-        lam, A, rows_seg = problem.l2_reg, seg.A, seg.without_map()
-        b, v = float(start[0][0]), start[1][:, :, 0].reshape(-1).copy()
-
-        def terms(b, v):
-            data, g_total, h_total, sums, M = problem.row_sum(
-                self.newton_terms, rows_seg, A @ v.reshape(-1, 1), np.array([b])
-            )
-            return data + 0.5 * lam * float(v @ v), (g_total, h_total, sums, M)
-
-        value, current = terms(b, v)
-        for _ in range(_JOINT_NEWTON_ITER):
-            g_total, h_total, sums, M = current
-            grad = np.concatenate([[g_total], A.T @ sums[:, 0] + lam * v])
-            hvb = A.T @ sums[:, 1]
-            H = np.empty((v.shape[0] + 1, v.shape[0] + 1))
-            H[0, 0] = h_total
-            H[0, 1:] = H[1:, 0] = hvb
-            H[1:, 1:] = A.T @ M @ A + lam * np.eye(v.shape[0])
-            if D is not None and D.shape[0]:
-                D_full = np.hstack([np.zeros((D.shape[0], 1)), D])
-                step = solve_qp(H, grad, D_full, np.concatenate([[b], v]))
-            else:
-                step = -solve_psd(H, grad)
-            slope = float(grad @ step)
-            if not slope < 0:
-                break
-            if -slope <= _JOINT_NEWTON_EXACT * max(1.0, abs(value)):
-                # the step's predicted decrease (-slope / 2) is below what the objective, a
-                # sum over rows, resolves: the quadratic model is exact to rounding here, so
-                # the full step is taken unchecked (a line search would stop short on noise,
-                # at a point that the order of the row sums moves)
-                b, v = b + step[0], v + step[1:]
-                break
-            t = 1.0
-            while t > 1e-12:
-                cand_value, cand = terms(b + t * step[0], v + t * step[1:])
-                if cand_value <= value + 1e-4 * t * slope:
-                    break
-                t *= 0.5
-            else:
-                break
-            b, v = b + t * step[0], v + t * step[1:]
-            decrease = value - cand_value
-            value, current = cand_value, cand
-            if decrease <= 1e-12 * max(1.0, abs(value)) or -slope < 1e-16:
-                break
-        return np.array([b]), v.reshape(-1, 2, 1)
+        """Newton on (intercept, leaves): :meth:`_Loss.joint_newton`."""
+        return self.joint_newton(problem, seg, start, D)
 
     def inverse_link(self, raw):
         p = expit(raw[:, 0])
@@ -464,6 +481,60 @@ class _SoftmaxLoss(_Loss):
                     cand[s] = a[s] + step[s]
         return a
 
+    def newton_terms(self, rows, seg, values, intercept):
+        """Row sums of one Newton step of the leaf step at the forest (``values``,
+        ``intercept``): the data term, the gradient total, and per segment the gradient
+        sums, the Hessian sums and the Hessian-weighted Gram matrices, one per entry
+        ``(k, m)``, ``k <= m``, of the rows' class Hessians ``w (diag(p) - p p^T)``."""
+        F = forest_scores(rows, seg, values, intercept)
+        value, G, _ = K.softmax_terms(F, rows.y, rows.w, 1)
+        P = softmax(F, axis=1)
+        k, m = np.triu_indices(self.n_values)
+        Hkm = rows.w[:, None] * P[:, k] * ((k == m)[None, :] - P[:, m])
+        sums = K.segment_sums(
+            rows.xb, seg.features, seg.lut, np.hstack([G, Hkm]), seg.n_segments, rows.parallel
+        )
+        grams = np.stack([
+            K.segment_gram(rows.xb, seg.features, seg.lut, seg.starts, seg.sizes, seg.pair_a,
+                           seg.pair_b, Hkm[:, q], rows.parallel)
+            for q in range(k.shape[0])
+        ])
+        return value, G.sum(0), Hkm.sum(0), sums, grams
+
+    def newton_system(self, current, theta, A, lam):
+        """Gradient and Hessian of the leaf step in ``theta = (intercept, leaves)``
+        (leaf-major, class-minor) from the row sums of :meth:`newton_terms` at ``theta``.
+
+        A shift of every intercept alike changes nothing: the Hessian is singular along it
+        (and the gradient is zero there). The Hessian's intercept block gets
+        ``scale / n_classes`` times the all-ones matrix, which makes it positive definite and
+        leaves the Newton step unchanged (its component along the shift stays zero).
+        """
+        g_total, h_packed, sums, grams = current
+        n = self.n_values
+        n_leaves = A.shape[1]
+        k, m = np.triu_indices(n)
+        seg_g = sums[:, :n]
+        V = theta[n:].reshape(n_leaves, n)
+        grad = np.concatenate([g_total, (A.T @ seg_g + lam * V).ravel()])
+        h_total = np.empty((n, n))
+        h_total[k, m] = h_total[m, k] = h_packed
+        seg_h = np.empty((sums.shape[0], n, n))
+        seg_h[:, k, m] = seg_h[:, m, k] = sums[:, n:]
+        size = n + n_leaves * n
+        H = np.empty((size, size))
+        H[:n, :n] = h_total + np.trace(h_total) / n**2
+        H_bv = (A.T @ seg_h.reshape(-1, n * n)).reshape(n_leaves, n, n)  # (leaf, k, m)
+        H[:n, n:] = H_bv.transpose(1, 0, 2).reshape(n, size - n)
+        H[n:, :n] = H[:n, n:].T
+        H_vv = np.empty((n_leaves, n, n_leaves, n))
+        for q, (kq, mq) in enumerate(zip(k, m)):
+            block = A.T @ grams[q] @ A
+            H_vv[:, kq, :, mq] = block
+            H_vv[:, mq, :, kq] = block.T
+        H[n:, n:] = H_vv.reshape(size - n, size - n) + lam * np.eye(size - n)
+        return grad, H
+
     def value_gradient_terms(self, rows, seg, values, intercept):
         """Row sums of the leaf step's objective at the forest (``values``, ``intercept``):
         the data term, the gradient total and the per-segment gradient sums."""
@@ -473,8 +544,16 @@ class _SoftmaxLoss(_Loss):
         return value, g.sum(0), sums
 
     def fit_leaves(self, problem, seg, start, D=None):
-        """L-BFGS-B on (intercept, leaves) with the analytic gradient, from ``start``."""
-        lam, A, n_classes, rows_seg = problem.l2_reg, seg.A, self.n_values, seg.without_map()
+        """Newton on (intercept, leaves) (:meth:`_Loss.joint_newton`) while its system has at
+        most ``_JOINT_NEWTON_MAX_SIZE`` unknowns; beyond, L-BFGS-B with the analytic
+        gradient, from ``start``: its memory grows with the number of unknowns, not their
+        square, but it stops where the objective is flat to about 1e-12 of its value, a
+        point that the order of the row sums moves (a dask fit then differs from the same
+        rows in memory by more than rounding)."""
+        n_classes = self.n_values
+        if n_classes * (1 + start[1].shape[0] * 2) <= _JOINT_NEWTON_MAX_SIZE:
+            return self.joint_newton(problem, seg, start, D)
+        lam, A, rows_seg = problem.l2_reg, seg.A, seg.without_map()
 
         def fun(theta):
             b, V = theta[:n_classes], theta[n_classes:].reshape(-1, n_classes)

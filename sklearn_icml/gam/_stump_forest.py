@@ -889,7 +889,8 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
     histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
     kept only if ``E`` does not increase, which makes ``objective_history_``
     non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
-    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+    method with an Armijo line search (logistic and softmax losses; L-BFGS-B for a
+    softmax leaf step of over 2,048 unknowns, whose Hessian would not fit in memory).
 
     Beyond [1]_, for tabular data: missing values have a bin whose side each stump
     chooses by the exact objective (as HistGradientBoosting does); a categorical stump
@@ -978,7 +979,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     Stumps are chosen by exact enumeration of every feature and bin threshold with the
     second-order (Newton) gain, their two leaves solved exactly by Newton's method, and the
     new stump kept only if the objective drops; the leaf step refits all leaves and the
-    intercept jointly (Newton for binary, L-BFGS for multiclass).
+    intercept jointly (Newton; L-BFGS beyond 2,048 unknowns of a multiclass
+    leaf step).
 
     Parameters
     ----------
@@ -1147,7 +1149,8 @@ class StumpForestGAMClassifier(ClassifierMixin, _BaseStumpForestGAM):
     histogram pass; the optimiser alternates exact stump steps and a joint leaf step, each
     kept only if ``E`` does not increase, which makes ``objective_history_``
     non-increasing; and the leaf step is a ridge solve by Cholesky (squared loss), Newton's
-    method with an Armijo line search (logistic loss) or L-BFGS-B (softmax loss).
+    method with an Armijo line search (logistic and softmax losses; L-BFGS-B for a
+    softmax leaf step of over 2,048 unknowns, whose Hessian would not fit in memory).
 
     Beyond [1]_, for tabular data: missing values have a bin whose side each stump
     chooses by the exact objective (as HistGradientBoosting does); a categorical stump
