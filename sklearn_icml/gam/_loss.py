@@ -428,10 +428,10 @@ class _SoftmaxLoss(_Loss):
         for side in np.flatnonzero(active):
             y, F, w = sides[side]
             a = np.ascontiguousarray(points[side], dtype=np.float64)
-            if terms != "derivatives":
+            if terms == "value":
                 values[side] = self.loss(y, F + a[None, :], w)
-            if terms != "value":
-                grads[side], hess[side] = K.softmax_leaf_grad_hess(
+            else:  # the value comes with the derivatives, in the same pass
+                values[side], grads[side], hess[side] = K.softmax_leaf_terms(
                     F, y, w, np.ones(y.shape[0], dtype=np.bool_), a, 0.0
                 )
         return values, grads, hess
@@ -440,25 +440,40 @@ class _SoftmaxLoss(_Loss):
         """Both leaves' convex K-D problems by Newton with step halving, in step.
 
         ``oracle(points, active, terms) -> (values, grads, hess)`` gives the summed
-        :meth:`side_terms` of the active leaves. Each
-        leaf minimises ``phi(a) = data(a) + l2_reg / 2 |a|^2``: a Newton step is halved
-        until ``phi`` does not increase (a leaf stops when the step falls below 1e-12 of
-        it), for at most ``_LEAF_NEWTON_ITER`` steps or until a step is below
-        ``_LEAF_NEWTON_TOL`` relative to the leaf.
+        :meth:`side_terms` of the active leaves. Each leaf minimises
+        ``phi(a) = data(a) + l2_reg / 2 |a|^2``: a Newton step is halved until ``phi`` does
+        not increase (a leaf stops when the step falls below 1e-12 of it), for at most
+        ``_LEAF_NEWTON_ITER`` steps or until a step is below ``_LEAF_NEWTON_TOL`` relative
+        to the leaf. A step whose predicted decrease is below what ``phi``, a sum over
+        rows, resolves (``_JOINT_NEWTON_EXACT`` of its value) is taken whole and ends the
+        leaf: the quadratic model is exact to rounding there, and halving it on the noise
+        of ``phi`` would only stop short of the optimum. Every point is asked for its value
+        and derivatives at once: an accepted point's derivatives give the next step
+        without another pass over the rows.
         """
         a = np.array(a, dtype=np.float64)
         eye = np.eye(self.n_values)
+        step, t = np.zeros_like(a), np.ones(2)
         active = np.ones(2, dtype=bool)
+        n_steps = np.zeros(2, dtype=np.int64)
+
+        def newton_step(s, grad, hess):
+            # the step from a[s]; False when it is taken whole as the last one
+            grad = grad + l2_reg * a[s]
+            step[s] = -solve_psd(hess + l2_reg * eye, grad)
+            t[s] = 1.0
+            if -float(grad @ step[s]) <= _JOINT_NEWTON_EXACT * max(1.0, abs(phi[s])):
+                a[s] += step[s]
+                return False
+            return True
+
         values, grads, hess = oracle(a, active, "all")
         phi = values + 0.5 * l2_reg * np.sum(a * a, axis=1)
-        step = np.zeros_like(a)
-        t, n_steps = np.ones(2), np.zeros(2, dtype=np.int64)
         for s in range(2):
-            step[s] = -solve_psd(hess[s] + l2_reg * eye, grads[s] + l2_reg * a[s])
+            active[s] = newton_step(s, grads[s], hess[s])
         cand = a + step
         while active.any():
-            values = oracle(cand, active, "value")[0]  # the line search needs values only
-            moved = np.zeros(2, dtype=bool)
+            values, grads, hess = oracle(cand, active, "all")
             for s in np.flatnonzero(active):
                 phi_cand = values[s] + 0.5 * l2_reg * float(cand[s] @ cand[s])
                 if phi_cand <= phi[s]:
@@ -468,17 +483,12 @@ class _SoftmaxLoss(_Loss):
                         1.0, np.max(np.abs(a[s]))
                     )
                     active[s] = not (small or n_steps[s] >= _LEAF_NEWTON_ITER)
-                    moved[s] = active[s]
+                    if active[s]:
+                        active[s] = newton_step(s, grads[s], hess[s])
                 else:
                     t[s] *= 0.5
                     active[s] = t[s] >= 1e-12
-                    cand[s] = a[s] + t[s] * step[s]
-            if moved.any():  # the next Newton step of each leaf that moved
-                _, grads, hess = oracle(a, moved, "derivatives")
-                for s in np.flatnonzero(moved):
-                    step[s] = -solve_psd(hess[s] + l2_reg * eye, grads[s] + l2_reg * a[s])
-                    t[s] = 1.0
-                    cand[s] = a[s] + step[s]
+                cand[s] = a[s] + t[s] * step[s]
         return a
 
     def newton_terms(self, rows, seg, values, intercept):

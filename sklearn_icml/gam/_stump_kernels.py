@@ -735,9 +735,11 @@ def softmax_terms(F, y, w, order):
 
 
 @njit_cached()
-def softmax_leaf_grad_hess(F, y, w, rows, a, l2_reg):
-    """Gradient and full Hessian in ``a`` of ``sum_{rows} w_i CE(y_i, F_i + a) + l2/2 |a|^2``."""
+def softmax_leaf_terms(F, y, w, rows, a, l2_reg):
+    """Value, gradient and full Hessian in ``a`` of
+    ``sum_{rows} w_i CE(y_i, F_i + a) + l2/2 |a|^2``, in one pass over the rows."""
     n_classes = F.shape[1]
+    value = 0.5 * l2_reg * np.dot(a, a)
     grad = l2_reg * a.copy()
     hess = l2_reg * np.eye(n_classes)
     p = np.empty(n_classes)
@@ -751,13 +753,14 @@ def softmax_leaf_grad_hess(F, y, w, rows, a, l2_reg):
         for c in range(n_classes):
             p[c] = np.exp(F[i, c] + a[c] - m)
             s += p[c]
+        value += w[i] * (m + np.log(s) - (F[i, y[i]] + a[y[i]]))
         for c in range(n_classes):
             p[c] /= s
         for c in range(n_classes):
             grad[c] += w[i] * (p[c] - (1.0 if c == y[i] else 0.0))
             for d in range(n_classes):
                 hess[c, d] += w[i] * p[c] * ((1.0 if c == d else 0.0) - p[d])
-    return grad, hess
+    return value, grad, hess
 
 
 def segment_onehot_reference(xb, features, lut, n_segments):

@@ -270,8 +270,38 @@ def test_leaf_newton_from_summed_terms_is_the_in_memory_solve(l2_reg):
     sides = _rows.leaf_sides(rows._replace(y=yk), Fk, 0, goes_left)
     for s in range(2):  # the exact minimiser: zero gradient of data term + penalty
         y_s, F_s, w_s = sides[s]
-        grad, _ = K.softmax_leaf_grad_hess(F_s, y_s, w_s, np.ones(len(y_s), bool), a[s], l2_reg)
+        _, grad, _ = K.softmax_leaf_terms(F_s, y_s, w_s, np.ones(len(y_s), bool), a[s], l2_reg)
         assert np.max(np.abs(grad)) < 1e-8
+
+
+def test_softmax_leaf_newton_ends_at_the_optimum_of_many_rows_in_few_passes():
+    # with 10^5 rows the objective is a sum whose rounding noise (~1e-13 of it) exceeds the
+    # decrease of Newton's last steps: halving those steps on the noise stopped short of
+    # the optimum after dozens of passes; the last step is taken whole instead
+    rng = np.random.default_rng(11)
+    n = 100_000
+    F = rng.normal(size=(n, 3))
+    y = rng.integers(0, 3, n)
+    w = np.ones(n)
+    left = rng.uniform(size=n) < 0.5
+    loss = _loss._SoftmaxLoss(3)
+    l2_reg = 22.0
+    calls = []
+
+    def oracle(points, active, terms):
+        calls.append(terms)
+        values, grads, hess = np.zeros(2), np.zeros((2, 3)), np.zeros((2, 3, 3))
+        for s in np.flatnonzero(active):
+            side = left if s == 0 else ~left
+            values[s], grads[s], hess[s] = K.softmax_leaf_terms(
+                F, y, w, side, np.ascontiguousarray(points[s]), 0.0)
+        return values, grads, hess
+
+    a = loss.leaf_newton(oracle, np.zeros((2, 3)), l2_reg)
+    for s, side in enumerate((left, ~left)):
+        _, grad, _ = K.softmax_leaf_terms(F, y, w, side, a[s], l2_reg)
+        assert np.max(np.abs(grad)) < 1e-10
+    assert len(calls) <= 4
 
 
 @pytest.mark.slow
@@ -328,14 +358,16 @@ def test_softmax_kernels_match_numpy():
         np.testing.assert_allclose(got, ref, atol=1e-12)
     rows = rng.uniform(size=150) < 0.5
     a, lam = rng.normal(size=4), 0.7
-    grad, hess = K.softmax_leaf_grad_hess(F, y, w, rows, a, lam)
+    value, grad, hess = K.softmax_leaf_terms(F, y, w, rows, a, lam)
 
     def phi(v):
         return loss.loss_reference(y[rows], F[rows] + v, w[rows]) + 0.5 * lam * v @ v
 
+    assert value == pytest.approx(phi(a), rel=1e-12)
+
     eps = 1e-6
     num_grad = [(phi(a + eps * e) - phi(a - eps * e)) / (2 * eps) for e in np.eye(4)]
     np.testing.assert_allclose(grad, num_grad, rtol=1e-6, atol=1e-6)
-    g_plus = [K.softmax_leaf_grad_hess(F, y, w, rows, a + eps * e, lam)[0] for e in np.eye(4)]
-    g_minus = [K.softmax_leaf_grad_hess(F, y, w, rows, a - eps * e, lam)[0] for e in np.eye(4)]
+    g_plus = [K.softmax_leaf_terms(F, y, w, rows, a + eps * e, lam)[1] for e in np.eye(4)]
+    g_minus = [K.softmax_leaf_terms(F, y, w, rows, a - eps * e, lam)[1] for e in np.eye(4)]
     np.testing.assert_allclose(hess, (np.array(g_plus) - np.array(g_minus)) / (2 * eps), atol=1e-5)
