@@ -516,9 +516,10 @@ class _SoftmaxLoss(_Loss):
         (leaf-major, class-minor) from the row sums of :meth:`newton_terms` at ``theta``.
 
         A shift of every intercept alike changes nothing: the Hessian is singular along it
-        (and the gradient is zero there). The Hessian's intercept block gets
-        ``scale / n_classes`` times the all-ones matrix, which makes it positive definite and
-        leaves the Newton step unchanged (its component along the shift stays zero).
+        (and the gradient is zero there). The Hessian's intercept block gets its mean
+        diagonal entry divided by ``n_classes`` times the all-ones matrix, which makes it
+        positive definite along the shift and leaves the Newton step unchanged (its
+        component along the shift stays zero).
         """
         g_total, h_packed, sums, grams = current
         n = self.n_values
