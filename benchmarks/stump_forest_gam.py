@@ -735,10 +735,10 @@ def real_scale(report, quick):
     sizes = [10_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
     ebm_max = 30_000 if quick else 100_000
     rows, ratio_1e5 = [], None
-    # beyond the defaults: finer bins (EBM's default count, four times that, and the most
-    # bins there are, about one training row each at 10^5 rows: the paper's search over
-    # every threshold), a stronger leaf penalty with and without finer bins, and averaged
-    # bags, apart and together
+    # other settings: finer bins (EBM's default count, four times that, and the most bins
+    # there are, about one training row each at 10^5 rows: the paper's search over every
+    # threshold) and a stronger leaf penalty with and without finer bins; beyond the paper,
+    # averaged bags, alone and with finer bins
     options_rows = [
         ("max_bins=1023", {"max_bins": 1023}),
         ("max_bins=4095", {"max_bins": 4095}),
@@ -785,7 +785,7 @@ def real_scale(report, quick):
         ),
     )
     report.add_table(
-        "Scale: options beyond the paper against EBM (RMSE against the noiseless f)",
+        "Scale: other settings against EBM (RMSE against the noiseless f)",
         ["training rows", "StumpForestGAM option", "RMSE vs f", "fit CPU s", "parameters",
          "stumps on noise features", "RMSE / EBM's", "EBM CPU / its CPU"],
         option_rows,
@@ -798,12 +798,15 @@ def real_scale(report, quick):
             "sit nearly where the paper's search over every value would put it; with 65535 "
             "(about one row each, at 10^4 rows one per distinct value) it sits there, so "
             "that row measures the paper's exact threshold search. A stronger leaf penalty "
-            "(l2_reg=1000 rows instead of 100) keeps more of the forest on the four used "
-            "features: each stump step picks the best of 20 features x every threshold, and "
-            "on the 16 noise features that best fits the training noise, a gain the "
-            "penalty shrinks most on small leaves. Averaged bags give the sine and the "
-            "parabola finer steps. Stumps on noise features: the share of the non-zero "
-            "stumps that split one of the 16 unused features."
+            "(l2_reg=1000 rows instead of the default 100) shrinks every stump, so the "
+            "automatic size grows a forest of more, smaller steps, which follow the sine and "
+            "the parabola more closely; it also shrinks most the stumps that fit training "
+            "noise (each stump step takes the best of 20 features x every threshold, and on "
+            "an unused feature that best fits the noise, mostly with small leaves). Bins, "
+            "penalty and size are the paper's method at other settings; n_bags (averaged "
+            "bags) is beyond it and gives the sine and the parabola finer steps. Stumps on "
+            "noise features: the share of the non-zero stumps that split one of the 16 "
+            "unused features (of all bags' stumps with n_bags)."
         ),
     )
     if ratio_1e5 is not None:
