@@ -747,7 +747,10 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         for the softmax loss), so that a leaf is shrunk as by ``l2_reg`` extra rows of
         zero residual whatever the loss. The intercept is not penalised. 0 is allowed;
         larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
-        stumps (as a smaller learning rate does in boosting).
+        stumps (as a smaller learning rate does in boosting). On many rows of a smooth
+        effect a larger value (such as 1000), with finer bins (``max_bins``), follows it
+        more closely, for more CPU; it also keeps stumps off features the target does not
+        use, which the best of every feature and threshold otherwise fits to noise.
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
