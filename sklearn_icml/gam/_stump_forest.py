@@ -749,8 +749,9 @@ class StumpForestGAMRegressor(RegressorMixin, _BaseStumpForestGAM):
         larger values shrink each stump, so that ``n_stumps="auto"`` grows more, smaller
         stumps (as a smaller learning rate does in boosting). On many rows of a smooth
         effect a larger value (such as 1000), with finer bins (``max_bins``), follows it
-        more closely, for more CPU; it also keeps stumps off features the target does not
-        use, which the best of every feature and threshold otherwise fits to noise.
+        more closely, for more CPU; at the default bins it also keeps more stumps off
+        features the target does not use, which the best of every feature and threshold
+        otherwise fits to noise.
     min_samples_leaf : int, default=20
         Fewest training rows in each leaf of a stump. The count is unweighted even when
         ``sample_weight`` is given. A stump with no valid split stays a zero stump.
